@@ -1,0 +1,60 @@
+"""lfassist-jupyter: the Langflow Assistant inside Jupyter.
+
+Describe a component in plain words (``%%assist`` or ``Assistant().run(...)``) and get
+back Langflow component code that has been generated, validated in a sandbox, and
+repaired when needed.  Heavy modules (the engine, provider SDKs, lfx) load on first
+use, so ``%load_ext lfassist_jupyter`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Assistant": "lfassist_jupyter.core.engine",
+    "Validator": "lfassist_jupyter.core.engine",
+    "AssistResult": "lfassist_jupyter.core.result",
+    "ProgressEvent": "lfassist_jupyter.core.events",
+    "TokenEvent": "lfassist_jupyter.core.events",
+    "CompleteEvent": "lfassist_jupyter.core.events",
+    "ErrorEvent": "lfassist_jupyter.core.events",
+    "CancelledEvent": "lfassist_jupyter.core.events",
+    "Event": "lfassist_jupyter.core.events",
+    "check_config": "lfassist_jupyter.providers._registry",
+    "ScriptedProvider": "lfassist_jupyter.providers.scripted",
+    "ValidationReport": "lfassist_jupyter.validation.report",
+    "validate_component": "lfassist_jupyter.validation.sandbox",
+    "avalidate_component": "lfassist_jupyter.validation.sandbox",
+    "SandboxValidator": "lfassist_jupyter.validation.sandbox",
+}
+
+__all__ = [*sorted(_LAZY), "load_ipython_extension", "unload_ipython_extension"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lfassist_jupyter' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext lfassist_jupyter``: register the magics and warm the validator up."""
+    from lfassist_jupyter.magics import load_ipython_extension as _load
+
+    _load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from lfassist_jupyter.magics import unload_ipython_extension as _unload
+
+    _unload(ipython)

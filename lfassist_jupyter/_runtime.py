@@ -1,0 +1,122 @@
+"""A private event loop on a daemon thread, for driving async code from blocking code.
+
+A Jupyter kernel already runs an event loop on its main thread, so ``asyncio.run`` there
+fails ("cannot be called from a running event loop") and nesting loops (nest_asyncio)
+breaks other libraries.  Instead, coroutines run on this one background loop and the
+caller's thread waits on a thread-safe queue -- so the caller stays interruptible and
+display calls still happen on the caller's thread, inside the right cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+_guard = threading.Lock()
+_DONE = object()
+
+
+def get_loop() -> asyncio.AbstractEventLoop:
+    """The background loop, started on first use."""
+    global _loop, _thread
+    with _guard:
+        if _loop is None or _loop.is_closed() or _thread is None or not _thread.is_alive():
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def _serve() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                loop.run_forever()
+
+            _thread = threading.Thread(target=_serve, name="lfassist-loop", daemon=True)
+            _thread.start()
+            ready.wait()
+            _loop = loop
+        return _loop
+
+
+def in_loop_thread() -> bool:
+    return _thread is not None and threading.current_thread() is _thread
+
+
+def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """Run ``coro`` on the background loop and wait for its result."""
+    if in_loop_thread():
+        coro.close()
+        raise RuntimeError("run_sync() was called from the assistant's own loop thread; await the coroutine instead.")
+    future = asyncio.run_coroutine_threadsafe(coro, get_loop())
+    try:
+        return future.result(timeout)
+    except KeyboardInterrupt:
+        future.cancel()
+        raise
+
+
+def iterate_in_background(
+    agen: AsyncIterator[T], *, on_interrupt: Callable[[], Any] | None = None, interrupt_grace: float = 5.0
+) -> Iterator[T]:
+    """Iterate an async generator on the background loop from this (blocking) thread.
+
+    On ``KeyboardInterrupt`` ``on_interrupt`` is called (e.g. ``Assistant.cancel``), the
+    remaining items (normally a ``cancelled`` event) are still delivered, and the
+    interrupt is re-raised once the generator has finished.
+    """
+    if in_loop_thread():
+        raise RuntimeError("Use the async API (stream/arun) from inside the assistant's loop.")
+    items: queue.Queue[Any] = queue.Queue()
+
+    async def pump() -> None:
+        try:
+            async for item in agen:
+                items.put(item)
+        except BaseException as exc:
+            items.put(exc)
+        finally:
+            with contextlib.suppress(BaseException):
+                await agen.aclose()  # type: ignore[attr-defined]
+            items.put(_DONE)
+
+    future = asyncio.run_coroutine_threadsafe(pump(), get_loop())
+    interrupted = False
+    deadline_hit = False
+    while True:
+        try:
+            item = items.get(timeout=0.1) if not interrupted else items.get(timeout=interrupt_grace)
+        except queue.Empty:
+            if interrupted:  # the generator did not wind down in time: stop waiting
+                future.cancel()
+                deadline_hit = True
+                break
+            continue
+        except KeyboardInterrupt:
+            interrupted = True
+            if on_interrupt is not None:
+                on_interrupt()
+            else:
+                future.cancel()
+            continue
+        if item is _DONE:
+            break
+        if isinstance(item, BaseException):
+            if isinstance(item, asyncio.CancelledError):
+                break
+            raise item
+        try:
+            yield item
+        except GeneratorExit:
+            future.cancel()
+            raise
+    with contextlib.suppress(Exception):
+        if not deadline_hit:
+            future.result(timeout=1)
+    if interrupted:
+        raise KeyboardInterrupt

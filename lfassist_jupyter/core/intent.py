@@ -1,0 +1,116 @@
+"""Intent classification and translation to English, in one stateless model call.
+
+The classifier never sees the conversation (Langflow's ADR: a shared memory made it
+classify its own JSON replies).  It only gets one line of context, whether the session
+already has a component, so follow-ups like "now make it lowercase too" are recognised as
+component requests instead of questions.
+
+Models do not always answer with clean JSON, so parsing is tolerant (Langflow's ADR for
+models such as IBM granite): plain JSON, JSON in a markdown fence, JSON embedded in prose,
+then a strict ``"intent": "..."`` pattern, else ``question`` -- the safe default, since a
+question never produces code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Intent = Literal["generate_component", "question", "off_topic"]
+INTENTS: tuple[str, ...] = ("generate_component", "question", "off_topic")
+
+INTENT_SYSTEM_PROMPT = """\
+You classify requests sent to the Langflow Assistant, which writes Langflow custom \
+components (Python classes built on lfx) and answers questions about Langflow.
+
+Reply with ONLY a JSON object, no prose, no code fence:
+{"translation": "<the request translated to English; unchanged if already English>", \
+"intent": "<generate_component | question | off_topic>"}
+
+- generate_component: the user wants a Langflow component created or changed \
+(e.g. "make a component that uppercases text", "add a separator input", "now return a DataFrame").
+- question: a question about Langflow, lfx, components, flows, or Python for components.
+- off_topic: anything else (other tools or platforms, general knowledge, chit-chat).
+"""
+
+_FENCE_JSON = re.compile(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", re.S)
+_EMBEDDED_JSON = re.compile(r"\{[^{}]*\"intent\"[^{}]*\}", re.S)
+_STRICT_INTENT = re.compile(r"[\"']intent[\"']\s*:\s*[\"'](generate_component|question|off_topic)[\"']", re.I)
+_STRICT_TRANSLATION = re.compile(r"[\"']translation[\"']\s*:\s*\"((?:[^\"\\]|\\.)*)\"", re.S)
+
+
+@dataclass(frozen=True)
+class IntentResult:
+    intent: str
+    translation: str
+    parsed_by: str  # json | fenced_json | embedded_json | pattern | default
+
+
+def build_intent_messages(text: str, *, has_component: bool = False) -> tuple[str, list[dict[str, str]]]:
+    """The system prompt and the single user message of the classification call."""
+    context = (
+        "Context: the user already has a component in this session; requests to change it are generate_component.\n"
+        if has_component
+        else ""
+    )
+    return INTENT_SYSTEM_PROMPT, [{"role": "user", "content": f"{context}Request:\n{text}"}]
+
+
+def _from_obj(obj: Any, original: str, how: str) -> IntentResult | None:
+    if not isinstance(obj, dict):
+        return None
+    intent = str(obj.get("intent", "")).strip().lower()
+    if intent not in INTENTS:
+        return None
+    translation = obj.get("translation")
+    if not isinstance(translation, str) or not translation.strip():
+        translation = original
+    return IntentResult(intent=intent, translation=translation.strip(), parsed_by=how)
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError):
+        pass
+    # A nearly-JSON reply (trailing comma, single quotes, unclosed brace) is still an answer.
+    try:
+        from json_repair import repair_json
+
+        return repair_json(text, return_objects=True)
+    except Exception:
+        return None
+
+
+def parse_intent(reply: str, original: str) -> IntentResult:
+    """Parse a classifier reply; ``original`` is used when no translation comes back."""
+    text = (reply or "").strip()
+    try:
+        direct = json.loads(text)
+    except (ValueError, TypeError):
+        direct = None
+    if (result := _from_obj(direct, original, "json")) is not None:
+        return result
+    for match in _FENCE_JSON.finditer(text):
+        if (result := _from_obj(_loads(match.group(1)), original, "fenced_json")) is not None:
+            return result
+    for match in _EMBEDDED_JSON.finditer(text):
+        if (result := _from_obj(_loads(match.group(0)), original, "embedded_json")) is not None:
+            return result
+    if match := _STRICT_INTENT.search(text):
+        translation = original
+        if tmatch := _STRICT_TRANSLATION.search(text):
+            try:
+                translation = json.loads(f'"{tmatch.group(1)}"') or original
+            except ValueError:
+                translation = tmatch.group(1) or original
+        return IntentResult(intent=match.group(1).lower(), translation=translation, parsed_by="pattern")
+    return IntentResult(intent="question", translation=original, parsed_by="default")
+
+
+OFF_TOPIC_REFUSAL = (
+    "I can only help with Langflow: creating custom components and answering questions about "
+    "Langflow and lfx. Try something like 'a component that splits text into sentences'."
+)

@@ -1,0 +1,67 @@
+"""Anthropic's Messages API with streaming through the official ``anthropic`` SDK."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from lfassist_jupyter.providers._errors import map_sdk_error, sdk_errors
+from lfassist_jupyter.providers.base import Provider, Usage
+
+
+@dataclass
+class AnthropicProvider(Provider):
+    name: str = "anthropic"
+    display_name: str = "Anthropic"
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    timeout: float = 120.0
+    max_retries: int = 2
+    _client: Any = field(default=None, init=False, repr=False)
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.api_key,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+        return self._client
+
+    async def stream(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, str]],
+        model: str,
+        max_tokens: int = 4096,
+        temperature: float = 0.2,
+    ) -> AsyncIterator[str]:
+        # The 2.x SDK and current Claude models take no sampling parameters: temperature is ignored.
+        client = self._get_client()
+        import anthropic
+
+        self.last_usage = None
+        try:
+            async with client.messages.stream(
+                model=model, system=system, messages=messages, max_tokens=max_tokens
+            ) as stream:
+                async for text in stream.text_stream:
+                    if text:
+                        yield text
+                final = stream.current_message_snapshot
+                if final is not None and final.usage is not None:
+                    self.last_usage = Usage(final.usage.input_tokens or 0, final.usage.output_tokens or 0)
+        except sdk_errors(anthropic.APIError) as exc:
+            raise map_sdk_error(
+                exc, provider=self.name, display=self.display_name, model=model, base_url=self.base_url
+            ) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

@@ -1,0 +1,87 @@
+"""OpenAI and every OpenAI-compatible server (Ollama, vLLM, LM Studio, Groq, OpenRouter)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from lfassist_jupyter.providers._errors import map_sdk_error, sdk_errors
+from lfassist_jupyter.providers.base import Provider, Usage
+
+
+@dataclass
+class OpenAIProvider(Provider):
+    """Chat completions with streaming through the official ``openai`` SDK.
+
+    Retries on 429/5xx are the SDK's own (bounded by ``max_retries``, exponential
+    backoff, ``Retry-After`` honoured); we translate what is left into friendly errors.
+    """
+
+    name: str = "openai"
+    display_name: str = "OpenAI"
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    timeout: float = 120.0
+    max_retries: int = 2
+    _client: Any = field(default=None, init=False, repr=False)
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                # Local OpenAI-compatible servers need no key, but the SDK insists on one.
+                api_key=self.api_key or "not-needed",
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+        return self._client
+
+    def _params(self, model: str, max_tokens: int, temperature: float) -> dict[str, Any]:
+        params: dict[str, Any] = {"stream_options": {"include_usage": True}}
+        # Reasoning models reject temperature; everything else gets a low one for code.
+        if not model.startswith(("o1", "o3", "o4", "gpt-5")):
+            params["temperature"] = temperature
+        if self.base_url:  # compatible servers default to short replies without it
+            params["max_tokens"] = max_tokens
+        return params
+
+    async def stream(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, str]],
+        model: str,
+        max_tokens: int = 4096,
+        temperature: float = 0.2,
+    ) -> AsyncIterator[str]:
+        client = self._get_client()
+        import openai
+
+        self.last_usage = None
+        try:
+            response = await client.chat.completions.create(
+                model=model,
+                messages=[{"role": "system", "content": system}, *messages],
+                stream=True,
+                **self._params(model, max_tokens, temperature),
+            )
+            async with response:  # closes the HTTP stream on cancel or early exit
+                async for chunk in response:
+                    if getattr(chunk, "usage", None):
+                        self.last_usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                    for choice in chunk.choices or ():
+                        text = getattr(choice.delta, "content", None)
+                        if text:
+                            yield text
+        except sdk_errors(openai.APIError) as exc:
+            raise map_sdk_error(
+                exc, provider=self.name, display=self.display_name, model=model, base_url=self.base_url
+            ) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

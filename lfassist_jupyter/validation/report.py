@@ -1,0 +1,65 @@
+"""What a validation says about a component: the ``ValidationReport``.
+
+One report type serves the engine (which feeds ``error`` back to the model), the magic
+and the panel (which show inputs, outputs and warnings), and the benchmarks (timings).
+``error`` is short on purpose -- it goes into a prompt -- while ``traceback`` keeps the
+whole story for a human.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Phase = Literal["static", "security", "runtime", "smoke"]
+SmokeStatus = Literal["passed", "failed", "skipped", "not_run"]
+
+
+class FieldSummary(BaseModel):
+    """One input or output of a component, as Langflow shows it."""
+
+    name: str
+    display_name: str | None = None
+    type: str | None = None  # input class (MessageTextInput) or output types joined with " | "
+    method: str | None = None  # outputs only
+    types: list[str] = Field(default_factory=list)  # outputs only
+
+
+class MissingPackage(BaseModel):
+    module: str
+    distribution: str
+    fix: str
+
+
+class ValidationReport(BaseModel):
+    is_valid: bool
+    phase: Phase | None = None  # the phase that failed; None when valid
+    class_name: str | None = None
+    error: str | None = None  # concise, meant for the model's retry prompt
+    traceback: str | None = None  # full detail, meant for humans
+    display_name: str | None = None
+    description: str | None = None
+    inputs: list[FieldSummary] = Field(default_factory=list)
+    outputs: list[FieldSummary] = Field(default_factory=list)
+    missing_packages: list[MissingPackage] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    smoke: SmokeStatus = "not_run"
+    smoke_reason: str | None = None  # why the smoke phase was skipped, when it was
+    phases_run: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    lfx_version: str | None = None
+    retryable: bool = True  # False when a model cannot fix it (e.g. lfx is not installed)
+
+    @property
+    def summary(self) -> str:
+        """One line for a status bar or a log."""
+        if self.is_valid:
+            smoke = {"passed": "smoke-tested", "skipped": "not smoke-tested"}.get(self.smoke, "")
+            return f"{self.class_name}: valid" + (f" ({smoke})" if smoke else "")
+        return f"{self.class_name or 'component'}: failed in {self.phase} phase: {self.error}"
+
+    def _repr_markdown_(self) -> str:
+        from lfassist_jupyter._display import report_markdown
+
+        return report_markdown(self)

@@ -1,0 +1,84 @@
+"""Shared fixtures: the fake LLM server, a real sandbox, and a clean environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fakellm import FakeLLM
+
+_PROVIDER_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_HOST",
+    "OLLAMA_BASE_URL",
+    "LFASSIST_SCRIPT",
+    "LFASSIST_PROVIDER",
+    "LFASSIST_MODEL",
+    "LFASSIST_INTENT_MODEL",
+    "LANGFLOW_URL",
+    "LANGFLOW_API_KEY",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    """No real keys leak into tests; sessions go to a temporary directory."""
+    for var in _PROVIDER_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LFASSIST_DATA_DIR", str(tmp_path / "data"))
+    yield
+
+
+@pytest.fixture
+def llm():
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """One real, warm validation worker for the whole run (as in a kernel)."""
+    from lfassist_jupyter.validation.sandbox import SandboxValidator
+
+    validator = SandboxValidator(timeout=10)
+    validator.start()
+    yield validator
+    validator.close()
+
+
+def intent(kind: str, translation: str = "") -> str:
+    return json.dumps({"translation": translation or "request", "intent": kind})
+
+
+@pytest.fixture
+def make_assistant(llm, sandbox, tmp_path):
+    """An Assistant on the real SDK of ``kind`` talking to the fake server."""
+    from lfassist_jupyter import Assistant
+    from lfassist_jupyter.core.session import SessionStore
+    from lfassist_jupyter.providers import create_provider
+
+    def make(kind: str = "openai", **kwargs):
+        base = llm.openai_base_url if kind == "openai" else llm.url
+        provider = create_provider(
+            kind, api_key="test-key-123456", base_url=base, max_retries=kwargs.pop("sdk_retries", 0)
+        )
+        kwargs.setdefault("validator", sandbox)
+        kwargs.setdefault("session_store", SessionStore(tmp_path / "sessions"))
+        return Assistant(provider=provider, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def no_secrets_env():
+    return {k: v for k, v in os.environ.items()}
