@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import importlib.util
 import inspect
 import io
@@ -655,10 +656,9 @@ def reference() -> dict:
 
 def main() -> None:
     t0 = time.perf_counter()
-    try:
-        build_custom_component_template(Component(_code=_WARMUP))  # the first build costs ~1 s: pay it now
-    except Exception:
-        pass
+    # The first build costs ~1 s; pay it now.  A failure here shows up in the first real request.
+    with contextlib.suppress(Exception):
+        build_custom_component_template(Component(_code=_WARMUP))
     sys.addaudithook(_audit)
     send(
         {
