@@ -54,8 +54,14 @@ _INJECTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "prompt extraction",
         re.compile(
             r"\b(?:reveal|show|print|output|repeat|display|leak|dump|tell\s+me|give\s+me|what\s+(?:is|are|was|were))\s+"
-            r"(?:me\s+)?(?:your|the)\s+(?:full\s+|entire\s+|exact\s+|original\s+|hidden\s+|initial\s+)*"
-            r"(?:system\s+(?:prompt|message|instructions?)|(?:hidden\s+)?instructions|initial\s+prompt|prompt\s+above)\b",
+            r"(?:me\s+)?(?:"
+            # "your ..." points at the assistant itself: any of its prompts or instructions
+            r"your\s+(?:full\s+|entire\s+|exact\s+|original\s+|hidden\s+|initial\s+|secret\s+)*"
+            r"(?:system\s+(?:prompt|message|instructions?)|instructions|initial\s+prompt|prompt)"
+            # "the ..." only for phrases that cannot mean a Langflow feature ("the system message" can)
+            r"|the\s+(?:full\s+|entire\s+|exact\s+|original\s+|hidden\s+|initial\s+|secret\s+)*"
+            r"(?:system\s+prompt|hidden\s+instructions|initial\s+prompt|prompt\s+above|instructions\s+above)"
+            r")\b",
             re.I,
         ),
     ),

@@ -59,7 +59,7 @@ RULES = """\
 Rules:
 1. Exactly one class that inherits from Component; set display_name, description, icon and name.
 2. Input and output names are unique, snake_case, and never overlap each other or Component attributes \
-(do not use: name, status, code, inputs, outputs, display_name, description, icon, build, run, log, set).
+(do not use: status, code, inputs, outputs, display_name, icon, build, run, log, set, cache, graph).
 3. Each Output has its own method; each method has a return annotation (Message, Data, DataFrame) and returns \
 an instance of exactly that type.
 4. Data wraps a dict: Data(data={"key": value}) -- never Data(data=[...]). For many rows return a DataFrame \

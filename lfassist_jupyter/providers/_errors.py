@@ -96,3 +96,9 @@ def map_sdk_error(
         return ProviderHTTPError(f"{display} returned an error ({status}){detail}", body=server_msg, **kw)
     detail = redact(str(exc))[:200]
     return ProviderHTTPError(f"{display} sent a response that could not be read ({name}: {detail}). Try again.", **kw)
+
+
+def cut_stream_error(display: str, provider: str) -> ProviderHTTPError:
+    return ProviderHTTPError(
+        f"The connection to {display} ended before the reply was complete. Try again.", provider=provider
+    )

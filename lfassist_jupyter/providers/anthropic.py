@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lfassist_jupyter.providers._errors import map_sdk_error, sdk_errors
+from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
 from lfassist_jupyter.providers.base import Provider, Usage
 
 
@@ -50,12 +50,18 @@ class AnthropicProvider(Provider):
             async with client.messages.stream(
                 model=model, system=system, messages=messages, max_tokens=max_tokens
             ) as stream:
-                async for text in stream.text_stream:
-                    if text:
-                        yield text
+                finished = False
+                async for event in stream:
+                    if event.type == "content_block_delta" and getattr(event.delta, "type", "") == "text_delta":
+                        if event.delta.text:
+                            yield event.delta.text
+                    elif event.type == "message_stop":
+                        finished = True
                 final = stream.current_message_snapshot
                 if final is not None and final.usage is not None:
                     self.last_usage = Usage(final.usage.input_tokens or 0, final.usage.output_tokens or 0)
+            if not finished:
+                raise cut_stream_error(self.display_name, self.name)
         except sdk_errors(anthropic.APIError) as exc:
             raise map_sdk_error(
                 exc, provider=self.name, display=self.display_name, model=model, base_url=self.base_url

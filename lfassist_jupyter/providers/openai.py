@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lfassist_jupyter.providers._errors import map_sdk_error, sdk_errors
+from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
 from lfassist_jupyter.providers.base import Provider, Usage
 
 
@@ -68,14 +68,20 @@ class OpenAIProvider(Provider):
                 stream=True,
                 **self._params(model, max_tokens, temperature),
             )
+            finished = False
             async with response:  # closes the HTTP stream on cancel or early exit
                 async for chunk in response:
                     if getattr(chunk, "usage", None):
                         self.last_usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
                     for choice in chunk.choices or ():
+                        finished = finished or choice.finish_reason is not None
                         text = getattr(choice.delta, "content", None)
                         if text:
                             yield text
+            if not finished:
+                # A dropped connection can end the body cleanly: without a finish_reason the
+                # reply is truncated, and half a component must not be validated as whole.
+                raise cut_stream_error(self.display_name, self.name)
         except sdk_errors(openai.APIError) as exc:
             raise map_sdk_error(
                 exc, provider=self.name, display=self.display_name, model=model, base_url=self.base_url

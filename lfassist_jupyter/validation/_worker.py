@@ -25,11 +25,13 @@ import inspect
 import io
 import json
 import os
+import re
 import resource
 import signal
 import sys
 import time
 import traceback
+import types
 
 CONFIG = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 SANDBOX_DIR = os.path.realpath(os.getcwd())
@@ -171,16 +173,24 @@ signal.signal(signal.SIGALRM, _on_alarm)
 
 
 class _Armed:
-    """Arms the audit hook, the alarm and the CPU cap around generated code."""
+    """Arms the audit hook, the alarm and the CPU cap around generated code.
 
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
+    ``deadline`` (time.monotonic) is shared by every phase of one request, so the whole
+    validation -- build, instantiation and every output -- fits in one timeout and the
+    parent can use a tight kill deadline.
+    """
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
 
     def __enter__(self) -> None:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Timeout()
         used = resource.getrusage(resource.RUSAGE_SELF)
         cpu = int(used.ru_utime + used.ru_stime)
-        _set_limit(resource.RLIMIT_CPU, cpu + int(self.timeout) + 2)
-        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        _set_limit(resource.RLIMIT_CPU, cpu + int(remaining) + 2)
+        signal.setitimer(signal.ITIMER_REAL, remaining)
         _STATE["armed"] = True
 
     def __exit__(self, *exc: object) -> None:
@@ -283,6 +293,27 @@ def _missing_packages(code: str) -> list[dict]:
     return missing
 
 
+def _missing_module(exc: BaseException) -> str | None:
+    """The top-level module a ModuleNotFoundError (possibly wrapped by lfx) names."""
+    name = None
+    seen: BaseException | None = exc
+    while seen is not None and name is None:
+        if isinstance(seen, ModuleNotFoundError) and seen.name:
+            name = seen.name
+        seen = seen.__cause__ or seen.__context__
+    if name is None:
+        match = re.search(r"No module named '([\w.]+)'", _error_text(exc))
+        name = match.group(1) if match else None
+    if name is None:
+        return None
+    top = name.split(".")[0]
+    try:
+        installed = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        installed = False
+    return None if installed else top  # an installed package with a wrong submodule is a wrong path
+
+
 def _error_text(exc: BaseException) -> str:
     detail = getattr(exc, "detail", None)  # lfx raises fastapi's HTTPException with a dict
     if isinstance(detail, dict) and detail.get("error"):
@@ -347,13 +378,16 @@ def _probe(inp: object) -> object:
         return default if default in options else (options[0] if options else default)
     if kind == "MultiselectInput":
         return default if default else options[:1]
-    if kind == "DataInput":
+    types = getattr(inp, "input_types", None) or []
+    # lfx 1.13 renamed Data to JSON and DataFrame to Table (DataInput *is* JSONInput): go by the
+    # types an input accepts, not by its class name alone.
+    if kind in ("DataInput", "JSONInput") and ("Data" in types or "JSON" in types or kind == "DataInput"):
         return listify(Data(data={"text": _TEXT, "value": 1}))
     if kind == "DataFrameInput":
         return DataFrame([{"text": _TEXT, "value": 1}, {"text": "second row", "value": 2}])
     if kind == "MessageInput":
         return listify(Message(text=_TEXT))
-    if kind in ("DictInput", "NestedDictInput", "JSONInput"):
+    if kind in ("DictInput", "NestedDictInput", "JSONInput"):  # a JSONInput that takes no Data: a dict
         return default if isinstance(default, dict) and default else {"key": "value"}
     if kind == "FileInput":
         path = os.path.join(SANDBOX_DIR, "probe.txt")
@@ -361,12 +395,11 @@ def _probe(inp: object) -> object:
             fh.write(f"{_TEXT}\nsecond line\n")
         return path
     if kind == "HandleInput":
-        types = getattr(inp, "input_types", None) or []
         if "Message" in types:
             return listify(Message(text=_TEXT))
-        if "Data" in types:
+        if "Data" in types or "JSON" in types:
             return listify(Data(data={"text": _TEXT, "value": 1}))
-        if "DataFrame" in types:
+        if "DataFrame" in types or "Table" in types:
             return DataFrame([{"text": _TEXT, "value": 1}])
         if "Text" in types or "str" in types:
             return listify(_TEXT)
@@ -388,7 +421,9 @@ def _probe(inp: object) -> object:
 _TYPE_NAMES = {
     "Message": "Message",
     "Data": "Data",
+    "JSON": "Data",  # lfx 1.13's new name for Data
     "DataFrame": "DataFrame",
+    "Table": "DataFrame",  # ... and for DataFrame
     "str": "str",
     "Text": "str",
     "int": "int",
@@ -432,9 +467,12 @@ def _is_bug(exc: BaseException, component: object) -> bool:
     if isinstance(exc, ValidationError):  # e.g. Data(data=[...])
         return True
     if isinstance(exc, AttributeError):
-        return getattr(exc, "obj", component) is component or (
-            "object has no attribute" in str(exc) and (type(component).__name__ in str(exc))
-        )
+        # On the component, a class or a module the attribute is missing whatever the input;
+        # on a value (None, a str) it may come from the fake data.
+        obj = getattr(exc, "obj", None)
+        if obj is component or isinstance(obj, type | types.ModuleType):
+            return True
+        return obj is None and f"'{type(component).__name__}' object has no attribute" in str(exc)
     if isinstance(exc, TypeError):
         return any(s in str(exc) for s in _CALL_ERRORS)
     return isinstance(exc, _BUG_TYPES)
@@ -451,7 +489,7 @@ def _call(method: object) -> object:
     return result
 
 
-def _smoke(cls: type, code: str, instance: object, template: dict, report: dict, timeout: float) -> None:
+def _smoke(cls: type, code: str, instance: object, template: dict, report: dict, deadline: float) -> None:
     inputs = list(getattr(instance, "inputs", None) or [])
     secrets = [i.name for i in inputs if "Secret" in type(i).__name__]
     if secrets:
@@ -467,7 +505,7 @@ def _smoke(cls: type, code: str, instance: object, template: dict, report: dict,
         if value is not None:
             values[inp.name] = value
     _STATE["network"] = False
-    with _Armed(timeout):
+    with _Armed(deadline):
         component = cls(_code=code, **values)
     for out in template.get("outputs", []) or []:
         name, method_name, declared = out.get("name"), out.get("method"), list(out.get("types") or [])
@@ -475,7 +513,7 @@ def _smoke(cls: type, code: str, instance: object, template: dict, report: dict,
         if method is None:
             continue
         try:
-            with _Armed(timeout):
+            with _Armed(deadline):
                 result = _call(method)
         except _Timeout:
             raise
@@ -545,6 +583,7 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
     }
     _STATE["violations"] = []
     t0 = time.perf_counter()
+    deadline = time.monotonic() + timeout
     missing = _missing_packages(code)
     if missing:
         names = ", ".join(m["module"] for m in missing)
@@ -558,7 +597,7 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
         report["timings_ms"]["runtime"] = round((time.perf_counter() - t0) * 1000, 3)
         return report
     try:
-        with _Armed(timeout):
+        with _Armed(deadline):
             template, instance = build_custom_component_template(Component(_code=code))
     except _Timeout:
         report.update(phase="runtime", error=f"Building the component took longer than {timeout:g} s (infinite loop?).")
@@ -568,6 +607,10 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
         if isinstance(exc, SystemExit):
             text = "The component's code called sys.exit() while being loaded."
         report.update(phase="runtime", error=text, traceback=_exc_traceback(exc))
+        module = _missing_module(exc)
+        if module:  # an import deeper down (e.g. inside lfx) needs a package that is not installed
+            dist = _DIST_ALIASES.get(module, module.replace("_", "-"))
+            report["missing_packages"] = [{"module": module, "distribution": dist, "fix": f"%pip install {dist}"}]
         return report
     finally:
         report["timings_ms"]["runtime"] = round((time.perf_counter() - t0) * 1000, 3)
@@ -578,9 +621,11 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
     report["inputs"], report["outputs"] = _field_summaries(instance, template)
     problems = []
     for out in report["outputs"]:
+        if out["method"] is None:
+            continue  # a legacy component built by its build() method
         if not out["types"]:
             problems.append(f"Output '{out['name']}' has no type: give method '{out['method']}' a return annotation.")
-        if not callable(getattr(cls, out["method"] or "", None)):
+        if not callable(getattr(cls, out["method"], None)):
             problems.append(f"Output '{out['name']}' points to method '{out['method']}', which does not exist.")
     if problems:
         report.update(phase="runtime", error=" ".join(problems))
@@ -589,7 +634,7 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
         report["phases_run"].append("smoke")
         t1 = time.perf_counter()
         try:
-            _smoke(cls, code, instance, template, report, timeout)
+            _smoke(cls, code, instance, template, report, deadline)
         except _Timeout:
             report.update(smoke="failed", error=f"An output did not finish within {timeout:g} s (infinite loop?).")
         except BaseException as exc:

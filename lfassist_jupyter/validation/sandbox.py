@@ -253,11 +253,9 @@ class SandboxValidator:
         smoke = self.smoke if smoke is None else smoke
         t0 = time.perf_counter()
         try:
-            # The worker enforces ``timeout`` per phase itself; the extra margin covers
-            # build + smoke and the round trip before we decide it is stuck and kill it.
-            answer = self._request(
-                {"op": "validate", "code": code, "smoke": smoke, "timeout": timeout}, timeout * 2 + 5
-            )
+            # The worker enforces ``timeout`` for the whole request itself (SIGALRM); the
+            # margin covers code that swallows the alarm, after which we kill it.
+            answer = self._request({"op": "validate", "code": code, "smoke": smoke, "timeout": timeout}, timeout + 3)
         except _WorkerTimeout:
             self.restart()
             return ValidationReport(

@@ -61,7 +61,6 @@ _DANGEROUS_MODULES = {
     "dill": "executes code while loading data",
     "marshal": "loads raw bytecode",
     "shelve": "unpickles data",
-    "importlib": "imports code dynamically",
     "multiprocessing": "spawns processes",
     "pty": "spawns terminals",
     "code": "runs an interactive interpreter",
@@ -94,6 +93,13 @@ _DANGEROUS_ATTRS = {
     ("sys", "setprofile"): "tampers with the interpreter",
     ("sys", "addaudithook"): "tampers with the interpreter",
     ("builtins", "exec"): "executes arbitrary code",
+    ("importlib", "import_module"): "imports code dynamically",
+    ("importlib", "reload"): "imports code dynamically",
+    ("importlib", "__import__"): "imports code dynamically",
+    ("importlib", "exec_module"): "executes a module from a file",
+    ("importlib", "spec_from_file_location"): "loads code from a file",
+    ("importlib", "module_from_spec"): "loads code from a file",
+    ("importlib", "SourceFileLoader"): "loads code from a file",
     ("builtins", "eval"): "executes arbitrary code",
 }
 _DANGEROUS_PREFIXES = {
@@ -101,7 +107,8 @@ _DANGEROUS_PREFIXES = {
     ("os", "spawn"): "spawns processes",
     ("os", "posix_spawn"): "spawns processes",
 }
-_DUNDER_ESCAPES = {"__subclasses__", "__globals__", "__builtins__", "__code__", "__bases__", "__mro__"}
+# Reading __mro__ or __bases__ is introspection; these reach objects outside the component.
+_DUNDER_ESCAPES = {"__subclasses__", "__globals__", "__builtins__", "__code__"}
 
 
 def _dotted(node: ast.AST) -> str | None:

@@ -1,0 +1,310 @@
+"""The sandboxed validator: phases, isolation, and fault injection -- each fault followed by a
+validation that works, proving the worker recovered and the calling process was untouched."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from components import DATA_LIST_BUG, GOOD, WRONG_IMPORT
+
+from lfassist_jupyter import validate_component
+from lfassist_jupyter.validation.sandbox import SandboxValidator, scrubbed_env
+
+HEAD = """\
+from lfx.custom.custom_component.component import Component
+from lfx.io import MessageTextInput, Output
+from lfx.schema.message import Message
+"""
+
+
+def component(body: str, *, module: str = "", out: str = "Message", inputs: str = "", load: str = "") -> str:
+    """A component whose only output runs ``body``; ``load`` runs in the class body, i.e. while
+    Langflow builds the component (lfx executes class bodies, imports and module-level
+    assignments -- not other module-level statements)."""
+    method = "\n".join("        " + line for line in body.strip().splitlines())
+    at_load = "".join("    " + line + "\n" for line in load.strip().splitlines())
+    inputs = inputs or 'MessageTextInput(name="input_text", display_name="Text")'
+    return (
+        f"{HEAD}{module}\n\nclass ProbeComponent(Component):\n    display_name = 'Probe'\n{at_load}"
+        f"    inputs = [{inputs}]\n"
+        f"    outputs = [Output(display_name='Out', name='out', method='build_out')]\n\n"
+        f"    def build_out(self) -> {out}:\n{method}\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def fault_sandbox():
+    validator = SandboxValidator(timeout=3)
+    validator.start()
+    yield validator
+    validator.close()
+
+
+def assert_recovers(validator: SandboxValidator) -> None:
+    report = validator.validate_sync(GOOD)
+    assert report.is_valid, report.error
+
+
+# -- phases -------------------------------------------------------------------------------
+
+
+def test_valid_component_report(sandbox):
+    report = validate_component(GOOD, validator=sandbox)
+    assert report.is_valid and report.phase is None and report.class_name == "UppercaseComponent"
+    assert report.phases_run == ["static", "security", "runtime", "smoke"] and report.smoke == "passed"
+    assert [(i.name, i.type, i.display_name) for i in report.inputs] == [("input_text", "MessageTextInput", "Text")]
+    assert [(o.name, o.types, o.method) for o in report.outputs] == [("output", ["Message"], "build_output")]
+    assert report.lfx_version and {"static", "runtime", "smoke", "total"} <= set(report.timings_ms)
+
+
+@pytest.mark.parametrize(
+    ("code", "phase", "needle"),
+    [
+        ("class X(:\n", "static", "SyntaxError"),
+        ("x = 1\n", "static", "inherits from Component"),
+        (GOOD.replace('name="output"', 'name="input_text"'), "static", "overlapping names: input_text"),
+        (GOOD.replace('method="build_output"', 'method="nope"'), "static", "'nope', which the class does not define"),
+        (GOOD.replace("def build_output(self) -> Message:", "def build_output(self):"), "static", "no return annotation"),
+        (GOOD.replace('name="input_text"', 'name="status"'), "static", "Reserved names"),
+        (GOOD.replace("import Message\n", "import Message\nimport subprocess\n"), "security", "subprocess"),
+        (component("return Message(text=eval('1+1'))"), "security", "eval"),
+        (component("return Message(text=str(getattr(os, 'sys' + 'tem')))", module="import os"), "security",
+         "system module by name"),
+        (WRONG_IMPORT, "runtime", "Component"),
+        (DATA_LIST_BUG, "smoke", "ValidationError"),
+    ],
+)
+def test_each_phase_rejects_its_faults(sandbox, code, phase, needle):
+    report = validate_component(code, validator=sandbox)
+    assert not report.is_valid
+    assert report.phase == phase
+    assert needle in report.error
+
+
+def test_smoke_catches_return_type_mismatch_and_names_the_output(sandbox):
+    report = validate_component(component("return 'plain text'"), validator=sandbox)
+    assert report.phase == "smoke"
+    assert "Output 'out' (build_out) returned str but is declared as Message" in report.error
+    assert "Message(text=...)" in report.error
+
+
+@pytest.mark.parametrize(
+    ("body", "exc"),
+    [
+        ("return Message(text=undefined_name)", "NameError"),
+        ("return Message(text=self.no_such_attribute)", "AttributeError"),
+        ("return Message(text='a', unknown_kwarg=Message.nope())", "AttributeError"),
+        ("import json\nreturn Message(text=json.dumps())", "TypeError"),
+    ],
+)
+def test_smoke_fails_on_bugs_whatever_the_input(sandbox, body, exc):
+    report = validate_component(component(body), validator=sandbox)
+    assert report.phase == "smoke" and exc in report.error and "build_out" in report.error
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return Message(text=str(int(self.input_text)))",  # ValueError on the probe text
+        "return Message(text={'a': 1}[self.input_text])",  # KeyError
+        "return Message(text=self.input_text.split()[7])",  # IndexError
+        "return Message(text=str(1 / (len(self.input_text) - 11)))",  # ZeroDivisionError
+        "return Message(text=open('/definitely/missing.txt').read())",  # FileNotFoundError
+    ],
+)
+def test_errors_caused_by_fake_inputs_are_warnings_not_failures(sandbox, body):
+    report = validate_component(component(body), validator=sandbox)
+    assert report.is_valid, report.error
+    assert report.smoke == "passed" and "sample inputs" in report.warnings[0]
+
+
+def test_async_outputs_and_typed_probes(sandbox):
+    code = (
+        HEAD
+        + "from lfx.io import IntInput, BoolInput, DropdownInput, DataInput, DataFrameInput, FloatInput\n"
+        + "from lfx.schema.data import Data\nfrom lfx.schema.dataframe import DataFrame\n\n"
+        + "class Typed(Component):\n"
+        + "    inputs = [IntInput(name='n', display_name='N'), BoolInput(name='flag', display_name='F'),\n"
+        + "              DropdownInput(name='mode', display_name='M', options=['a', 'b']),\n"
+        + "              FloatInput(name='f', display_name='F2'), DataInput(name='d', display_name='D'),\n"
+        + "              DataFrameInput(name='df', display_name='DF')]\n"
+        + "    outputs = [Output(display_name='O', name='o', method='build_o')]\n\n"
+        + "    async def build_o(self) -> Data:\n"
+        + "        assert isinstance(self.n, int) and isinstance(self.flag, bool) and self.mode in ('a', 'b')\n"
+        + "        assert isinstance(self.d, Data) and isinstance(self.df, DataFrame)\n"
+        + "        return Data(data={'rows': len(self.df), 'n': self.n * self.f, 'text': self.d.data['text']})\n"
+    )
+    report = validate_component(code, validator=sandbox)
+    assert report.is_valid and report.smoke == "passed", report.error
+    types = [i.type for i in report.inputs]
+    assert types[:4] == ["IntInput", "BoolInput", "DropdownInput", "FloatInput"] and types[5] == "DataFrameInput"
+    assert types[4] in ("DataInput", "JSONInput")  # lfx 1.13 made DataInput an alias of JSONInput
+
+
+def test_secret_and_network_components_are_not_smoke_tested_rather_than_failed(sandbox):
+    secret = component(
+        "return Message(text='x')", inputs='SecretStrInput(name="api_key", display_name="Key")'
+    ).replace("import MessageTextInput", "import MessageTextInput, SecretStrInput")
+    report = validate_component(secret, validator=sandbox)
+    assert report.is_valid and report.smoke == "skipped" and "secret" in report.smoke_reason
+    network = component(
+        "return Message(text=urllib.request.urlopen('http://127.0.0.1:9/').read().decode())",
+        module="import urllib.request",
+    )
+    report = validate_component(network, validator=sandbox)
+    assert report.is_valid and report.smoke == "skipped" and "network" in report.smoke_reason
+
+
+def test_missing_packages_are_reported_with_a_fix_and_never_installed(sandbox):
+    if importlib.util.find_spec("sklearn") is not None:
+        pytest.skip("scikit-learn is installed here")
+    code = GOOD.replace(
+        "from lfx.schema.message import Message\n",
+        "from lfx.schema.message import Message\nfrom sklearn.linear_model import LinearRegression\n"
+        "import totally_not_a_real_package_xyz\n",
+    )
+    report = validate_component(code, validator=sandbox)
+    assert report.phase == "runtime" and not report.is_valid
+    assert [(m.module, m.distribution, m.fix) for m in report.missing_packages] == [
+        ("sklearn", "scikit-learn", "%pip install scikit-learn"),
+        ("totally_not_a_real_package_xyz", "totally-not-a-real-package-xyz", "%pip install totally-not-a-real-package-xyz"),
+    ]
+    assert importlib.util.find_spec("sklearn") is None
+
+
+# -- isolation ------------------------------------------------------------------------------
+
+
+def test_worker_environment_has_no_secrets(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-should-never-leak-0001")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-should-never-leak-0002")
+    env = scrubbed_env(str(tmp_path))
+    assert "OPENAI_API_KEY" not in env and "MY_SERVICE_TOKEN" not in env
+    validator = SandboxValidator(timeout=5)
+    try:
+        dump = component(
+            "return Message(text='ok')",
+            load="import os, json\nwith open('env.json', 'w') as fh:\n    json.dump(dict(os.environ), fh)",
+        )
+        assert validator.validate_sync(dump).is_valid
+        seen = (Path(validator._dir) / "env.json").read_text()
+        assert "should-never-leak" not in seen
+        assert validator._dir in seen  # HOME and TMPDIR are the private directory
+    finally:
+        validator.close()
+
+
+def test_writes_outside_the_sandbox_are_refused(fault_sandbox, tmp_path):
+    target = tmp_path / "pwned.txt"
+    code = component("return Message(text='x')", module=f"_ = open({str(target)!r}, 'w').write('x')")
+    report = fault_sandbox.validate_sync(code)
+    assert not report.is_valid and "not allowed" in report.error
+    assert not target.exists()
+    assert_recovers(fault_sandbox)
+
+
+def test_component_output_never_reaches_our_stdout(sandbox, capfd):
+    code = component("print('LEAK-OUT'); import sys; print('LEAK-ERR', file=sys.stderr)\nreturn Message(text='x')",
+                     module="print('LEAK-MODULE')")
+    assert validate_component(code, validator=sandbox, security=False).is_valid
+    out, err = capfd.readouterr()
+    assert "LEAK" not in out and "LEAK" not in err
+
+
+# -- fault injection: each followed by a successful validation -------------------------------
+
+
+def test_infinite_loop_times_out_and_worker_survives(fault_sandbox):
+    pid = fault_sandbox.pid
+    t0 = time.monotonic()
+    report = fault_sandbox.validate_sync(component("return Message(text='x')", load="while True:\n    pass"))
+    assert not report.is_valid and "longer than 3 s" in report.error
+    assert time.monotonic() - t0 < 8
+    assert fault_sandbox.pid == pid  # the alarm interrupted it: no restart needed
+    assert_recovers(fault_sandbox)
+
+
+def test_loop_that_swallows_the_alarm_is_killed_and_restarted(fault_sandbox):
+    restarts = fault_sandbox.restarts
+    code = component(
+        "return Message(text='x')",
+        load="import time\nwhile True:\n    try:\n        time.sleep(0.5)\n    except BaseException:\n        pass",
+    )
+    t0 = time.monotonic()
+    report = fault_sandbox.validate_sync(code)
+    assert not report.is_valid and "sandbox was restarted" in report.error
+    assert time.monotonic() - t0 < 10
+    assert fault_sandbox.restarts == restarts + 1
+    assert_recovers(fault_sandbox)
+
+
+@pytest.mark.parametrize(
+    ("module", "needle"),
+    [
+        ("import os\nos._exit(3)", "exit code 3"),
+        ("import faulthandler\nfaulthandler._sigsegv()", "SIGSEGV"),
+    ],
+)
+def test_process_killers_end_in_a_clear_report_and_a_restart(fault_sandbox, module, needle):
+    restarts = fault_sandbox.restarts
+    report = fault_sandbox.validate_sync(component("return Message(text='x')", load=module))
+    assert not report.is_valid and report.phase == "runtime"
+    assert "crashed the validation sandbox" in report.error and needle in report.error
+    assert fault_sandbox.restarts == restarts + 1
+    assert_recovers(fault_sandbox)
+
+
+def test_sys_exit_is_reported_without_killing_the_worker(fault_sandbox):
+    pid = fault_sandbox.pid or (fault_sandbox.validate_sync(GOOD) and fault_sandbox.pid)
+    report = fault_sandbox.validate_sync(component("return Message(text='x')", load="import sys\nsys.exit(0)"))
+    assert not report.is_valid and "sys.exit" in report.error
+    assert fault_sandbox.pid == pid
+    report = fault_sandbox.validate_sync(component("import sys\nsys.exit(1)\nreturn Message(text='x')"))
+    assert report.phase == "smoke" and "tried to stop the process" in report.error
+    assert_recovers(fault_sandbox)
+
+
+def test_memory_bomb_hits_the_limit_not_the_machine(fault_sandbox):
+    report = fault_sandbox.validate_sync(component("return Message(text='x')", load="_ = bytearray(64 * 1024 ** 3)"))
+    assert not report.is_valid and "MemoryError" in report.error
+    assert_recovers(fault_sandbox)
+
+
+def test_fork_bomb_is_refused(fault_sandbox):
+    before = {p for p in os.listdir("/proc") if p.isdigit()}
+    report = fault_sandbox.validate_sync(component("return Message(text='x')", load="import os\nwhile True:\n    os.fork()"))
+    assert not report.is_valid and "os.fork" in report.error and "not allowed" in report.error
+    after = {p for p in os.listdir("/proc") if p.isdigit()}
+    assert len(after - before) <= 2  # no swarm of children (a restarted worker at most)
+    report = fault_sandbox.validate_sync(
+        component("return Message(text='x')", load="import subprocess\nsubprocess.run(['true'])")
+    )
+    assert not report.is_valid and "subprocess.Popen" in report.error
+    assert_recovers(fault_sandbox)
+
+
+def test_the_calling_process_is_untouched(fault_sandbox):
+    modules = set(sys.modules)
+    fault_sandbox.validate_sync(component("return Message(text='x')", load="import os\nos._exit(1)"))
+    assert "lfx" not in sys.modules or "lfx" in modules  # validation never imports lfx here
+    assert fault_sandbox.validate_sync(GOOD).is_valid
+
+
+def test_lfx_missing_in_the_worker_interpreter_is_a_clear_non_retryable_report(tmp_path):
+    # An interpreter without lfx: this Python with -S -I cannot see the venv's site-packages.
+    fake_python = tmp_path / "python-without-lfx"
+    fake_python.write_text(f"#!/bin/sh\nexec {sys.base_prefix}/bin/python3 -S \"$@\"\n")
+    fake_python.chmod(0o755)
+    validator = SandboxValidator(python=str(fake_python), timeout=5)
+    try:
+        report = validator.validate_sync(GOOD)
+        assert not report.is_valid and report.retryable is False
+        assert "pip install lfx" in report.error and str(fake_python) in report.error
+        assert validator.state == "unavailable"
+    finally:
+        validator.close()
