@@ -15,22 +15,42 @@ from lfassist_jupyter.core.intent import parse_intent
 @pytest.mark.parametrize(
     ("reply", "intent", "translation", "how"),
     [
-        ('{"translation": "make a component", "intent": "generate_component"}', "generate_component",
-         "make a component", "json"),
-        ('```json\n{"translation": "what is a flow?", "intent": "question"}\n```', "question", "what is a flow?",
-         "fenced_json"),
-        ('Sure! Here is the classification: {"translation": "deploy n8n", "intent": "off_topic"} Hope it helps.',
-         "off_topic", "deploy n8n", "embedded_json"),
+        (
+            '{"translation": "make a component", "intent": "generate_component"}',
+            "generate_component",
+            "make a component",
+            "json",
+        ),
+        (
+            '```json\n{"translation": "what is a flow?", "intent": "question"}\n```',
+            "question",
+            "what is a flow?",
+            "fenced_json",
+        ),
+        (
+            'Sure! Here is the classification: {"translation": "deploy n8n", "intent": "off_topic"} Hope it helps.',
+            "off_topic",
+            "deploy n8n",
+            "embedded_json",
+        ),
         # Granite-style near-JSON: single quotes and a trailing comma.
-        ("```\n{'translation': 'crea un componente', 'intent': 'generate_component',}\n```", "generate_component",
-         "crea un componente", "fenced_json"),
-        ('The answer is "intent": "generate_component" and "translation": "split text"', "generate_component",
-         "split text", "pattern"),
+        (
+            "```\n{'translation': 'crea un componente', 'intent': 'generate_component',}\n```",
+            "generate_component",
+            "crea un componente",
+            "fenced_json",
+        ),
+        (
+            'The answer is "intent": "generate_component" and "translation": "split text"',
+            "generate_component",
+            "split text",
+            "pattern",
+        ),
         ("I think the user wants a component.", "question", "ORIGINAL", "default"),
         ("", "question", "ORIGINAL", "default"),
         ('{"intent": "build_something_else"}', "question", "ORIGINAL", "default"),
         ('{"intent": "QUESTION"}', "question", "ORIGINAL", "json"),
-        ('[1, 2, 3]', "question", "ORIGINAL", "default"),
+        ("[1, 2, 3]", "question", "ORIGINAL", "default"),
     ],
 )
 def test_intent_parsing_is_tolerant(reply, intent, translation, how):

@@ -69,12 +69,19 @@ def test_valid_component_report(sandbox):
         ("x = 1\n", "static", "inherits from Component"),
         (GOOD.replace('name="output"', 'name="input_text"'), "static", "overlapping names: input_text"),
         (GOOD.replace('method="build_output"', 'method="nope"'), "static", "'nope', which the class does not define"),
-        (GOOD.replace("def build_output(self) -> Message:", "def build_output(self):"), "static", "no return annotation"),
+        (
+            GOOD.replace("def build_output(self) -> Message:", "def build_output(self):"),
+            "static",
+            "no return annotation",
+        ),
         (GOOD.replace('name="input_text"', 'name="status"'), "static", "Reserved names"),
         (GOOD.replace("import Message\n", "import Message\nimport subprocess\n"), "security", "subprocess"),
         (component("return Message(text=eval('1+1'))"), "security", "eval"),
-        (component("return Message(text=str(getattr(os, 'sys' + 'tem')))", module="import os"), "security",
-         "system module by name"),
+        (
+            component("return Message(text=str(getattr(os, 'sys' + 'tem')))", module="import os"),
+            "security",
+            "system module by name",
+        ),
         (WRONG_IMPORT, "runtime", "Component"),
         (DATA_LIST_BUG, "smoke", "ValidationError"),
     ],
@@ -147,9 +154,9 @@ def test_async_outputs_and_typed_probes(sandbox):
 
 
 def test_secret_and_network_components_are_not_smoke_tested_rather_than_failed(sandbox):
-    secret = component(
-        "return Message(text='x')", inputs='SecretStrInput(name="api_key", display_name="Key")'
-    ).replace("import MessageTextInput", "import MessageTextInput, SecretStrInput")
+    secret = component("return Message(text='x')", inputs='SecretStrInput(name="api_key", display_name="Key")').replace(
+        "import MessageTextInput", "import MessageTextInput, SecretStrInput"
+    )
     report = validate_component(secret, validator=sandbox)
     assert report.is_valid and report.smoke == "skipped" and "secret" in report.smoke_reason
     network = component(
@@ -172,7 +179,11 @@ def test_missing_packages_are_reported_with_a_fix_and_never_installed(sandbox):
     assert report.phase == "runtime" and not report.is_valid
     assert [(m.module, m.distribution, m.fix) for m in report.missing_packages] == [
         ("sklearn", "scikit-learn", "%pip install scikit-learn"),
-        ("totally_not_a_real_package_xyz", "totally-not-a-real-package-xyz", "%pip install totally-not-a-real-package-xyz"),
+        (
+            "totally_not_a_real_package_xyz",
+            "totally-not-a-real-package-xyz",
+            "%pip install totally-not-a-real-package-xyz",
+        ),
     ]
     assert importlib.util.find_spec("sklearn") is None
 
@@ -209,8 +220,10 @@ def test_writes_outside_the_sandbox_are_refused(fault_sandbox, tmp_path):
 
 
 def test_component_output_never_reaches_our_stdout(sandbox, capfd):
-    code = component("print('LEAK-OUT'); import sys; print('LEAK-ERR', file=sys.stderr)\nreturn Message(text='x')",
-                     module="print('LEAK-MODULE')")
+    code = component(
+        "print('LEAK-OUT'); import sys; print('LEAK-ERR', file=sys.stderr)\nreturn Message(text='x')",
+        module="print('LEAK-MODULE')",
+    )
     assert validate_component(code, validator=sandbox, security=False).is_valid
     out, err = capfd.readouterr()
     assert "LEAK" not in out and "LEAK" not in err
@@ -277,7 +290,9 @@ def test_memory_bomb_hits_the_limit_not_the_machine(fault_sandbox):
 
 def test_fork_bomb_is_refused(fault_sandbox):
     before = {p for p in os.listdir("/proc") if p.isdigit()}
-    report = fault_sandbox.validate_sync(component("return Message(text='x')", load="import os\nwhile True:\n    os.fork()"))
+    report = fault_sandbox.validate_sync(
+        component("return Message(text='x')", load="import os\nwhile True:\n    os.fork()")
+    )
     assert not report.is_valid and "os.fork" in report.error and "not allowed" in report.error
     after = {p for p in os.listdir("/proc") if p.isdigit()}
     assert len(after - before) <= 2  # no swarm of children (a restarted worker at most)
@@ -298,7 +313,7 @@ def test_the_calling_process_is_untouched(fault_sandbox):
 def test_lfx_missing_in_the_worker_interpreter_is_a_clear_non_retryable_report(tmp_path):
     # An interpreter without lfx: this Python with -S -I cannot see the venv's site-packages.
     fake_python = tmp_path / "python-without-lfx"
-    fake_python.write_text(f"#!/bin/sh\nexec {sys.base_prefix}/bin/python3 -S \"$@\"\n")
+    fake_python.write_text(f'#!/bin/sh\nexec {sys.base_prefix}/bin/python3 -S "$@"\n')
     fake_python.chmod(0o755)
     validator = SandboxValidator(python=str(fake_python), timeout=5)
     try:

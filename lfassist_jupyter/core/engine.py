@@ -209,21 +209,30 @@ class Assistant:
     def busy(self) -> bool:
         return self._inflight is not None
 
-    def run(self, prompt: str, on_event: Callable[[Any], None] | None = None) -> AssistResult:
+    def run(
+        self, prompt: str, on_event: Callable[[Any], None] | None = None, *, raise_on_interrupt: bool = True
+    ) -> AssistResult:
         """Blocking twin of ``stream``, safe inside a running Jupyter kernel.
 
         The pipeline runs on a private event-loop thread; events come back through a
         thread-safe queue and ``on_event`` is called on *this* thread, so display code
         works normally.  Ctrl-C / the kernel's stop button cancels the request cleanly,
-        then re-raises ``KeyboardInterrupt``.
+        then re-raises ``KeyboardInterrupt`` (or, with ``raise_on_interrupt=False``, returns
+        the result with status ``cancelled``).
         """
         from lfassist_jupyter._runtime import iterate_in_background
 
         builder = ResultBuilder(session_id=self.session_id)
-        for event in iterate_in_background(self.stream(prompt), on_interrupt=self.cancel):
-            builder.add(event)
-            if on_event is not None:
-                on_event(event)
+        try:
+            for event in iterate_in_background(self.stream(prompt), on_interrupt=self.cancel):
+                builder.add(event)
+                if on_event is not None:
+                    on_event(event)
+        except KeyboardInterrupt:
+            if raise_on_interrupt:
+                raise
+            if builder.result().status == "running":
+                builder.add(CancelledEvent(message="Request cancelled"))
         return self._attach_report(builder.result())
 
     async def arun(self, prompt: str) -> AssistResult:
@@ -310,7 +319,8 @@ class Assistant:
             self._finish_log(request_id, t0, validated=False, attempts=0)
             return
 
-        session.add(Turn(role="user", content=intent.translation), window=self.history_window)
+        original = clean.text if clean.text != intent.translation else None
+        session.add(Turn(role="user", content=intent.translation, original=original), window=self.history_window)
         if intent.intent == "question":
             await self._answer(provider, model, session, emit, warnings)
         else:

@@ -42,6 +42,16 @@ class AssistResult:
 
         return result_markdown(self)
 
+    def _repr_html_(self) -> str:
+        from lfassist_jupyter._display import result_html
+
+        return result_html(self)
+
+    def __repr__(self) -> str:
+        from lfassist_jupyter._display import result_text
+
+        return result_text(self)
+
 
 class ResultBuilder:
     def __init__(self, session_id: str | None = None) -> None:

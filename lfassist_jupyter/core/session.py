@@ -50,6 +50,7 @@ class Turn:
     class_name: str | None = None
     validated: bool | None = None
     ts: float = field(default_factory=time.time)
+    original: str | None = None  # what the user typed, when the model was given a translation
 
 
 @dataclass
@@ -67,7 +68,8 @@ class Session:
 
     def add(self, turn: Turn, *, window: int) -> None:
         if not self.title and turn.role == "user":
-            self.title = turn.content.strip().splitlines()[0][:60] if turn.content.strip() else ""
+            text = (turn.original or turn.content).strip()
+            self.title = text.splitlines()[0][:60] if text else ""
         self.turns.append(turn)
         self.updated = time.time()
         self._fold(window)

@@ -63,3 +63,8 @@ class ValidationReport(BaseModel):
         from lfassist_jupyter._display import report_markdown
 
         return report_markdown(self)
+
+    def _repr_html_(self) -> str:
+        from lfassist_jupyter._display import report_html
+
+        return report_html(self)
