@@ -64,9 +64,9 @@ def _class(tree: ast.Module) -> ast.ClassDef:
 
 def _list(cls: ast.ClassDef, name: str) -> list[ast.Call]:
     for stmt in cls.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-            if isinstance(stmt.value, ast.List):
-                return [e for e in stmt.value.elts if isinstance(e, ast.Call)]
+        named = isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+        if named and isinstance(stmt.value, ast.List):
+            return [e for e in stmt.value.elts if isinstance(e, ast.Call)]
     return []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 
@@ -19,7 +20,7 @@ def test_window_and_running_summary_keep_context_small():
     assert msgs[0]["content"].startswith("Summary of our earlier conversation")
     assert msgs[-1]["content"].startswith("```python\ncode 9")
     roles = [m["role"] for m in msgs]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))  # alternating, as providers require
+    assert all(a != b for a, b in itertools.pairwise(roles))  # alternating, as providers require
 
 
 def test_sessions_persist_and_only_ten_are_kept(tmp_path):
