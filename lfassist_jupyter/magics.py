@@ -98,8 +98,12 @@ class LiveProgress:
             self.tokens.append(event.chunk)
             if not self.rich:
                 print(event.chunk, end="", flush=True)
-        elif not self.rich and self.tokens:
-            print(flush=True)
+        elif self.tokens:
+            # The result (the cell's value) shows the whole answer: stop repeating it here.
+            if self.rich:
+                self.tokens = []
+            else:
+                print(flush=True)
         self._dirty = True
         self.refresh(force=event.event in ("complete", "error", "cancelled"))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -77,8 +76,3 @@ def make_assistant(llm, sandbox, tmp_path):
         return Assistant(provider=provider, **kwargs)
 
     return make
-
-
-@pytest.fixture
-def no_secrets_env():
-    return {k: v for k, v in os.environ.items()}

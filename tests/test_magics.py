@@ -203,3 +203,34 @@ def test_real_kernel_notebook(llm, monkeypatch, tmp_path):
     saved = path.read_text(encoding="utf-8")
     assert KEY not in saved and KEY[:12] not in saved
     json.loads(saved)
+
+
+def test_live_progress_is_coalesced_and_ends_on_the_final_state(monkeypatch):
+    """5,000 tokens arriving at full speed must not become 5,000 display updates (IOPub limit)."""
+    import IPython.display
+
+    from lfassist_jupyter.core.events import CompleteData, CompleteEvent, ProgressEvent, TokenEvent
+    from lfassist_jupyter.magics import LiveProgress
+
+    shown: list[str] = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(obj.data)
+
+    def fake_display(obj, display_id=False):
+        shown.append(obj.data)
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    live = LiveProgress(rich=True, quiet=False)
+    t0 = time.monotonic()
+    live.on_event(ProgressEvent(step="generating", attempt=1, max_attempts=1, message="..."))
+    for i in range(5000):
+        live.on_event(TokenEvent(chunk=f"t{i} "))
+    assert "t4999" in live._html()  # the live view holds every token before completion
+    live.on_event(CompleteEvent(data=CompleteData(result="done", validated=False)))
+    elapsed = time.monotonic() - t0
+    assert len(shown) == live.updates_sent <= elapsed / 0.05 + 3
+    assert len(shown) < 100
+    assert "Answering" in shown[-1]  # the final state was flushed

@@ -76,6 +76,11 @@ def _log(level: int, event: str, **fields: Any) -> None:
     )
 
 
+def _log_flow_error(request_id: str, exc: BaseException) -> None:
+    _log(logging.ERROR, "assistant.flow.error", request_id=request_id, error_type=type(exc).__name__,
+         error_message=str(exc))  # fmt: skip
+
+
 class Assistant:
     """Turns a natural-language request into a validated Langflow component, or an answer.
 
@@ -264,13 +269,7 @@ class Assistant:
             self._mark_cancelled()
             emit(CancelledEvent(message="Request cancelled"))
         except LfAssistError as exc:
-            _log(
-                logging.ERROR,
-                "assistant.flow.error",
-                request_id=request_id,
-                error_type=type(exc).__name__,
-                error_message=str(exc),
-            )
+            _log_flow_error(request_id, exc)
             emit(ErrorEvent(message=redact(str(exc))))
         except Exception as exc:  # a bug of ours: still end the stream with a readable event
             log.exception("Unexpected error in the assistant pipeline")
@@ -423,13 +422,7 @@ class Assistant:
                     ]
                 )
             except ProviderError as exc:
-                _log(
-                    logging.ERROR,
-                    "assistant.flow.error",
-                    request_id=request_id,
-                    error_type=type(exc).__name__,
-                    error_message=str(exc),
-                )
+                _log_flow_error(request_id, exc)
                 finish(exc.friendly, validated=False, attempts=attempt - 1 if validate else 0, err=exc.friendly)
                 return
             emit(

@@ -57,5 +57,9 @@ class Provider(ABC):
         parts = [chunk async for chunk in self.stream(**kwargs)]
         return "".join(parts)
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook
-        """Release network resources."""
+    async def aclose(self) -> None:
+        """Release network resources (the SDK client, when the provider made one)."""
+        client = getattr(self, "_client", None)
+        if client is not None:
+            await client.close()
+            self._client = None

@@ -86,8 +86,3 @@ class OpenAIProvider(Provider):
             raise map_sdk_error(
                 exc, provider=self.name, display=self.display_name, model=model, base_url=self.base_url
             ) from exc
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
