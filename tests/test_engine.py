@@ -310,3 +310,20 @@ async def test_structured_logs_have_spec_events_and_no_secrets(llm, make_assista
     ):
         assert expected in names
     assert all("test-key-123456" not in r.getMessage() for r in caplog.records)
+
+
+async def test_offline_scripted_provider_from_a_file(monkeypatch, tmp_path, sandbox):
+    """The documented demo path: LFASSIST_SCRIPT, no key, no network, a validated component."""
+    import json
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": [
+        {"match": "You classify requests", "reply": intent("generate_component", "uppercase component")},
+        {"match": "Langflow Assistant", "reply": fenced(GOOD)},
+    ]}))  # fmt: skip
+    monkeypatch.setenv("LFASSIST_SCRIPT", str(script))
+    from lfassist_jupyter import check_config
+
+    assert check_config()["default_provider"] == "scripted"
+    result = await Assistant(validator=sandbox, session_store=False).arun("uppercase component")
+    assert result.validated and result.class_name == "UppercaseComponent" and result.code == GOOD

@@ -155,6 +155,9 @@ def test_injection_phrases_are_detected(text):
         "Build a prompt template component with instructions field",
         "What is a Message in Langflow?",
         "Write a component that acts as a router between two outputs",
+        "How do I skip the previous messages in chat memory?",
+        "a component that drops all previous messages and keeps the last one",
+        "Ignore the first line of the CSV in my component",
     ],
 )
 def test_ordinary_requests_are_not_flagged(text):

@@ -323,3 +323,19 @@ def test_lfx_missing_in_the_worker_interpreter_is_a_clear_non_retryable_report(t
         assert validator.state == "unavailable"
     finally:
         validator.close()
+
+
+def test_worker_is_shut_down_when_the_kernel_exits(tmp_path):
+    script = (
+        "from lfassist_jupyter.validation.sandbox import warm_up\n"
+        "v = warm_up()\n"
+        "v.reference_sync()\n"  # waits until the worker is ready
+        "print(v.pid, v._dir, flush=True)\n"
+    )
+    out = __import__("subprocess").run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    pid, directory = out.stdout.split()
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists()
+    assert not Path(directory).exists()

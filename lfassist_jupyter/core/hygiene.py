@@ -23,7 +23,8 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 
 # Each pattern needs the *shape* of an attack, not a single word: "ignore" alone is an
 # ordinary programming word ("How do I ignore errors in my component?").
-_INSTRUCTION_WORDS = r"(?:instructions?|prompts?|rules|directives|guidelines|context|messages?|constraints)"
+# Not "messages" or "context": chat-memory components legitimately "drop all previous messages".
+_INSTRUCTION_WORDS = r"(?:instructions?|prompts?|rules|directives|guidelines|constraints)"
 _PRIOR = (
     r"(?:all|any|every|the|your|these|those|my|of|previous(?:ly)?|prior|above|earlier|preceding|former"
     r"|original|initial|system|existing|given)"
@@ -32,7 +33,7 @@ _INJECTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "instruction override",
         re.compile(
-            rf"\b(?:ignore|disregard|forget|override|bypass|skip|drop|abandon)\b(?:\s+{_PRIOR}){{1,4}}\s+{_INSTRUCTION_WORDS}\b",
+            rf"\b(?:ignore|disregard|forget|override|bypass|abandon)\b(?:\s+{_PRIOR}){{1,4}}\s+{_INSTRUCTION_WORDS}\b",
             re.I,
         ),
     ),
