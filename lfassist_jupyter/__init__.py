@@ -29,6 +29,8 @@ _LAZY = {
     "validate_component": "lfassist_jupyter.validation.sandbox",
     "avalidate_component": "lfassist_jupyter.validation.sandbox",
     "SandboxValidator": "lfassist_jupyter.validation.sandbox",
+    "ChainValidator": "lfassist_jupyter.validation.chain",
+    "LangflowClient": "lfassist_jupyter.langflow.client",
 }
 
 __all__ = [*sorted(_LAZY), "load_ipython_extension", "unload_ipython_extension"]

@@ -28,16 +28,23 @@ HELP = """\
   --interpolate          replace {name} in the request with notebook variables (never done silently)
   --no-insert            do not put the code in a new cell below
   --out VAR              bind the result (AssistResult) to VAR
+  --register             also save the validated component in the connected Langflow
   --quiet                no live progress, only the result
 
 %assist status           providers, models, validator and session
 %assist models           configured providers and their models
 %assist new              start a new conversation
 %assist history          this conversation's turns and the stored sessions
+%assist connect URL [--api-key KEY | --ask-key] [--no-server-validation]
+                         connect to a running Langflow (or set LANGFLOW_URL / LANGFLOW_API_KEY);
+                         without a key, Langflow's auto-login is used when it is on
+%assist disconnect       forget the Langflow connection
+%assist components       the components registered in Langflow from notebooks
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
 
-Defaults: %config AssistMagics.model = "..." (also provider, intent_model, max_retries, insert).
+Defaults: %config AssistMagics.model = "..." (also provider, intent_model, max_retries, insert,
+server_validation).
 """
 
 _UPDATE_INTERVAL = 0.05  # at most 20 display updates a second: below Jupyter's IOPub rate limit
@@ -142,12 +149,16 @@ class AssistMagics(Magics):
     max_retries = Int(3, help="Total validation attempts (0..10); 0 skips validation.").tag(config=True)
     insert = Bool(True, help="Insert validated code as a new cell below.").tag(config=True)
     validator_timeout = Float(10.0, help="Seconds one validation may take in the sandbox.").tag(config=True)
+    server_validation = Bool(
+        True, help="When connected to Langflow, also build each component on the server (catches lfx version skew)."
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self._assistant: Any = None
         self._session_id: str | None = None
         self.last_result: Any = None
+        self.langflow: Any = None  # a connected LangflowClient
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -166,12 +177,19 @@ class AssistMagics(Magics):
             self._session_id = None
         elif args.session:
             self._session_id = f"agentic_{args.session}"
-        key = (provider, model, self.intent_model, retries, self._session_id)
+        server = self.langflow if self.langflow is not None and self.server_validation else None
+        key = (provider, model, self.intent_model, retries, self._session_id, id(server))
         if self._assistant is None or getattr(self._assistant, "_magic_key", None) != key:
+            extra: dict[str, Any] = {}
+            if server is not None:
+                from lfassist_jupyter.validation.chain import ChainValidator
+                from lfassist_jupyter.validation.sandbox import default_validator
+
+                extra["validator"] = ChainValidator(default_validator(), server.validator())
             try:
                 assistant = Assistant(
                     provider=provider, model=model, intent_model=self.intent_model, max_retries=retries,
-                    session_id=self._session_id,
+                    session_id=self._session_id, **extra,
                 )  # fmt: skip
             except ValueError as exc:
                 raise UsageError(str(exc)) from exc
@@ -179,6 +197,23 @@ class AssistMagics(Magics):
             self._assistant = assistant
             self._session_id = assistant.session_id
         return self._assistant
+
+    def _register(self, result: Any) -> None:
+        """Send a validated component to the connected Langflow; failures are one clear line."""
+        from lfassist_jupyter.errors import LangflowError
+
+        if self.langflow is None:
+            print(
+                "Not registered: no Langflow connection. Use `%assist connect URL` first; the code is in the next cell."
+            )
+            return
+        try:
+            registered = self.langflow.register_sync(result.code)
+        except LangflowError as exc:
+            print(f"Not registered: {exc}")
+            return
+        result.registered = registered
+        print(str(registered))
 
     # -- %%assist / %assist ----------------------------------------------------------------
 
@@ -191,6 +226,7 @@ class AssistMagics(Magics):
     @argument("--interpolate", action="store_true", help="replace {name} with notebook variables")
     @argument("--no-insert", action="store_true", help="do not insert the code as a new cell")
     @argument("--out", default=None, help="bind the AssistResult to this variable")
+    @argument("--register", action="store_true", help="save the validated component in the connected Langflow")
     @argument("--quiet", action="store_true", help="no live progress")
     @line_cell_magic
     def assist(self, line: str, cell: str | None = None) -> Any:
@@ -218,6 +254,8 @@ class AssistMagics(Magics):
             self.shell.set_next_input(result.code, replace=False)
         if args.out:
             self.shell.user_ns[args.out] = result
+        if args.register and result.status == "complete" and result.validated and result.code:
+            self._register(result)
         if result.status != "complete" and not self._rich:
             print(result.error)
         return result
@@ -254,7 +292,18 @@ class AssistMagics(Magics):
             return None
         if command == "history":
             return self._history()
-        raise UsageError(f"Unknown %assist subcommand '{command}'. Try: status, models, new, history, help.")
+        if command == "connect":
+            return self._connect(words[1:])
+        if command == "disconnect":
+            self.langflow = None
+            print("Disconnected from Langflow.")
+            return None
+        if command == "components":
+            return self._components()
+        raise UsageError(
+            f"Unknown %assist subcommand '{command}'. "
+            "Try: status, models, new, history, connect, disconnect, components, help."
+        )
 
     def _status(self) -> None:
         from lfassist_jupyter.providers import check_config
@@ -274,7 +323,61 @@ class AssistMagics(Magics):
         if info["error"]:
             print(f"  {info['error']}")
         print(f"Session: {self._session_id or 'new on first request'}")
-        print("Langflow: not connected")
+        if self.langflow is None:
+            print("Langflow: not connected (%assist connect URL)")
+        else:
+            checks = "server validation on" if self.server_validation else "server validation off"
+            print(f"Langflow: connected to {self.langflow.url} (Langflow {self.langflow.version}, "
+                  f"{self.langflow.auth}, {checks})")  # fmt: skip
+
+    def _connect(self, words: list[str]) -> Any:
+        import argparse
+
+        from lfassist_jupyter.errors import LfAssistError
+        from lfassist_jupyter.langflow import LangflowClient
+
+        parser = argparse.ArgumentParser(prog="%assist connect", add_help=False)
+        parser.add_argument("url", nargs="?")
+        parser.add_argument("--api-key")
+        parser.add_argument("--ask-key", action="store_true")
+        parser.add_argument("--no-server-validation", action="store_true")
+        try:
+            args = parser.parse_args(words)
+        except SystemExit as exc:
+            raise UsageError("Usage: %assist connect URL [--api-key KEY | --ask-key] [--no-server-validation]") from exc
+        key = args.api_key
+        if key:
+            print("Note: the key is now part of this cell's source; prefer LANGFLOW_API_KEY or --ask-key.")
+        if args.ask_key:
+            import getpass
+
+            key = getpass.getpass("Langflow API key: ")
+        try:
+            client = LangflowClient(url=args.url, api_key=key or None).connect_sync()
+        except LfAssistError as exc:
+            print(f"Not connected: {exc}")
+            return None
+        self.langflow = client
+        self.server_validation = not args.no_server_validation
+        print(f"Connected to Langflow {client.version} at {client.url} ({client.auth}).")
+        return None
+
+    def _components(self) -> Any:
+        from lfassist_jupyter.errors import LfAssistError
+
+        if self.langflow is None:
+            print("Not connected: use `%assist connect URL` first.")
+            return None
+        try:
+            components = self.langflow.list_components_sync()
+        except LfAssistError as exc:
+            print(f"Could not list components: {exc}")
+            return None
+        if not components:
+            print("No components registered from notebooks yet (use %%assist --register).")
+        for c in components:
+            print(f"  {c['name']}  (id {c['id']})")
+        return components
 
     def _history(self) -> None:
         from lfassist_jupyter.core.session import SessionStore

@@ -27,6 +27,7 @@ class AssistResult:
     warnings: list[str] = field(default_factory=list)
     report: Any = None  # ValidationReport of the last attempt, when there was one
     session_id: str | None = None
+    registered: Any = None  # RegisteredComponent, after %%assist --register
     events: list[Any] = field(default_factory=list, repr=False)
     steps: list[str] = field(default_factory=list, repr=False)
 

@@ -1,0 +1,322 @@
+"""A client for a running Langflow server: connect, validate on the server, register components.
+
+What the Langflow UI does, through its HTTP API (facts checked against Langflow 1.13):
+
+- ``GET /health`` answers ``{"status": "ok"}``; ``GET /api/v1/version`` gives the version.
+- Requests need an API key (``x-api-key``), even with ``LANGFLOW_AUTO_LOGIN=true``; with
+  auto-login we get a token from ``GET /api/v1/auto_login`` and create a key with
+  ``POST /api/v1/api_key/``.  The key lives in this object only: never printed, never in a
+  ``repr``, an error message, a widget or a notebook.
+- ``POST /api/v1/custom_component`` builds code exactly like lfx and returns the node
+  template, or 400 with ``{"detail": {"error", "traceback"}}``; 403 "Custom component
+  creation is disabled" when the server does not allow custom code.
+- A saved component is a flow with ``is_component: true`` holding one ``genericNode``.
+  Posting the same name again makes "Name (1)", so an existing component (found by our
+  tag and its name) is updated in place with ``PATCH``: never a silent duplicate.
+
+Every call is async; each has a blocking ``*_sync`` twin that runs it on the package's
+background loop (safe inside a Jupyter kernel).  A fresh ``httpx.AsyncClient`` per call
+keeps the client usable from any event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from lfassist_jupyter._secrets import redact
+from lfassist_jupyter.errors import ConfigError, LangflowError
+
+TAG = "lfassist-jupyter"  # marks the components registered from notebooks
+
+
+class LangflowConnectionError(LangflowError):
+    """The server could not be reached (wrong URL, down, timed out)."""
+
+
+class LangflowNotReadyError(LangflowConnectionError):
+    """The server answered 503: it is still starting."""
+
+
+class LangflowAuthError(LangflowError):
+    """The server refused our credentials."""
+
+
+class LangflowDisabledError(LangflowError):
+    """The server does not allow custom components."""
+
+
+class LangflowBuildError(LangflowError):
+    """The server could not build the component; ``error`` and ``traceback`` are the server's."""
+
+    def __init__(self, message: str, *, error: str = "", traceback: str = "") -> None:
+        super().__init__(message)
+        self.error = error
+        self.traceback = traceback
+
+
+@dataclass
+class RegisteredComponent:
+    id: str
+    name: str
+    class_name: str
+    created: bool  # False: an existing component was updated in place
+    url: str
+
+    def __str__(self) -> str:
+        verb = "Registered" if self.created else "Updated"
+        return f"{verb} '{self.name}' in Langflow at {self.url} (id {self.id})."
+
+
+@dataclass
+class LangflowClient:
+    """Talks to one Langflow server.  ``url`` and ``api_key`` default to ``LANGFLOW_URL`` and
+    ``LANGFLOW_API_KEY``; without a key, ``connect`` uses auto-login when the server allows it."""
+
+    url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 15.0
+    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
+    version: str | None = None
+    auth: str | None = None  # "api_key" or "auto_login", once connected
+
+    def __post_init__(self) -> None:
+        self.url = (self.url or os.environ.get("LANGFLOW_URL") or "").strip().rstrip("/")
+        if not self.url:
+            raise ConfigError("No Langflow URL: use `%assist connect http://127.0.0.1:7860` or set LANGFLOW_URL.")
+        if not self.url.startswith(("http://", "https://")):
+            self.url = f"http://{self.url}"
+        self.api_key = self.api_key or os.environ.get("LANGFLOW_API_KEY") or None
+
+    @property
+    def connected(self) -> bool:
+        return self.version is not None
+
+    # -- HTTP ---------------------------------------------------------------------------
+
+    async def _request(self, method: str, path: str, *, auth: bool = True, **kwargs: Any) -> httpx.Response:
+        headers = dict(kwargs.pop("headers", {}) or {})
+        if auth and self.api_key:
+            headers["x-api-key"] = self.api_key
+        try:
+            async with httpx.AsyncClient(base_url=self.url, timeout=self.timeout, transport=self.transport) as http:
+                response = await http.request(method, path, headers=headers, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise LangflowConnectionError(
+                f"Langflow at {self.url} did not answer within {self.timeout:g} s. Is it overloaded or still starting?"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise LangflowConnectionError(
+                f"Could not reach Langflow at {self.url} ({type(exc).__name__}). Check the URL and that the server "
+                "is running (`langflow run`). Your component code is still in the notebook."
+            ) from exc
+        if response.status_code == 503:
+            raise LangflowNotReadyError(f"Langflow at {self.url} is still starting; try again in a few seconds.")
+        return response
+
+    def _auth_error(self, response: httpx.Response) -> LangflowAuthError:
+        how = "the API key" if self.api_key else "requests without an API key"
+        return LangflowAuthError(
+            f"Langflow at {self.url} rejected {how} ({response.status_code}). Create a key in Langflow "
+            "(Settings > API Keys) and set LANGFLOW_API_KEY, or use `%assist connect URL --ask-key`."
+        )
+
+    @staticmethod
+    def _detail(response: httpx.Response) -> Any:
+        try:
+            return response.json().get("detail")
+        except (ValueError, AttributeError):
+            return response.text[:300]
+
+    # -- connection ---------------------------------------------------------------------
+
+    async def connect(self) -> LangflowClient:
+        """Check health and version, then authenticate (the key, or auto-login + a new key)."""
+        health = await self._request("GET", "/health", auth=False)
+        if health.status_code != 200:
+            raise LangflowConnectionError(
+                f"{self.url} does not look like a Langflow server (GET /health answered {health.status_code})."
+            )
+        version = await self._request("GET", "/api/v1/version", auth=False)
+        self.version = version.json().get("version") if version.status_code == 200 else "unknown"
+        if self.api_key:
+            self.auth = "api_key"
+        else:
+            login = await self._request("GET", "/api/v1/auto_login", auth=False)
+            token = login.json().get("access_token") if login.status_code == 200 else None
+            if not token:
+                self.version = None
+                raise LangflowAuthError(
+                    f"Langflow at {self.url} needs an API key (auto-login is off). Set LANGFLOW_API_KEY or use "
+                    "`%assist connect URL --ask-key`."
+                )
+            created = await self._request(
+                "POST", "/api/v1/api_key/", auth=False, json={"name": f"{TAG} {time.strftime('%Y-%m-%d %H:%M')}"},
+                headers={"Authorization": f"Bearer {token}"},
+            )  # fmt: skip
+            if created.status_code not in (200, 201) or not created.json().get("api_key"):
+                self.version = None
+                raise LangflowAuthError(f"Auto-login worked but Langflow refused to create an API key "
+                                        f"({created.status_code}).")  # fmt: skip
+            self.api_key = created.json()["api_key"]
+            self.auth = "auto_login"
+        check = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
+        if check.status_code in (401, 403):
+            self.version = None
+            raise self._auth_error(check)
+        return self
+
+    def disconnect(self) -> None:
+        self.version = None
+
+    # -- components -----------------------------------------------------------------------
+
+    async def validate_code(self, code: str) -> dict[str, Any]:
+        """Build ``code`` on the server; returns ``{"data": <node template>, "type": <name>}``."""
+        response = await self._request("POST", "/api/v1/custom_component", json={"code": code})
+        if response.status_code == 200:
+            return response.json()
+        detail = self._detail(response)
+        if response.status_code == 400 and isinstance(detail, dict):
+            error = str(detail.get("error") or "the server could not build the component")
+            raise LangflowBuildError(
+                f"Langflow {self.version or ''} could not build the component: {error}".replace("  ", " "),
+                error=error, traceback=str(detail.get("traceback") or ""),
+            )  # fmt: skip
+        if response.status_code == 403 and "disabled" in str(detail).lower():
+            raise LangflowDisabledError(
+                f"Langflow at {self.url} does not allow custom components ({detail}). Ask its administrator to "
+                "enable them (LANGFLOW_ALLOW_CUSTOM_COMPONENTS), or paste the code into a component by hand."
+            )
+        if response.status_code in (401, 403):
+            raise self._auth_error(response)
+        raise LangflowError(f"Langflow answered {response.status_code} to the build request: {redact(str(detail))}")
+
+    async def list_components(self, *, ours_only: bool = True) -> list[dict[str, Any]]:
+        """Saved components (``is_component`` flows); by default only those registered from notebooks."""
+        response = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
+        if response.status_code in (401, 403):
+            raise self._auth_error(response)
+        if response.status_code != 200:
+            raise LangflowError(f"Langflow answered {response.status_code} when listing components.")
+        flows = response.json()
+        if isinstance(flows, dict):  # paginated answers
+            flows = flows.get("items", [])
+        return [f for f in flows if not ours_only or TAG in (f.get("tags") or [])]
+
+    async def get_component(self, component_id: str) -> dict[str, Any]:
+        response = await self._request("GET", f"/api/v1/flows/{component_id}")
+        if response.status_code != 200:
+            raise LangflowError(f"Langflow has no component {component_id} ({response.status_code}).")
+        return response.json()
+
+    async def register(self, code: str, *, name: str | None = None) -> RegisteredComponent:
+        """Save ``code`` as a component in Langflow: created, or updated in place if one of ours
+        with the same name exists.  The server builds it first, so what it stores works there."""
+        built = await self.validate_code(code)
+        template, type_name = built["data"], built.get("type") or "CustomComponent"
+        name = name or template.get("display_name") or type_name
+        node_id = f"{type_name}-{uuid.uuid4().hex[:5]}"
+        node = {"id": node_id, "type": "genericNode", "position": {"x": 0, "y": 0},
+                "data": {"id": node_id, "type": type_name, "node": {**template, "official": False}}}  # fmt: skip
+        body = {"name": name, "description": template.get("description") or "", "is_component": True,
+                "tags": [TAG], "data": {"nodes": [node], "edges": []}}  # fmt: skip
+        existing = [c for c in await self.list_components() if c.get("name") == name]
+        if existing:
+            component_id = existing[0]["id"]
+            response = await self._request("PATCH", f"/api/v1/flows/{component_id}", json=body)
+            created = False
+        else:
+            response = await self._request("POST", "/api/v1/flows/", json=body)
+            created = True
+        if response.status_code in (401, 403):
+            raise self._auth_error(response)
+        if response.status_code not in (200, 201):
+            detail = redact(str(self._detail(response)))
+            raise LangflowError(f"Langflow refused to save the component ({response.status_code}): {detail}")
+        saved = response.json()
+        return RegisteredComponent(id=str(saved["id"]), name=saved.get("name", name), class_name=type_name,
+                                   created=created, url=self.url)  # fmt: skip
+
+    async def delete_component(self, component_id: str) -> None:
+        response = await self._request("DELETE", f"/api/v1/flows/{component_id}")
+        if response.status_code not in (200, 204):
+            raise LangflowError(f"Langflow could not delete component {component_id} ({response.status_code}).")
+
+    async def write_component_file(self, code: str, components_path: str | Path, *, category: str = "lfassist",
+                                   class_name: str | None = None, reload: bool = True) -> Path:  # fmt: skip
+        """The alternative to ``register``: write ``code`` under ``LANGFLOW_COMPONENTS_PATH/<category>/``
+        and ask the server to reload that bundle (needs ``LANGFLOW_ENABLE_EXTENSION_RELOAD=true``)."""
+        from lfassist_jupyter.core.extract import guess_class_name
+
+        stem = (class_name or guess_class_name(code) or "component").lower()
+        folder = Path(components_path) / category
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{stem}.py"
+        path.write_text(code, encoding="utf-8")
+        if reload:
+            response = await self._request("POST", f"/api/v1/extensions/{category}/bundles/{category}/reload")
+            if response.status_code >= 400:
+                raise LangflowError(
+                    f"Wrote {path}, but Langflow did not reload it ({response.status_code}); restart Langflow or "
+                    "set LANGFLOW_ENABLE_EXTENSION_RELOAD=true."
+                )
+        return path
+
+    def validator(self) -> LangflowValidator:
+        """This server as an extra ``Validator`` after the local one (catches lfx version skew)."""
+        return LangflowValidator(self)
+
+    # -- blocking twins -------------------------------------------------------------------
+
+    def connect_sync(self) -> LangflowClient:
+        return _sync(self.connect())
+
+    def validate_code_sync(self, code: str) -> dict[str, Any]:
+        return _sync(self.validate_code(code))
+
+    def register_sync(self, code: str, *, name: str | None = None) -> RegisteredComponent:
+        return _sync(self.register(code, name=name))
+
+    def list_components_sync(self, *, ours_only: bool = True) -> list[dict[str, Any]]:
+        return _sync(self.list_components(ours_only=ours_only))
+
+    def delete_component_sync(self, component_id: str) -> None:
+        return _sync(self.delete_component(component_id))
+
+
+def _sync(coro: Any) -> Any:
+    from lfassist_jupyter._runtime import run_sync
+
+    return run_sync(coro)
+
+
+class LangflowValidator:
+    """Validation on the connected server, as one more phase after the local ones.
+
+    A build error there fails the component (the model gets the server's error); a server
+    that cannot be reached only adds a warning, since the component already passed locally.
+    """
+
+    def __init__(self, client: LangflowClient) -> None:
+        self.client = client
+
+    async def validate(self, code: str) -> Any:
+        from lfassist_jupyter.validation.report import ValidationReport
+
+        t0 = time.perf_counter()
+        report = ValidationReport(is_valid=True, phases_run=["server"])
+        try:
+            await self.client.validate_code(code)
+        except LangflowBuildError as exc:
+            report.is_valid, report.phase, report.error, report.traceback = False, "runtime", str(exc), exc.traceback
+        except LangflowError as exc:
+            report.warnings.append(f"Not checked on the Langflow server: {exc}")
+        report.timings_ms["server"] = round((time.perf_counter() - t0) * 1000, 3)
+        return report
