@@ -31,6 +31,7 @@ _LAZY = {
     "SandboxValidator": "lfassist_jupyter.validation.sandbox",
     "ChainValidator": "lfassist_jupyter.validation.chain",
     "LangflowClient": "lfassist_jupyter.langflow.client",
+    "ChatPanel": "lfassist_jupyter.widget",
 }
 
 __all__ = [*sorted(_LAZY), "load_ipython_extension", "unload_ipython_extension"]

@@ -40,6 +40,7 @@ HELP = """\
                          without a key, Langflow's auto-login is used when it is on
 %assist disconnect       forget the Langflow connection
 %assist components       the components registered in Langflow from notebooks
+%assist panel            the chat panel (a widget driving the same assistant)
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
 
@@ -300,9 +301,13 @@ class AssistMagics(Magics):
             return None
         if command == "components":
             return self._components()
+        if command == "panel":
+            from lfassist_jupyter.widget import ChatPanel
+
+            return ChatPanel(langflow=self.langflow, max_retries=self.max_retries)
         raise UsageError(
             f"Unknown %assist subcommand '{command}'. "
-            "Try: status, models, new, history, connect, disconnect, components, help."
+            "Try: status, models, new, history, connect, disconnect, components, panel, help."
         )
 
     def _status(self) -> None:

@@ -1,0 +1,252 @@
+// The Langflow Assistant chat panel (anywidget view).
+//
+// State comes from the Python model's traits; the view only renders it and sends small
+// requests ({type: "send" | "stop" | "insert" | ...}).  HTML inside messages (answers,
+// highlighted code) is rendered by Python from escaped Markdown, never raw model output.
+
+const STEP_TEXT = {
+  generating_component: "Generating component",
+  generating: "Answering",
+  generation_complete: "Generation complete",
+  extracting_code: "Extracting code",
+  validating: "Validating",
+  validated: "Validated",
+  validation_failed: "Validation failed",
+  retrying: "Retrying",
+};
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key === "html") el.innerHTML = value;
+    else el.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+function stepLine(step) {
+  const base = STEP_TEXT[step.step] || step.step;
+  if (step.max_attempts > 1 && ["generating_component", "validating", "retrying"].includes(step.step)) {
+    return `${base}… attempt ${step.attempt} of ${step.max_attempts}`;
+  }
+  return step.done ? base : `${base}…`;
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    // Clipboard API refused (no focus / insecure context): fall back to a hidden textarea.
+    const area = h("textarea", { style: "position:fixed;opacity:0" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    return ok;
+  }
+}
+
+function ioSummary(message) {
+  const parts = [];
+  if (message.inputs?.length) parts.push("in: " + message.inputs.map((i) => `${i.name} (${i.type})`).join(", "));
+  if (message.outputs?.length)
+    parts.push("out: " + message.outputs.map((o) => `${o.name} → ${(o.types || []).join(" | ")}`).join(", "));
+  return parts.length ? h("div", { class: "lfa-io" }, parts.join(" · ")) : null;
+}
+
+function render({ model, el }) {
+  const send = (msg) => model.send(msg);
+  const root = h("div", { class: "lfa-panel", role: "region", "aria-label": "Langflow Assistant" });
+
+  // -- header: model, new session, history
+  const modelSelect = h("select", {
+    class: "lfa-select", "aria-label": "Model",
+    onchange: (e) => send({ type: "select_model", value: e.target.value }),
+  });
+  const sessionSelect = h("select", {
+    class: "lfa-select", "aria-label": "Session history",
+    onchange: (e) => e.target.value && send({ type: "switch_session", id: e.target.value }),
+  });
+  const deleteSession = h("button", {
+    class: "lfa-btn lfa-quiet", "aria-label": "Delete this session", title: "Delete this session",
+    onclick: () => send({ type: "delete_session", id: model.get("session_id") }),
+  }, "🗑");
+  const newSession = h("button", { class: "lfa-btn", "aria-label": "New session", onclick: () => send({ type: "new_session" }) }, "New session");
+  const header = h("div", { class: "lfa-header" },
+    h("span", { class: "lfa-title" }, "Langflow Assistant"), modelSelect, sessionSelect, deleteSession, newSession);
+
+  // -- transcript, progress, notice, input
+  const transcript = h("div", { class: "lfa-transcript", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
+  const progress = h("div", { class: "lfa-progress", "aria-live": "polite" });
+  const notice = h("div", { class: "lfa-notice", role: "status" });
+  const input = h("textarea", {
+    class: "lfa-input", rows: 2, "aria-label": "Message the assistant",
+    placeholder: "Describe a component, or ask about Langflow… (Enter to send, Shift+Enter for a new line)",
+  });
+  const sendButton = h("button", { class: "lfa-btn lfa-primary", "aria-label": "Send" }, "Send");
+  const composer = h("div", { class: "lfa-composer" }, input, sendButton);
+  root.append(header, transcript, progress, notice, composer);
+  el.append(root);
+
+  function submit() {
+    if (model.get("busy")) {
+      send({ type: "stop" });
+      return;
+    }
+    const text = input.value.trim();
+    if (!text) return;
+    send({ type: "send", text });
+    input.value = "";
+  }
+  sendButton.addEventListener("click", submit);
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      e.stopPropagation(); // keep JupyterLab from running the cell
+      submit();
+    }
+  });
+
+  function setNotice(text) {
+    notice.textContent = text || "";
+  }
+
+  function componentCard(m) {
+    const ok = m.kind === "component";
+    const buttons = [];
+    if (ok) {
+      buttons.push(h("button", {
+        class: "lfa-btn lfa-primary", "aria-label": "Insert into notebook",
+        onclick: async () => {
+          if (model.get("can_insert")) send({ type: "insert", id: m.id });
+          else {
+            const copied = await copyText(m.code);
+            setNotice(copied
+              ? "This front end cannot insert cells: the code was copied to the clipboard — paste it into a new cell."
+              : "This front end cannot insert cells and the clipboard is unavailable: copy the code below.");
+          }
+        },
+      }, "Insert into notebook"));
+      if (model.get("langflow_connected")) {
+        buttons.push(h("button", { class: "lfa-btn", "aria-label": "Register with Langflow", onclick: () => send({ type: "register", id: m.id }) }, "Register with Langflow"));
+      }
+    } else {
+      buttons.push(h("button", { class: "lfa-btn lfa-primary", "aria-label": "Try again", onclick: () => send({ type: "retry", id: m.id }) }, "Try again"));
+    }
+    buttons.push(h("button", {
+      class: "lfa-btn", "aria-label": "Copy code",
+      onclick: async () => setNotice((await copyText(m.code)) ? "Code copied to the clipboard." : "Could not copy."),
+    }, "Copy"));
+    const attempts = m.attempts ? ` · ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}` : "";
+    return h("div", { class: `lfa-card ${ok ? "lfa-ok" : "lfa-fail"}`, "data-kind": m.kind },
+      h("div", { class: "lfa-card-head" },
+        h("b", {}, m.class_name || "Component"),
+        h("span", { class: `lfa-badge ${ok ? "lfa-badge-ok" : "lfa-badge-fail"}` }, ok ? "validated" : "not validated"),
+        h("span", { class: "lfa-muted" }, attempts)),
+      ok ? null : h("div", { class: "lfa-error" }, m.error || "The component did not pass validation."),
+      ioSummary(m),
+      h("details", { class: "lfa-code", open: ok ? undefined : undefined },
+        h("summary", {}, ok ? "Code" : "Details and the last code"),
+        h("div", { html: m.code_html })),
+      h("div", { class: "lfa-actions" }, buttons));
+  }
+
+  function messageView(m) {
+    if (m.role === "user") return h("div", { class: "lfa-msg lfa-user" }, m.text);
+    if (m.kind === "component" || m.kind === "failure") return h("div", { class: "lfa-msg lfa-assistant" }, componentCard(m));
+    if (m.kind === "cancelled") {
+      return h("div", { class: "lfa-msg lfa-assistant lfa-cancelled", "data-kind": "cancelled" },
+        m.html ? h("div", { class: "lfa-md", html: m.html }) : null, h("div", { class: "lfa-muted" }, "⏹ " + (m.note || "Request cancelled")));
+    }
+    if (m.kind === "error") return h("div", { class: "lfa-msg lfa-assistant lfa-error", "data-kind": "error" }, m.text);
+    return h("div", { class: "lfa-msg lfa-assistant lfa-md", html: m.html || "" });
+  }
+
+  function renderTranscript() {
+    const stick = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+    transcript.replaceChildren(...model.get("messages").map(messageView));
+    if (!model.get("messages").length) {
+      transcript.append(h("div", { class: "lfa-empty" }, "Ask for a component — “a component that extracts emails from text” — or ask a question about Langflow."));
+    }
+    if (stick) transcript.scrollTop = transcript.scrollHeight;
+  }
+
+  function renderProgress() {
+    const state = model.get("progress") || {};
+    const steps = state.steps || [];
+    const text = model.get("streaming_text");
+    if (!model.get("busy")) {
+      progress.replaceChildren();
+      return;
+    }
+    const items = steps.map((s, i) => {
+      const current = i === steps.length - 1 && !s.done;
+      return h("li", { class: current ? "lfa-current" : "lfa-done" }, (current ? "⏳ " : "✓ ") + stepLine(s));
+    });
+    progress.replaceChildren(
+      items.length ? h("ul", { class: "lfa-steps" }, items) : h("div", { class: "lfa-muted" }, "Thinking…"),
+      text ? h("div", { class: "lfa-streaming" }, text) : null);
+    transcript.scrollTop = transcript.scrollHeight;
+  }
+
+  function renderControls() {
+    const busy = model.get("busy");
+    sendButton.textContent = busy ? "Stop" : "Send";
+    sendButton.setAttribute("aria-label", busy ? "Stop" : "Send");
+    sendButton.classList.toggle("lfa-stop", busy);
+    const models = model.get("models");
+    modelSelect.replaceChildren(...(models.length
+      ? models.map((m) => h("option", { value: m.value, selected: m.value === model.get("selected_model") }, m.label))
+      : [h("option", { value: "" }, "No provider configured")]));
+    const current = model.get("session_id");
+    const sessions = model.get("sessions");
+    const options = [h("option", { value: "" }, "Sessions…")];
+    for (const s of sessions) {
+      options.push(h("option", { value: s.id, selected: s.id === current }, (s.title || s.id).slice(0, 40)));
+    }
+    sessionSelect.replaceChildren(...options);
+  }
+
+  const onMessages = () => renderTranscript();
+  const onProgress = () => renderProgress();
+  const onControls = () => { renderControls(); renderProgress(); };
+  const onNotice = () => setNotice(model.get("notice"));
+  model.on("change:messages", onMessages);
+  model.on("change:progress", onProgress);
+  model.on("change:streaming_text", onProgress);
+  model.on("change:busy", onControls);
+  model.on("change:models", onControls);
+  model.on("change:selected_model", onControls);
+  model.on("change:sessions", onControls);
+  model.on("change:session_id", onControls);
+  model.on("change:notice", onNotice);
+  model.on("change:langflow_connected", onMessages);
+  renderControls();
+  renderTranscript();
+  renderProgress();
+  onNotice();
+
+  return () => {
+    model.off("change:messages", onMessages);
+    model.off("change:progress", onProgress);
+    model.off("change:streaming_text", onProgress);
+    model.off("change:busy", onControls);
+    model.off("change:models", onControls);
+    model.off("change:selected_model", onControls);
+    model.off("change:sessions", onControls);
+    model.off("change:session_id", onControls);
+    model.off("change:notice", onNotice);
+    model.off("change:langflow_connected", onMessages);
+  };
+}
+
+export default { render };

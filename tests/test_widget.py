@@ -1,0 +1,246 @@
+"""The chat panel's model without a browser: messages from the view, trait updates, throttling,
+sessions, and no secrets in the synced state (which is what a saved notebook stores)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+from components import GOOD, WRONG_IMPORT, fenced
+from conftest import intent
+from fakellm import Reply
+
+from lfassist_jupyter.widget import FLUSH_INTERVAL, STATIC, ChatPanel
+
+KEY = "sk-panel-secret-0123456789abcdef"
+
+
+@pytest.fixture
+def panel(llm, monkeypatch, sandbox, tmp_path):
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    from lfassist_jupyter import Assistant
+
+    def factory(**kwargs):
+        return Assistant(validator=sandbox, **kwargs)
+
+    return ChatPanel(assistant_factory=factory, data_dir=tmp_path / "panel")
+
+
+def view(panel: ChatPanel, msg: dict) -> None:
+    """What the browser does: a custom message from the view."""
+    panel._handle_custom_msg(panel, msg, [])
+
+
+def wait_idle(panel: ChatPanel, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    time.sleep(0.05)
+    while panel.busy and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not panel.busy, "the request did not finish"
+
+
+def test_the_bundle_and_synced_traits():
+    bundle = (STATIC / "widget.js").read_text()
+    assert str(ChatPanel._esm) == bundle and "export" in bundle and "insert" in bundle  # anywidget reads the file
+    assert str(ChatPanel._css) == (STATIC / "widget.css").read_text()
+    for name in ("messages", "progress", "streaming_text", "busy", "models", "selected_model", "sessions"):
+        assert ChatPanel.class_traits()[name].metadata.get("sync") is True
+
+
+def test_component_request_shows_progress_then_a_card(panel, llm):
+    llm.queue(intent("generate_component"), fenced(WRONG_IMPORT), fenced(GOOD))
+    seen: list[dict] = []
+    panel.observe(lambda change: seen.append(change["new"]), "progress")
+    view(panel, {"type": "send", "text": "a component that uppercases text"})
+    assert panel.busy
+    wait_idle(panel)
+    current = [p["current"] for p in seen if p.get("current")]
+    assert ("validating", 2, 3) in [(c["step"], c["attempt"], c["max_attempts"]) for c in current]
+    failed = next(c for c in current if c["step"] == "validation_failed")
+    assert failed["error"]
+    user, card = panel.messages
+    assert user == {**user, "role": "user", "text": "a component that uppercases text"}
+    assert card["kind"] == "component" and card["validated"] and card["class_name"] == "UppercaseComponent"
+    assert card["attempts"] == 2 and card["code"] == GOOD and "<span" in card["code_html"]
+    assert [o["name"] for o in card["outputs"]] == ["output"] and card["inputs"][0]["name"] == "input_text"
+    assert panel.progress == {} and panel.streaming_text == ""
+
+
+def test_failure_card_and_try_again(panel, llm):
+    llm.queue(intent("generate_component"), fenced(WRONG_IMPORT), fenced(WRONG_IMPORT), fenced(WRONG_IMPORT))
+    view(panel, {"type": "send", "text": "uppercase component"})
+    wait_idle(panel)
+    card = panel.messages[-1]
+    assert card["kind"] == "failure" and not card["validated"] and card["code"] == WRONG_IMPORT and card["error"]
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    view(panel, {"type": "retry", "id": card["id"]})
+    wait_idle(panel)
+    assert panel.messages[-2]["text"] == "uppercase component" and panel.messages[-1]["kind"] == "component"
+
+
+def test_token_stream_is_coalesced_and_the_full_text_arrives_at_the_end(panel, llm):
+    answer = "".join(f"w{i} " for i in range(5000))
+    llm.queue(intent("question"), Reply(answer, chunk=1))
+    syncs: list[str] = []
+    panel.observe(lambda change: syncs.append(change["new"]), "streaming_text")
+    t0 = time.monotonic()
+    view(panel, {"type": "send", "text": "Explain Langflow"})
+    wait_idle(panel, 60)
+    elapsed = time.monotonic() - t0
+    updates = [s for s in syncs if s]
+    assert len(updates) <= elapsed / FLUSH_INTERVAL + 3  # at most 20 a second
+    assert len(updates) < len(answer) / 10  # far fewer than the tokens
+    assert panel.messages[-1]["text"] == answer  # the full text, once, at the end
+
+
+def test_answers_are_markdown_without_raw_html(panel, llm):
+    llm.queue(intent("question"), "**Bold** and <script>alert(1)</script>\n\n```python\nx = 1\n```")
+    view(panel, {"type": "send", "text": "What is a Message?"})
+    wait_idle(panel)
+    html = panel.messages[-1]["html"]
+    assert "<strong>Bold</strong>" in html and "<script>" not in html and "&lt;script&gt;" in html
+    assert "<span" in html  # highlighted code
+
+
+def test_stop_cancels_and_closes_the_provider_stream(panel, llm):
+    llm.queue(intent("question"), Reply("word " * 500, chunk=5, delay=0.02))
+    view(panel, {"type": "send", "text": "Explain Langflow"})
+    deadline = time.monotonic() + 10
+    while not panel.streaming_text and time.monotonic() < deadline:
+        time.sleep(0.02)
+    view(panel, {"type": "stop"})
+    wait_idle(panel)
+    assert panel.messages[-1]["kind"] == "cancelled" and panel.messages[-1]["text"].startswith("word")
+    deadline = time.monotonic() + 5
+    while not llm.requests[-1].disconnected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert llm.requests[-1].disconnected
+
+
+def test_model_selector_lists_configured_models_and_remembers_the_choice(panel, tmp_path, monkeypatch):
+    values = [m["value"] for m in panel.models]
+    assert values and all(v.startswith("openai:") for v in values)  # anthropic is not configured
+    assert panel.selected_model == "openai:gpt-4o"
+    view(panel, {"type": "select_model", "value": "openai:gpt-4.1"})
+    again = ChatPanel(data_dir=tmp_path / "panel")
+    assert again.selected_model == "openai:gpt-4.1"
+    view(again, {"type": "select_model", "value": "anthropic:claude-opus-4-1"})
+    assert again.selected_model == "openai:gpt-4.1" and "Unknown model" in again.notice
+
+
+def test_sessions_new_switch_delete_and_restore_in_flight_as_cancelled(panel, llm):
+    llm.queue(intent("question"), "First answer.")
+    view(panel, {"type": "send", "text": "First question"})
+    wait_idle(panel)
+    first = panel.session_id
+    assert [s["id"] for s in panel.sessions] == [first]
+    view(panel, {"type": "new_session"})
+    assert panel.messages == [] and panel.session_id != first
+    llm.queue(intent("question"), "Second answer.")
+    view(panel, {"type": "send", "text": "Second question"})
+    wait_idle(panel)
+    assert len(panel.sessions) == 2
+    view(panel, {"type": "switch_session", "id": first})
+    assert [m.get("text") for m in panel.messages] == ["First question", "First answer."]
+    # A request that never got its answer (kernel died mid-stream) comes back as cancelled.
+    from lfassist_jupyter.core.session import Turn
+
+    session = panel._store.load(first)
+    session.add(Turn("user", "Unanswered"), window=6)
+    panel._store.save(session)
+    view(panel, {"type": "switch_session", "id": first})
+    assert panel.messages[-1]["kind"] == "cancelled"
+    view(panel, {"type": "delete_session", "id": first})
+    assert first not in [s["id"] for s in panel.sessions] and panel.session_id != first
+
+
+def test_insert_uses_jupyterlab_commands_or_says_it_copied(panel, llm):
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    view(panel, {"type": "send", "text": "uppercase component"})
+    wait_idle(panel)
+    card = panel.messages[-1]
+    view(panel, {"type": "insert", "id": card["id"]})
+    assert "copied to the clipboard" in panel.notice  # no JupyterLab front end here
+
+    executed = []
+
+    class Commands:
+        def execute(self, command, args=None):
+            executed.append((command, args))
+
+    panel._lab = type("Lab", (), {"commands": Commands()})()
+    panel.can_insert = True
+    view(panel, {"type": "insert", "id": card["id"]})
+    assert executed == [("notebook:insert-cell-below", None), ("notebook:replace-selection", {"text": GOOD})]
+    assert "Inserted UppercaseComponent" in panel.notice
+
+
+def test_register_with_langflow_from_the_card(llm, monkeypatch, sandbox, tmp_path):
+    from lfassist_jupyter import Assistant, LangflowClient
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    posted = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/custom_component":
+            return httpx.Response(200, json={"data": {"display_name": "Uppercase", "outputs": []}, "type": "Uppercase"})
+        if request.method == "GET":
+            return httpx.Response(200, json=[])
+        posted.append(json.loads(request.content))
+        return httpx.Response(201, json={"id": "abc-123", "name": "Uppercase"})
+
+    lf_key = "lf-secret-key-0123456789"
+    client = LangflowClient(url="http://langflow.test", api_key=lf_key, transport=httpx.MockTransport(server))
+    client.version = "1.13.0"
+    panel = ChatPanel(assistant_factory=lambda **kw: Assistant(validator=sandbox, **kw), langflow=client,
+                      data_dir=tmp_path / "p")  # fmt: skip
+    assert panel.langflow_connected
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    view(panel, {"type": "send", "text": "uppercase component"})
+    wait_idle(panel)
+    view(panel, {"type": "register", "id": panel.messages[-1]["id"]})
+    deadline = time.monotonic() + 10
+    while "Registered" not in panel.notice and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "Registered 'Uppercase'" in panel.notice and posted[0]["is_component"] is True
+    assert lf_key not in json.dumps(panel.get_state(), default=str)
+
+
+def test_no_secret_in_synced_state_after_requests(panel, llm):
+    llm.queue(intent("generate_component"), fenced(GOOD), intent("question"), f"Your key is not {KEY[:6]}.")
+    view(panel, {"type": "send", "text": "uppercase component"})
+    wait_idle(panel)
+    view(panel, {"type": "send", "text": "what is my key?"})
+    wait_idle(panel)
+    state = json.dumps(panel.get_state(), default=str)
+    assert KEY not in state and "OPENAI_API_KEY" not in state
+
+
+def test_bad_requests_from_the_view_are_notices(panel):
+    view(panel, {"type": "send", "text": "   "})
+    assert "Type a request" in panel.notice and panel.messages == []
+    view(panel, {"type": "frobnicate"})
+    assert "Unknown request" in panel.notice
+
+
+def test_no_provider_configured(monkeypatch, tmp_path):
+    panel = ChatPanel(data_dir=tmp_path)
+    assert panel.models == [] and panel.selected_model == ""
+    view(panel, {"type": "send", "text": "uppercase component"})
+    assert panel.messages[-1]["kind"] == "error" and "OPENAI_API_KEY" in panel.messages[-1]["text"]
+
+
+def test_assist_panel_magic_returns_the_panel(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    try:
+        ip.run_line_magic("load_ext", "lfassist_jupyter")
+        assert isinstance(ip.run_line_magic("assist", "panel"), ChatPanel)
+    finally:
+        ip.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
