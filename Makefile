@@ -1,15 +1,21 @@
-# Two commands do all the set-up: `make test` and `make bench` each build their own
-# virtual environment (.venv) with everything they need.  Only Python 3.10+ and pip are
-# required on the machine; uv is installed into the user's Python to make installs fast.
+# Two commands do all the set-up: `make demo` runs the main job and `make test` passes the
+# tests; each builds what it needs (.venv, the JS bundle, Chromium for the browser tests).
+# Only Python 3.10+, pip, node/npm (and apt, for Chromium) are required on the machine.
 
-PYTHON ?= python3
-VENV   ?= .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+PYTHON   ?= python3
+VENV     ?= .venv
+BIN      := $(VENV)/bin
+STAMP    := $(VENV)/.installed
+BUNDLE   := lfassist_jupyter/static/widget.js
+CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: test lint bench clean
 
-$(STAMP): pyproject.toml
+$(BUNDLE): js/widget.js js/widget.css package.json package-lock.json
+	npm ci --silent --no-audit --no-fund
+	npm run build --silent
+
+$(STAMP): pyproject.toml $(BUNDLE)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check uv
 	$(PYTHON) -m uv venv --quiet --allow-existing --python $(PYTHON) $(VENV)
 	# --compile-bytecode: the validation worker imports lfx in a fresh process; without
@@ -17,7 +23,15 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[test]"
 	touch $(STAMP)
 
-test: $(STAMP)
+# Debian's chromium for the browser tests (never `playwright install`).
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "Chromium is not installed and cannot be installed here: the browser tests will be skipped."; \
+	fi
+
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks
 	$(BIN)/python -m pytest -q
 
@@ -29,4 +43,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache benchmarks/results
+	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache benchmarks/results

@@ -79,7 +79,7 @@ function render({ model, el }) {
   const deleteSession = h("button", {
     class: "lfa-btn lfa-quiet", "aria-label": "Delete this session", title: "Delete this session",
     onclick: () => send({ type: "delete_session", id: model.get("session_id") }),
-  }, "🗑");
+  }, "Delete session");
   const newSession = h("button", { class: "lfa-btn", "aria-label": "New session", onclick: () => send({ type: "new_session" }) }, "New session");
   const header = h("div", { class: "lfa-header" },
     h("span", { class: "lfa-title" }, "Langflow Assistant"), modelSelect, sessionSelect, deleteSession, newSession);
@@ -165,7 +165,7 @@ function render({ model, el }) {
     if (m.kind === "component" || m.kind === "failure") return h("div", { class: "lfa-msg lfa-assistant" }, componentCard(m));
     if (m.kind === "cancelled") {
       return h("div", { class: "lfa-msg lfa-assistant lfa-cancelled", "data-kind": "cancelled" },
-        m.html ? h("div", { class: "lfa-md", html: m.html }) : null, h("div", { class: "lfa-muted" }, "⏹ " + (m.note || "Request cancelled")));
+        m.html ? h("div", { class: "lfa-md", html: m.html }) : null, h("div", { class: "lfa-muted" }, "■ " + (m.note || "Request cancelled")));
     }
     if (m.kind === "error") return h("div", { class: "lfa-msg lfa-assistant lfa-error", "data-kind": "error" }, m.text);
     return h("div", { class: "lfa-msg lfa-assistant lfa-md", html: m.html || "" });
@@ -173,7 +173,7 @@ function render({ model, el }) {
 
   function renderTranscript() {
     const stick = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
-    transcript.replaceChildren(...model.get("messages").map(messageView));
+    transcript.replaceChildren(...model.get("messages").map(messageView).filter(Boolean));
     if (!model.get("messages").length) {
       transcript.append(h("div", { class: "lfa-empty" }, "Ask for a component — “a component that extracts emails from text” — or ask a question about Langflow."));
     }
@@ -190,11 +190,15 @@ function render({ model, el }) {
     }
     const items = steps.map((s, i) => {
       const current = i === steps.length - 1 && !s.done;
-      return h("li", { class: current ? "lfa-current" : "lfa-done" }, (current ? "⏳ " : "✓ ") + stepLine(s));
+      const failed = s.step === "validation_failed";
+      const cls = current ? "lfa-current" : failed ? "lfa-failed" : "lfa-done";
+      const mark = current ? "▸ " : failed ? "✗ " : "✓ ";
+      const detail = failed && s.error ? `: ${s.error.split("\n")[0].slice(0, 140)}` : "";
+      return h("li", { class: cls }, mark + stepLine(s) + detail);
     });
-    progress.replaceChildren(
-      items.length ? h("ul", { class: "lfa-steps" }, items) : h("div", { class: "lfa-muted" }, "Thinking…"),
-      text ? h("div", { class: "lfa-streaming" }, text) : null);
+    const parts = [items.length ? h("ul", { class: "lfa-steps" }, items) : h("div", { class: "lfa-muted" }, "Thinking…")];
+    if (text) parts.push(h("div", { class: "lfa-streaming" }, text));
+    progress.replaceChildren(...parts);
     transcript.scrollTop = transcript.scrollHeight;
   }
 

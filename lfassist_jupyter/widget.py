@@ -114,7 +114,7 @@ class ChatPanel(anywidget.AnyWidget):
         self._refresh_sessions()
         self._lab: Any = None
         self._connect_lab()
-        self.on_msg(self._handle_custom_msg)
+        self.on_msg(self._on_view_msg)
 
     # -- preferences and sessions -------------------------------------------------------
 
@@ -162,7 +162,9 @@ class ChatPanel(anywidget.AnyWidget):
 
     # -- messages from the view ------------------------------------------------------------
 
-    def _handle_custom_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any = None) -> None:
+    def _on_view_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any = None) -> None:
+        """Requests from the view (registered with ``on_msg``; ipywidgets' ``_handle_custom_msg``
+        dispatches them here)."""
         kind = content.get("type")
         handler = {
             "send": lambda: self.send_prompt(str(content.get("text", ""))),

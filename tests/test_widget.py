@@ -30,8 +30,8 @@ def panel(llm, monkeypatch, sandbox, tmp_path):
 
 
 def view(panel: ChatPanel, msg: dict) -> None:
-    """What the browser does: a custom message from the view."""
-    panel._handle_custom_msg(panel, msg, [])
+    """What the browser does: a custom comm message from the view, through ipywidgets' own dispatch."""
+    panel._handle_msg({"content": {"data": {"method": "custom", "content": msg}}, "buffers": []})
 
 
 def wait_idle(panel: ChatPanel, timeout: float = 30) -> None:

@@ -1,0 +1,208 @@
+"""The chat panel in a real JupyterLab, in Debian's chromium driven by Playwright.
+
+JupyterLab is started on 127.0.0.1 by the test with the engine pointed at the local
+OpenAI-compatible test server.  The test types a request, watches the progress steps and
+the component card, inserts the code into the notebook, stops a long answer mid-stream,
+switches sessions, saves the notebook and searches it for the key -- and saves the
+screenshots the README uses (docs/screenshots/).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from components import GOOD, WRONG_IMPORT, fenced
+from conftest import intent
+from fakellm import FakeLLM, Reply
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("LFASSIST_CHROMIUM", "/usr/bin/chromium")
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]  # fmt: skip
+KEY = "sk-browser-secret-0123456789abcdef"
+TOKEN = "lfassist-browser-test"
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+if not Path(CHROMIUM).exists():  # `make test` installs it with apt; elsewhere say why we skip
+    pytest.skip(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def llm_server():
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def lab(llm_server, tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab")
+    settings = root / ".settings" / "@jupyter-widgets" / "jupyterlab-manager"
+    settings.mkdir(parents=True)
+    # Save widget state into the notebook, so the saved file is what we search for secrets.
+    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
+    news = root / ".settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("from lfassist_jupyter import ChatPanel\npanel = ChatPanel()\npanel")]
+    nbformat.write(nb, str(root / "panel.ipynb"))
+    port = _port()
+    env = {**os.environ, "OPENAI_BASE_URL": llm_server.openai_base_url, "OPENAI_API_KEY": KEY,
+           "LFASSIST_DATA_DIR": str(root / ".data"), "JUPYTERLAB_SETTINGS_DIR": str(root / ".settings"),
+           "JUPYTER_RUNTIME_DIR": str(root / ".runtime")}  # fmt: skip
+    log = open(root / "lab.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+         f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={TOKEN}", "--LabApp.news_url=",
+         "--allow-root"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited ({proc.returncode}); see {root / 'lab.log'}")
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=1):
+                break
+        time.sleep(0.3)
+    else:
+        raise TimeoutError(f"JupyterLab did not start; see {root / 'lab.log'}")
+    yield url, root
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def page(lab):
+    from playwright.sync_api import sync_playwright
+
+    url, _ = lab
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+        pg = context.new_page()
+        pg.goto(f"{url}/lab/tree/panel.ipynb?token={TOKEN}")
+        pg.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        with contextlib.suppress(Exception):  # a kernel-selection dialog, if JupyterLab asks anyway
+            pg.wait_for_selector(".jp-Dialog", timeout=3_000)
+            pg.click(".jp-Dialog .jp-mod-accept")
+        pg.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-mod-idle", timeout=60_000)
+        pg.click(".jp-Cell .cm-content")
+        pg.keyboard.press("Control+Enter")
+        pg.wait_for_selector(".lfa-panel", timeout=90_000)
+        yield pg
+        browser.close()
+
+
+def _cell_texts(page) -> list[str]:
+    return page.eval_on_selector_all(".jp-Notebook .jp-Cell .cm-content", "els => els.map(e => e.innerText)")
+
+
+def test_component_request_progress_card_and_insert(page, llm_server):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    llm_server.queue(intent("generate_component", "a component that uppercases text"),
+                     Reply(fenced(WRONG_IMPORT), chunk=60, delay=0.08), Reply(fenced(GOOD), chunk=60, delay=0.08))  # fmt: skip
+    page.fill(".lfa-input", "a component that uppercases text")
+    page.press(".lfa-input", "Enter")
+    page.wait_for_selector(".lfa-steps >> text=attempt 1 of 3", timeout=30_000)
+    page.wait_for_selector(".lfa-steps >> text=attempt 2 of 3", timeout=30_000)
+    assert page.locator(".lfa-steps .lfa-done").count() >= 1  # earlier steps ticked off
+    assert "null" not in page.inner_text(".lfa-progress")
+    page.locator(".lfa-panel").screenshot(path=str(SHOTS / "chat-panel-progress.png"))
+    card = page.wait_for_selector(".lfa-card[data-kind='component']", timeout=60_000)
+    assert "UppercaseComponent" in card.inner_text() and "validated" in card.inner_text()
+    assert "2 attempts" in card.inner_text()
+    page.locator(".lfa-panel").screenshot(path=str(SHOTS / "chat-panel.png"))
+
+    before = len(_cell_texts(page))
+    page.click("button[aria-label='Insert into notebook']")
+    page.wait_for_function(
+        "n => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].length > n", arg=before, timeout=20_000
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell .cm-content')]"
+        ".some(e => e.innerText.includes('class UppercaseComponent(Component):'))",
+        timeout=20_000,
+    )
+    inserted = [t for t in _cell_texts(page) if "class UppercaseComponent(Component):" in t]
+    assert inserted and 'return Message(text=(self.input_text or "").upper())' in inserted[0]
+    assert "Inserted UppercaseComponent" in page.inner_text(".lfa-notice")
+
+
+def test_stop_a_long_answer_mid_stream(page, llm_server):
+    llm_server.queue(intent("question"), Reply("streaming word " * 1500, chunk=8, delay=0.01))
+    page.fill(".lfa-input", "Explain Langflow in depth")
+    page.press(".lfa-input", "Enter")
+    page.wait_for_selector(".lfa-streaming", timeout=30_000)
+    stop = page.locator("button[aria-label='Stop']")
+    assert stop.inner_text() == "Stop"
+    stop.click()
+    cancelled = page.wait_for_selector("[data-kind='cancelled']", timeout=20_000)
+    assert "Request cancelled" in cancelled.inner_text()
+    assert page.locator("button[aria-label='Send']").inner_text() == "Send"
+    deadline = time.monotonic() + 5
+    while not llm_server.requests[-1].disconnected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert llm_server.requests[-1].disconnected  # the provider stream was really closed
+
+
+def test_switch_sessions(page, llm_server):
+    first_session_cards = page.locator(".lfa-card[data-kind='component']").count()
+    assert first_session_cards == 1
+    page.click("button[aria-label='New session']")
+    page.wait_for_selector(".lfa-empty", timeout=10_000)
+    llm_server.queue(intent("question"), "A flow is a graph of components.")
+    page.fill(".lfa-input", "What is a flow?")
+    page.press(".lfa-input", "Enter")
+    page.wait_for_selector(".lfa-md >> text=A flow is a graph of components.", timeout=30_000)
+    options = page.eval_on_selector_all("select[aria-label='Session history'] option", "o => o.map(x => x.value)")
+    previous = [v for v in options if v and v != page.evaluate("() => null")]
+    assert len(previous) >= 2
+    titles = page.eval_on_selector_all("select[aria-label='Session history'] option", "o => o.map(x => x.textContent)")
+    target = options[titles.index(next(t for t in titles if t.startswith("a component that uppercases")))]
+    page.select_option("select[aria-label='Session history']", target)
+    page.wait_for_selector(".lfa-card[data-kind='component']", timeout=10_000)
+    assert "a component that uppercases text" in page.inner_text(".lfa-transcript")
+
+
+def test_saved_notebook_has_the_panel_state_but_no_secret(page, lab):
+    _, root = lab
+    page.keyboard.press("Escape")
+    page.click(".jp-Notebook")
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 20
+    saved = ""
+    while time.monotonic() < deadline:
+        saved = (root / "panel.ipynb").read_text(encoding="utf-8")
+        if "application/vnd.jupyter.widget-state+json" in saved:
+            break
+        time.sleep(0.5)
+    assert "application/vnd.jupyter.widget-state+json" in saved  # the widget state was saved...
+    assert "UppercaseComponent" in saved  # ...with the transcript in it
+    assert KEY not in saved and KEY[:12] not in saved and "OPENAI_API_KEY" not in saved
+    shutil.copy(root / "panel.ipynb", root / "saved-copy.ipynb")
