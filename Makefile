@@ -9,7 +9,7 @@ STAMP    := $(VENV)/.installed
 BUNDLE   := lfassist_jupyter/static/widget.js
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test lint bench clean
+.PHONY: test demo lint bench clean
 
 $(BUNDLE): js/widget.js js/widget.css package.json package-lock.json
 	npm ci --silent --no-audit --no-fund
@@ -32,8 +32,13 @@ $(CHROMIUM):
 	fi
 
 test: $(STAMP) $(CHROMIUM)
-	$(BIN)/ruff check lfassist_jupyter tests benchmarks
+	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/python -m pytest -q
+
+# The main job, offline unless a provider is configured: executes notebooks/quickstart.ipynb
+# and writes notebooks/_build/quickstart.ipynb and .html.  `make demo ARGS=--all` runs them all.
+demo: $(STAMP)
+	$(BIN)/python notebooks/run_demo.py $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks
@@ -43,4 +48,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache benchmarks/results
+	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache benchmarks/results notebooks/_build

@@ -213,6 +213,13 @@ class ChatPanel(anywidget.AnyWidget):
         self.streaming_text = ""
         self._task = asyncio.run_coroutine_threadsafe(self._run(text), get_loop())
 
+    def wait(self, timeout: float = 120.0) -> None:
+        """Block until the request in flight is done -- for scripts and notebooks that drive the
+        panel from code; the view never needs it."""
+        task = self._task
+        if task is not None:
+            task.result(timeout)
+
     def stop(self) -> None:
         if self._assistant is not None and self.busy:
             self._assistant.cancel()

@@ -261,6 +261,21 @@ def test_custom_components_disabled_is_a_clear_error():
     assert "does not allow custom components" in str(info.value) and "k" * 20 not in str(info.value)
 
 
+def test_langflow_notebook_under_nbval(server, tmp_path):
+    """notebooks/langflow.ipynb, validated with nbval against this real server (offline model)."""
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "OLLAMA"))}
+    env.update(LANGFLOW_URL=server.url, LFASSIST_SCRIPT=str(root / "notebooks" / "demo-script.json"),
+               LFASSIST_DATA_DIR=str(tmp_path))  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval-lax",
+         str(root / "notebooks" / "langflow.ipynb")],
+        env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert " passed" in run.stdout
+
+
 def test_server_stopped_mid_session_loses_nothing(server, client, llm, monkeypatch, capsys):
     from IPython.core.interactiveshell import InteractiveShell
 
