@@ -1,4 +1,7 @@
-"""Component sources used across tests: good ones, and ones broken in one known way each."""
+"""Component sources used across tests -- good ones, and ones broken in one known way each --
+and the shapes of the model replies that carry them."""
+
+import json
 
 GOOD = """\
 from lfx.custom.custom_component.component import Component
@@ -61,3 +64,8 @@ DANGEROUS = GOOD.replace(
 
 def fenced(code: str, prose: str = "Here is your component:") -> str:
     return f"{prose}\n\n```python\n{code}```\n\nIt uppercases the text input."
+
+
+def intent(kind: str, translation: str = "") -> str:
+    """A classifier reply, as the intent model sends it."""
+    return json.dumps({"translation": translation or "request", "intent": kind})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -53,10 +52,6 @@ def sandbox():
     validator.start()
     yield validator
     validator.close()
-
-
-def intent(kind: str, translation: str = "") -> str:
-    return json.dumps({"translation": translation or "request", "intent": kind})
 
 
 @pytest.fixture

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from components import GOOD, WRONG_IMPORT, fenced
-from conftest import intent
+from components import GOOD, WRONG_IMPORT, fenced, intent
 from fakellm import FakeLLM, Reply
 
 pytestmark = pytest.mark.browser

@@ -8,8 +8,7 @@ import logging
 import time
 
 import pytest
-from components import DANGEROUS, DATA_LIST_BUG, GOOD, LOWER_AND_UPPER, WRONG_IMPORT, fenced
-from conftest import intent
+from components import DANGEROUS, DATA_LIST_BUG, GOOD, LOWER_AND_UPPER, WRONG_IMPORT, fenced, intent
 from fakellm import Reply, Status
 
 from lfassist_jupyter import Assistant

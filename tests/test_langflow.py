@@ -19,8 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from components import GOOD, LOWER_AND_UPPER, WRONG_IMPORT, fenced
-from conftest import intent
+from components import GOOD, LOWER_AND_UPPER, WRONG_IMPORT, fenced, intent
 
 from lfassist_jupyter import Assistant, ChainValidator
 from lfassist_jupyter._runtime import run_sync

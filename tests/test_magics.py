@@ -9,8 +9,7 @@ import time
 
 import nbformat
 import pytest
-from components import GOOD, WRONG_IMPORT, fenced
-from conftest import intent
+from components import GOOD, WRONG_IMPORT, fenced, intent
 from fakellm import Reply
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell

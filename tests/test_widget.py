@@ -8,8 +8,7 @@ import time
 
 import httpx
 import pytest
-from components import GOOD, WRONG_IMPORT, fenced
-from conftest import intent
+from components import GOOD, WRONG_IMPORT, fenced, intent
 from fakellm import Reply
 
 from lfassist_jupyter.widget import FLUSH_INTERVAL, STATIC, ChatPanel
