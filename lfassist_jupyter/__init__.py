@@ -9,9 +9,14 @@ use, so ``%load_ext lfassist_jupyter`` stays fast.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 __version__ = "0.1.0"
+
+# A library never prints its logs on its own: without this, Python's last-resort handler
+# would put every warning (e.g. "assistant.validation.failed") into the notebook as stderr.
+logging.getLogger("lfassist_jupyter").addHandler(logging.NullHandler())
 
 _LAZY = {
     "Assistant": "lfassist_jupyter.core.engine",

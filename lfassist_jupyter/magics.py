@@ -322,6 +322,8 @@ class AssistMagics(Magics):
             from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
 
             print(f"Providers: none. {NO_PROVIDER_MESSAGE}")
+        if _warmup is not None:
+            _warmup.join(2)  # the spawn itself takes milliseconds; do not report "stopped" while it runs
         info = default_validator().info()
         version = f", lfx {info['lfx_version']}" if info["lfx_version"] else ""
         print(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
@@ -417,8 +419,12 @@ class AssistMagics(Magics):
         return validate_component(cell, smoke=not args.no_smoke, timeout=timeout)
 
 
+_warmup: threading.Thread | None = None
+
+
 def _warm_up_in_background() -> None:
     """Start the validation worker so the first validation does not wait for lfx to import."""
+    global _warmup
 
     def start() -> None:
         try:
@@ -428,7 +434,8 @@ def _warm_up_in_background() -> None:
         except Exception:
             pass
 
-    threading.Thread(target=start, name="lfassist-warmup", daemon=True).start()
+    _warmup = threading.Thread(target=start, name="lfassist-warmup", daemon=True)
+    _warmup.start()
 
 
 def load_ipython_extension(ipython: Any) -> None:

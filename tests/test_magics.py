@@ -194,6 +194,8 @@ def test_real_kernel_notebook(llm, monkeypatch, tmp_path):
     assert nb.cells[2].outputs[0]["text"].strip() == "True 2 UppercaseComponent"
     inserted = [p for p in payloads if p.get("source") == "set_next_input"]
     assert len(inserted) == 1 and inserted[0]["text"] == GOOD and inserted[0]["replace"] is False
+    stderr = [o["text"] for c in nb.cells for o in c.outputs if o.get("name") == "stderr"]
+    assert not [t for t in stderr if "assistant." in t]  # logs (a failed validation) never leak into cells
     answer = next(o for o in nb.cells[3].outputs if o.output_type == "execute_result")
     assert "Use Message." in answer["data"]["text/plain"]
 
@@ -233,3 +235,8 @@ def test_live_progress_is_coalesced_and_ends_on_the_final_state(monkeypatch):
     assert len(shown) == live.updates_sent <= elapsed / 0.05 + 3
     assert len(shown) < 100
     assert "Answering" in shown[-1]  # the final state was flushed
+
+
+def test_status_right_after_load_sees_the_starting_worker(ip, capsys):
+    ip.run_line_magic("assist", "status")
+    assert "Validator: stopped" not in capsys.readouterr().out
