@@ -224,28 +224,33 @@ def test_registered_component_runs_in_a_real_flow(client, server):
         assert "HELLO LANGFLOW" in run.text
 
 
-def test_magic_connect_register_and_status(server, llm, monkeypatch, capsys):
+@pytest.fixture
+def shell(llm, monkeypatch):
+    """A real IPython shell with the extension loaded, its model served by the fake server."""
     from IPython.core.interactiveshell import InteractiveShell
 
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-magic-test-key-0123456789")
     ip = InteractiveShell.instance()
-    try:
-        ip.run_line_magic("load_ext", "lfassist_jupyter")
-        ip.run_line_magic("assist", f"connect {server.url}")
-        assert "Connected to Langflow" in capsys.readouterr().out
-        ip.run_line_magic("assist", "status")
-        assert f"Langflow: connected to {server.url}" in capsys.readouterr().out
-        llm.queue(intent("generate_component"), fenced(GOOD.replace('"Uppercase"', '"Shouty"')))
-        result = ip.run_cell_magic("assist", "--register", "a shouting component")
-        out = capsys.readouterr().out
-        assert result.validated and "server" in result.report.phases_run
-        assert "in Langflow at" in out and "'Shouty'" in out and result.registered.name == "Shouty"
-        ip.run_line_magic("assist", "components")
-        assert "Shouty" in capsys.readouterr().out
-    finally:
-        ip.run_line_magic("unload_ext", "lfassist_jupyter")
-        InteractiveShell.clear_instance()
+    ip.run_line_magic("load_ext", "lfassist_jupyter")
+    yield ip
+    ip.run_line_magic("unload_ext", "lfassist_jupyter")
+    InteractiveShell.clear_instance()
+
+
+def test_magic_connect_register_and_status(server, llm, shell, capsys):
+    ip = shell  # a loaded IPython shell
+    ip.run_line_magic("assist", f"connect {server.url}")
+    assert "Connected to Langflow" in capsys.readouterr().out
+    ip.run_line_magic("assist", "status")
+    assert f"Langflow: connected to {server.url}" in capsys.readouterr().out
+    llm.queue(intent("generate_component"), fenced(GOOD.replace('"Uppercase"', '"Shouty"')))
+    result = ip.run_cell_magic("assist", "--register", "a shouting component")
+    out = capsys.readouterr().out
+    assert result.validated and "server" in result.report.phases_run
+    assert "in Langflow at" in out and "'Shouty'" in out and result.registered.name == "Shouty"
+    ip.run_line_magic("assist", "components")
+    assert "Shouty" in capsys.readouterr().out
 
 
 def test_custom_components_disabled_is_a_clear_error():
@@ -275,25 +280,16 @@ def test_langflow_notebook_under_nbval(server, tmp_path):
     assert " passed" in run.stdout
 
 
-def test_server_stopped_mid_session_loses_nothing(server, client, llm, monkeypatch, capsys):
-    from IPython.core.interactiveshell import InteractiveShell
-
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-magic-test-key-0123456789")
-    ip = InteractiveShell.instance()
-    try:
-        ip.run_line_magic("load_ext", "lfassist_jupyter")
-        ip.run_line_magic("assist", f"connect {server.url}")
-        server.stop()  # Langflow goes away mid-session
-        with pytest.raises(LangflowConnectionError):
-            client.register_sync(GOOD)
-        llm.queue(intent("generate_component"), fenced(GOOD))
-        ip.rl_next_input = None
-        result = ip.run_cell_magic("assist", "--register", "uppercase component")
-        out = capsys.readouterr().out
-        assert result.validated and ip.rl_next_input == GOOD  # the code is still inserted
-        assert "Not checked on the Langflow server" in " ".join(result.report.warnings)
-        assert "Not registered: Could not reach Langflow" in out and "Traceback" not in out
-    finally:
-        ip.run_line_magic("unload_ext", "lfassist_jupyter")
-        InteractiveShell.clear_instance()
+def test_server_stopped_mid_session_loses_nothing(server, client, llm, shell, capsys):
+    ip = shell
+    ip.run_line_magic("assist", f"connect {server.url}")
+    server.stop()  # Langflow goes away mid-session
+    with pytest.raises(LangflowConnectionError):
+        client.register_sync(GOOD)
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    ip.rl_next_input = None
+    result = ip.run_cell_magic("assist", "--register", "uppercase component")
+    out = capsys.readouterr().out
+    assert result.validated and ip.rl_next_input == GOOD  # the code is still inserted
+    assert "Not checked on the Langflow server" in " ".join(result.report.warnings)
+    assert "Not registered: Could not reach Langflow" in out and "Traceback" not in out
