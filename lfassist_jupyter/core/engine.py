@@ -14,7 +14,6 @@ the ``finally`` cancels and awaits the producer, so no task outlives a request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
@@ -132,6 +131,7 @@ class Assistant:
         self.history_window = history_window
         self.max_tokens = max_tokens
         self._session: Session | None = None
+        self.last_report: ValidationReport | None = None  # of the last attempt, for views
         self._inflight: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
         self._lock = threading.Lock()
 
@@ -195,8 +195,9 @@ class Assistant:
                 self._inflight = None
             if not producer.done():
                 producer.cancel()
-            with contextlib.suppress(BaseException):
-                await producer
+            # Wait for it to wind down; unlike `await producer` this neither raises the
+            # producer's outcome nor hides a cancellation aimed at this consumer.
+            await asyncio.wait({producer})
 
     def cancel(self) -> bool:
         """Cancel the request in flight, from any thread.  Returns whether one was running."""
@@ -545,8 +546,6 @@ class Assistant:
                     ),
                 },
             ]
-
-    last_report: ValidationReport | None = None
 
     async def _reference(self) -> dict[str, Any] | None:
         validator = self.validator
