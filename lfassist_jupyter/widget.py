@@ -221,8 +221,12 @@ class ChatPanel(anywidget.AnyWidget):
             task.result(timeout)
 
     def stop(self) -> None:
-        if self._assistant is not None and self.busy:
-            self._assistant.cancel()
+        """What the Stop button does.  Before the engine has a request in flight (the first
+        milliseconds), cancel the panel's own task instead, so an early Stop is never lost."""
+        if not self.busy:
+            return
+        if (self._assistant is None or not self._assistant.cancel()) and self._task is not None:
+            self._task.cancel()
 
     async def _run(self, text: str) -> None:
         tokens: list[str] = []

@@ -243,3 +243,12 @@ def test_assist_panel_magic_returns_the_panel(monkeypatch):
     finally:
         ip.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
+
+
+def test_stop_pressed_at_once_is_not_lost(panel, llm):
+    llm.queue(intent("question"), Reply("word " * 200, chunk=5, delay=0.02))
+    view(panel, {"type": "send", "text": "Explain Langflow"})
+    view(panel, {"type": "stop"})  # before the engine has even classified the request
+    wait_idle(panel)
+    assert panel.messages[-1]["kind"] == "cancelled"
+    assert not panel.busy
