@@ -251,7 +251,9 @@ class ChatPanel(anywidget.AnyWidget):
                     self.progress = {"steps": [dict(s) for s in steps], "current": steps[-1]}
                 else:
                     self._finish(event, "".join(tokens), steps, assistant)
-        except Exception as exc:
+        except asyncio.CancelledError:  # stopped before the engine took the request
+            self._append({"role": "assistant", "kind": "cancelled", "text": "", "note": "Request cancelled"})
+        except Exception as exc:  # the panel must always leave the busy state
             self._append({"role": "assistant", "kind": "error", "text": f"Unexpected error: {exc}"})
         finally:
             with self.hold_sync():
