@@ -62,13 +62,13 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
 
 
 def iterate_in_background(
-    agen: AsyncIterator[T], *, on_interrupt: Callable[[], Any] | None = None, interrupt_grace: float = 5.0
+    agen: AsyncIterator[T], *, on_interrupt: Callable[[], bool] | None = None, interrupt_grace: float = 5.0
 ) -> Iterator[T]:
     """Iterate an async generator on the background loop from this (blocking) thread.
 
-    On ``KeyboardInterrupt`` ``on_interrupt`` is called (e.g. ``Assistant.cancel``), the
-    remaining items (normally a ``cancelled`` event) are still delivered, and the
-    interrupt is re-raised once the generator has finished.
+    On ``KeyboardInterrupt`` ``on_interrupt`` is called (e.g. ``Assistant.cancel``, which
+    returns whether it cancelled something), the remaining items (normally a ``cancelled``
+    event) are still delivered, and the interrupt is re-raised once the generator has finished.
     """
     if in_loop_thread():
         raise RuntimeError("Use the async API (stream/arun) from inside the assistant's loop.")
@@ -99,9 +99,9 @@ def iterate_in_background(
             continue
         except KeyboardInterrupt:
             interrupted = True
-            if on_interrupt is not None:
-                on_interrupt()
-            else:
+            # on_interrupt says whether it stopped something; if the work has not started yet
+            # (nothing in flight to cancel), stop the pump itself so the interrupt is not lost.
+            if on_interrupt is None or not on_interrupt():
                 future.cancel()
             continue
         if item is _DONE:

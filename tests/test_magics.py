@@ -116,10 +116,18 @@ def test_no_provider_is_one_clear_message(ip, monkeypatch, capsys):
 
 def test_stop_button_cancels_cleanly(ip, llm, capsys):
     llm.queue(intent("question"), Reply("word " * 500, chunk=5, delay=0.02))
-    threading.Timer(1.0, _thread.interrupt_main).start()  # what the kernel's stop button does
+
+    def press_stop() -> None:  # what the kernel's stop button does, once the answer is streaming
+        deadline = time.monotonic() + 20
+        while len(llm.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        _thread.interrupt_main()
+
+    threading.Thread(target=press_stop, daemon=True).start()
     t0 = time.monotonic()
     result = ip.run_cell_magic("assist", "", "Explain Langflow")
-    assert result.status == "cancelled" and time.monotonic() - t0 < 6
+    assert result.status == "cancelled" and time.monotonic() - t0 < 8
     assert "Traceback" not in capsys.readouterr().out
     deadline = time.monotonic() + 5
     while not llm.requests[-1].disconnected and time.monotonic() < deadline:
