@@ -265,6 +265,33 @@ def test_custom_components_disabled_is_a_clear_error():
     assert "does not allow custom components" in str(info.value) and "k" * 20 not in str(info.value)
 
 
+def test_components_folder_write_and_reload(tmp_path):
+    """The alternative to register: a file under LANGFLOW_COMPONENTS_PATH/<category>/ and a reload."""
+    from lfassist_jupyter.errors import LangflowError
+
+    calls = []
+
+    def reload_ok(request: httpx.Request) -> httpx.Response:
+        calls.append((request.method, request.url.path))
+        return httpx.Response(200, json={"ok": True})
+
+    client = LangflowClient(url="http://langflow.test", api_key="k" * 20, transport=httpx.MockTransport(reload_ok))
+    path = run_sync(client.write_component_file(GOOD, tmp_path / "components"))
+    assert path == tmp_path / "components" / "lfassist" / "uppercasecomponent.py" and path.read_text() == GOOD
+    assert calls == [("POST", "/api/v1/extensions/lfassist/bundles/lfassist/reload")]
+
+    def reload_disabled(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(403, json={"detail": "Extension reload is disabled"})
+
+    client = LangflowClient(
+        url="http://langflow.test", api_key="k" * 20, transport=httpx.MockTransport(reload_disabled)
+    )
+    with pytest.raises(LangflowError, match="LANGFLOW_ENABLE_EXTENSION_RELOAD") as info:
+        run_sync(client.write_component_file(LOWER_AND_UPPER, tmp_path / "components"))
+    assert "casecomponent.py" in str(info.value)
+    assert (tmp_path / "components" / "lfassist" / "casecomponent.py").read_text() == LOWER_AND_UPPER  # kept
+
+
 def test_langflow_notebook_under_nbval(server, tmp_path):
     """notebooks/langflow.ipynb, validated with nbval against this real server (offline model)."""
     root = Path(__file__).resolve().parent.parent
