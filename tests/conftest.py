@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -71,3 +72,14 @@ def make_assistant(llm, sandbox, tmp_path):
         return Assistant(provider=provider, **kwargs)
 
     return make
+
+
+@pytest.fixture
+def kernel_sigint():
+    """SIGINT raises KeyboardInterrupt, as in a Jupyter kernel running a cell.
+
+    The stop-button tests use ``_thread.interrupt_main()``, which does nothing when SIGINT
+    is ignored -- and a CI job launched in the background starts with SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

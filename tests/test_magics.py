@@ -114,7 +114,7 @@ def test_no_provider_is_one_clear_message(ip, monkeypatch, capsys):
     assert "No model provider is configured" in out and "Traceback" not in out
 
 
-def test_stop_button_cancels_cleanly(ip, llm, capsys):
+def test_stop_button_cancels_cleanly(ip, llm, capsys, kernel_sigint):
     llm.queue(intent("question"), Reply("word " * 500, chunk=5, delay=0.02))
 
     def press_stop() -> None:  # what the kernel's stop button does, once the answer is streaming

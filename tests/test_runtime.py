@@ -12,7 +12,7 @@ import pytest
 from lfassist_jupyter._runtime import iterate_in_background, run_sync
 
 
-def test_an_interrupt_before_the_work_started_still_stops_it():
+def test_an_interrupt_before_the_work_started_still_stops_it(kernel_sigint):
     """The stop button pressed before anything is in flight must not be forgotten."""
     closed = threading.Event()
 
