@@ -9,7 +9,7 @@ STAMP    := $(VENV)/.installed
 BUNDLE   := lfassist_jupyter/static/widget.js
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test demo lint bench clean
+.PHONY: test demo lint bench screenshots clean
 
 $(BUNDLE): js/widget.js js/widget.css package.json package-lock.json
 	npm ci --silent --no-audit --no-fund
@@ -44,8 +44,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks
 
+# Refresh the README's screenshots from the browser suite.
+screenshots: $(STAMP) $(CHROMIUM)
+	LFASSIST_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_browser.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache benchmarks/results notebooks/_build
+	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache benchmarks/results notebooks/_build tests/_artifacts

@@ -4,7 +4,7 @@ JupyterLab is started on 127.0.0.1 by the test with the engine pointed at the lo
 OpenAI-compatible test server.  The test types a request, watches the progress steps and
 the component card, inserts the code into the notebook, stops a long answer mid-stream,
 switches sessions, saves the notebook and searches it for the key -- and saves the
-screenshots the README uses (docs/screenshots/).
+screenshots the README uses (``make screenshots`` writes them to docs/screenshots/).
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
          "--disable-component-update", "--disable-sync"]  # fmt: skip
 KEY = "sk-browser-secret-0123456789abcdef"
 TOKEN = "lfassist-browser-test"
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+# Screenshots go to tests/_artifacts; `make screenshots` refreshes the README's copies in docs/.
+_ROOT = Path(__file__).resolve().parent.parent
+SHOTS = _ROOT / ("docs/screenshots" if os.environ.get("LFASSIST_UPDATE_SCREENSHOTS") else "tests/_artifacts")
 
 if not Path(CHROMIUM).exists():  # `make test` installs it with apt; elsewhere say why we skip
     pytest.skip(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
