@@ -170,14 +170,16 @@ class AssistMagics(Magics):
 
     def _get_assistant(self, args: Any) -> Any:
         from lfassist_jupyter.core.engine import Assistant
+        from lfassist_jupyter.core.session import new_session_id
 
         provider = args.provider or self.provider
         model = args.model or self.model
         retries = self.max_retries if args.max_retries is None else args.max_retries
-        if args.new_session:
-            self._session_id = None
-        elif args.session:
+        if args.session:
             self._session_id = f"agentic_{args.session}"
+        elif args.new_session or self._session_id is None:
+            # Chosen before the cache key, so the key always names the session it serves.
+            self._session_id = new_session_id()
         server = self.langflow if self.langflow is not None and self.server_validation else None
         key = (provider, model, self.intent_model, retries, self._session_id, id(server))
         if self._assistant is None or getattr(self._assistant, "_magic_key", None) != key:
@@ -196,7 +198,6 @@ class AssistMagics(Magics):
                 raise UsageError(str(exc)) from exc
             assistant._magic_key = key  # type: ignore[attr-defined]
             self._assistant = assistant
-            self._session_id = assistant.session_id
         return self._assistant
 
     def _register(self, result: Any) -> None:
@@ -284,11 +285,9 @@ class AssistMagics(Magics):
                     print(f"{p['name']}: {names}  (default {p['default_model']})")
             return None
         if command == "new":
-            if self._assistant is not None:
-                self._session_id = self._assistant.new_session()
-                self._assistant._magic_key = (*self._assistant._magic_key[:-1], self._session_id)
-            else:
-                self._session_id = None
+            from lfassist_jupyter.core.session import new_session_id
+
+            self._session_id = new_session_id()  # the next request builds an assistant for it
             print("Started a new conversation.")
             return None
         if command == "history":

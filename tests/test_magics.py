@@ -248,3 +248,17 @@ def test_live_progress_is_coalesced_and_ends_on_the_final_state(monkeypatch):
 def test_status_right_after_load_sees_the_starting_worker(ip, capsys):
     ip.run_line_magic("assist", "status")
     assert "Validator: stopped" not in capsys.readouterr().out
+
+
+def test_requests_reuse_the_assistant_until_a_new_session(ip, llm):
+    llm.queue(intent("question"), "one", intent("question"), "two", intent("question"), "three")
+    magics = ip.magics_manager.registry["AssistMagics"]
+    ip.run_cell_magic("assist", "", "What is Langflow?")
+    first = magics._assistant
+    ip.run_cell_magic("assist", "", "And a flow?")
+    assert magics._assistant is first  # same conversation, same assistant (memory kept)
+    assert "one" in llm.requests[3].text.split("\n")  # the second answer saw the first exchange
+    ip.run_line_magic("assist", "new")
+    ip.run_cell_magic("assist", "", "What is a component?")
+    assert magics._assistant.session_id != first.session_id
+    assert "one" not in llm.requests[5].text.split("\n")  # a fresh conversation
