@@ -167,7 +167,7 @@ def test_server_side_build_error_surfaces_clearly_and_saves_nothing(client):
 
 def test_server_validation_runs_after_the_local_one(client, llm, sandbox, tmp_path):
     llm.queue(intent("generate_component"), fenced(GOOD))
-    provider = create_provider("openai", api_key="test-key-123456", base_url=llm.openai_base_url, max_retries=0)
+    provider = create_provider("openai", api_key="test-key-123456", base_url=llm.openai_base_url, http_retries=0)
     assistant = Assistant(provider=provider, validator=ChainValidator(sandbox, client.validator()),
                           session_store=SessionStore(tmp_path))  # fmt: skip
     result = assistant.run("uppercase component")

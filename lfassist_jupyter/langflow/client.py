@@ -26,39 +26,25 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from lfassist_jupyter._secrets import redact
-from lfassist_jupyter.errors import ConfigError, LangflowError
+from lfassist_jupyter.errors import (
+    ConfigError,
+    LangflowAuthError,
+    LangflowBuildError,
+    LangflowConnectionError,
+    LangflowDisabledError,
+    LangflowError,
+    LangflowNotReadyError,
+)
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.langflow.validator import LangflowValidator
 
 TAG = "lfassist-jupyter"  # marks the components registered from notebooks
-
-
-class LangflowConnectionError(LangflowError):
-    """The server could not be reached (wrong URL, down, timed out)."""
-
-
-class LangflowNotReadyError(LangflowConnectionError):
-    """The server answered 503: it is still starting."""
-
-
-class LangflowAuthError(LangflowError):
-    """The server refused our credentials."""
-
-
-class LangflowDisabledError(LangflowError):
-    """The server does not allow custom components."""
-
-
-class LangflowBuildError(LangflowError):
-    """The server could not build the component; ``error`` and ``traceback`` are the server's."""
-
-    def __init__(self, message: str, *, error: str = "", traceback: str = "") -> None:
-        super().__init__(message)
-        self.error = error
-        self.traceback = traceback
 
 
 @dataclass
@@ -270,7 +256,9 @@ class LangflowClient:
         return path
 
     def validator(self) -> LangflowValidator:
-        """This server as an extra ``Validator`` after the local one (catches lfx version skew)."""
+        """This server as an extra ``ComponentValidator`` after the local one (catches lfx version skew)."""
+        from lfassist_jupyter.langflow.validator import LangflowValidator
+
         return LangflowValidator(self)
 
     # -- blocking twins -------------------------------------------------------------------
@@ -295,28 +283,3 @@ def _sync(coro: Any) -> Any:
     from lfassist_jupyter._runtime import run_sync
 
     return run_sync(coro)
-
-
-class LangflowValidator:
-    """Validation on the connected server, as one more phase after the local ones.
-
-    A build error there fails the component (the model gets the server's error); a server
-    that cannot be reached only adds a warning, since the component already passed locally.
-    """
-
-    def __init__(self, client: LangflowClient) -> None:
-        self.client = client
-
-    async def validate(self, code: str) -> Any:
-        from lfassist_jupyter.validation.report import ValidationReport
-
-        t0 = time.perf_counter()
-        report = ValidationReport(is_valid=True, phases_run=["server"])
-        try:
-            await self.client.validate_code(code)
-        except LangflowBuildError as exc:
-            report.is_valid, report.phase, report.error, report.traceback = False, "runtime", str(exc), exc.traceback
-        except LangflowError as exc:
-            report.warnings.append(f"Not checked on the Langflow server: {exc}")
-        report.timings_ms["server"] = round((time.perf_counter() - t0) * 1000, 3)
-        return report

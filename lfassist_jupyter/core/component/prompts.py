@@ -1,4 +1,4 @@
-"""Prompts for generation, answers and retries, grounded in the lfx actually installed.
+"""Prompts for component generation and repair, grounded in the lfx actually installed.
 
 The list of input classes and their parameters is not written by hand: the validation
 worker introspects ``lfx.io`` in the interpreter that will validate the code and hands
@@ -121,12 +121,6 @@ def generation_system_prompt(reference: dict[str, Any] | None) -> str:
         "component, keeping what they did not ask to change."
     )
 
-
-ANSWER_SYSTEM_PROMPT = (
-    "You are the Langflow Assistant. Answer questions about Langflow, lfx and writing custom components "
-    "concisely and accurately, in Markdown. Use short code snippets only when they help; components import "
-    "from lfx (`from lfx.custom.custom_component.component import Component`, inputs from `lfx.io`)."
-)
 
 RETRY_TEMPLATE = """\
 The component you wrote failed validation (attempt {attempt} of {max_attempts}).
