@@ -316,10 +316,16 @@ async def test_offline_scripted_provider_from_a_file(monkeypatch, tmp_path, sand
     import json
 
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": [
-        {"match": "You classify requests", "reply": intent("generate_component", "uppercase component")},
-        {"match": "Langflow Assistant", "reply": fenced(GOOD)},
-    ]}))  # fmt: skip
+    script.write_text(
+        json.dumps(
+            {
+                "replies": [
+                    {"match": "You classify requests", "reply": intent("generate_component", "uppercase component")},
+                    {"match": "Langflow Assistant", "reply": fenced(GOOD)},
+                ]
+            }
+        )
+    )
     monkeypatch.setenv("LFASSIST_SCRIPT", str(script))
     from lfassist_jupyter import check_config
 

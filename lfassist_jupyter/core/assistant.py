@@ -390,5 +390,3 @@ class Assistant:
             validated=validated,
             attempts=attempts,
         )
-
-

@@ -24,9 +24,10 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -43,6 +44,8 @@ from lfassist_jupyter.errors import (
 
 if TYPE_CHECKING:
     from lfassist_jupyter.langflow.validator import LangflowValidator
+
+T = TypeVar("T")
 
 TAG = "lfassist-jupyter"  # marks the components registered from notebooks
 
@@ -143,13 +146,17 @@ class LangflowClient:
                     "`%assist connect URL --ask-key`."
                 )
             created = await self._request(
-                "POST", "/api/v1/api_key/", auth=False, json={"name": f"{TAG} {time.strftime('%Y-%m-%d %H:%M')}"},
+                "POST",
+                "/api/v1/api_key/",
+                auth=False,
+                json={"name": f"{TAG} {time.strftime('%Y-%m-%d %H:%M')}"},
                 headers={"Authorization": f"Bearer {token}"},
-            )  # fmt: skip
+            )
             if created.status_code not in (200, 201) or not created.json().get("api_key"):
                 self.version = None
-                raise LangflowAuthError(f"Auto-login worked but Langflow refused to create an API key "
-                                        f"({created.status_code}).")  # fmt: skip
+                raise LangflowAuthError(
+                    f"Auto-login worked but Langflow refused to create an API key ({created.status_code})."
+                )
             self.api_key = created.json()["api_key"]
             self.auth = "auto_login"
         check = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
@@ -173,8 +180,9 @@ class LangflowClient:
             error = str(detail.get("error") or "the server could not build the component")
             raise LangflowBuildError(
                 f"Langflow {self.version or ''} could not build the component: {error}".replace("  ", " "),
-                error=error, traceback=str(detail.get("traceback") or ""),
-            )  # fmt: skip
+                error=error,
+                traceback=str(detail.get("traceback") or ""),
+            )
         if response.status_code == 403 and "disabled" in str(detail).lower():
             raise LangflowDisabledError(
                 f"Langflow at {self.url} does not allow custom components ({detail}). Ask its administrator to "
@@ -209,10 +217,19 @@ class LangflowClient:
         template, type_name = built["data"], built.get("type") or "CustomComponent"
         name = name or template.get("display_name") or type_name
         node_id = f"{type_name}-{uuid.uuid4().hex[:5]}"
-        node = {"id": node_id, "type": "genericNode", "position": {"x": 0, "y": 0},
-                "data": {"id": node_id, "type": type_name, "node": {**template, "official": False}}}  # fmt: skip
-        body = {"name": name, "description": template.get("description") or "", "is_component": True,
-                "tags": [TAG], "data": {"nodes": [node], "edges": []}}  # fmt: skip
+        node = {
+            "id": node_id,
+            "type": "genericNode",
+            "position": {"x": 0, "y": 0},
+            "data": {"id": node_id, "type": type_name, "node": {**template, "official": False}},
+        }
+        body = {
+            "name": name,
+            "description": template.get("description") or "",
+            "is_component": True,
+            "tags": [TAG],
+            "data": {"nodes": [node], "edges": []},
+        }
         existing = [c for c in await self.list_components() if c.get("name") == name]
         if existing:
             component_id = existing[0]["id"]
@@ -227,16 +244,24 @@ class LangflowClient:
             detail = redact(str(self._detail(response)))
             raise LangflowError(f"Langflow refused to save the component ({response.status_code}): {detail}")
         saved = response.json()
-        return RegisteredComponent(id=str(saved["id"]), name=saved.get("name", name), class_name=type_name,
-                                   created=created, url=self.url)  # fmt: skip
+        return RegisteredComponent(
+            id=str(saved["id"]), name=saved.get("name", name), class_name=type_name, created=created, url=self.url
+        )
 
     async def delete_component(self, component_id: str) -> None:
         response = await self._request("DELETE", f"/api/v1/flows/{component_id}")
         if response.status_code not in (200, 204):
             raise LangflowError(f"Langflow could not delete component {component_id} ({response.status_code}).")
 
-    async def write_component_file(self, code: str, components_path: str | Path, *, category: str = "lfassist",
-                                   class_name: str | None = None, reload: bool = True) -> Path:  # fmt: skip
+    async def write_component_file(
+        self,
+        code: str,
+        components_path: str | Path,
+        *,
+        category: str = "lfassist",
+        class_name: str | None = None,
+        reload: bool = True,
+    ) -> Path:
         """The alternative to ``register``: write ``code`` under ``LANGFLOW_COMPONENTS_PATH/<category>/``
         and ask the server to reload that bundle (needs ``LANGFLOW_ENABLE_EXTENSION_RELOAD=true``)."""
         from lfassist_jupyter.core.extract import guess_class_name
@@ -279,7 +304,7 @@ class LangflowClient:
         return _sync(self.delete_component(component_id))
 
 
-def _sync(coro: Any) -> Any:
+def _sync(coro: Coroutine[Any, Any, T]) -> T:
     from lfassist_jupyter._runtime import run_sync
 
     return run_sync(coro)

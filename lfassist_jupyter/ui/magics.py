@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from lfassist_jupyter.core.assistant import Assistant
     from lfassist_jupyter.core.events import Event
     from lfassist_jupyter.core.result import AssistResult
+    from lfassist_jupyter.langflow.client import LangflowClient
 
 HELP = """\
 %%assist [options]       the cell body is your request: a component to build, or a question
@@ -181,7 +182,7 @@ class AssistMagics(Magics):
             setattr(cfg, name, getattr(self, name))
 
     @property
-    def langflow(self) -> Any:
+    def langflow(self) -> LangflowClient | None:
         """The connected ``LangflowClient``, or None."""
         return self.workspace.langflow
 
@@ -315,8 +316,10 @@ class AssistMagics(Magics):
 
         cfg = check_config()
         if cfg["configured"]:
-            print(f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}, "
-                  f"model {self.model or cfg['default_model']})")  # fmt: skip
+            print(
+                f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}, "
+                f"model {self.model or cfg['default_model']})"
+            )
         else:
             from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
 
@@ -333,8 +336,10 @@ class AssistMagics(Magics):
             print("Langflow: not connected (%assist connect URL)")
         else:
             checks = "server validation on" if self.server_validation else "server validation off"
-            print(f"Langflow: connected to {self.langflow.url} (Langflow {self.langflow.version}, "
-                  f"{self.langflow.auth}, {checks})")  # fmt: skip
+            print(
+                f"Langflow: connected to {self.langflow.url} (Langflow {self.langflow.version}, "
+                f"{self.langflow.auth}, {checks})"
+            )
 
     def _connect(self, words: list[str]) -> Any:
         import argparse

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,8 @@ class ChatPanel(anywidget.AnyWidget):
         workspace: what the panel shares with the magic (configuration, validators, the Langflow
             connection, sessions); default: the kernel's.
         data_dir: a standalone workspace over this directory instead (scripts, tests).
+        assistant_factory: with ``data_dir``, builds the assistants of that standalone workspace
+            (``Workspace(assistant_factory=...)``; the benchmarks use it).
     """
 
     _esm = STATIC / "widget.js"
@@ -83,11 +86,17 @@ class ChatPanel(anywidget.AnyWidget):
     notice = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
-        self, *, workspace: Workspace | None = None, data_dir: str | Path | None = None, **kwargs: Any
+        self,
+        *,
+        workspace: Workspace | None = None,
+        data_dir: str | Path | None = None,
+        assistant_factory: Callable[..., Assistant] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if workspace is None:
-            workspace = Workspace(data_dir=data_dir) if data_dir is not None else current_workspace()
+        if workspace is None and (data_dir is not None or assistant_factory is not None):
+            workspace = Workspace(data_dir=data_dir, assistant_factory=assistant_factory)
+        workspace = workspace or current_workspace()
         self.workspace = workspace
         self._assistant: Assistant | None = None
         self._task: Future[None] | None = None

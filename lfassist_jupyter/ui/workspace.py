@@ -16,6 +16,7 @@ workspace must not load the engine, the SDKs or lfx (``%load_ext`` stays fast).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -73,7 +74,10 @@ class Workspace:
         config: AssistConfig | None = None,
         local_validator: ComponentValidator | None = None,
         langflow: LangflowClient | None = None,
+        assistant_factory: Callable[..., Assistant] | None = None,
     ) -> None:
+        """``assistant_factory`` (benchmarks, scripts) builds each assistant itself from the keyword
+        arguments provider, model, intent_model, max_retries, session_id and session_store."""
         from lfassist_jupyter.core.session import default_data_dir
 
         self.config = config or AssistConfig()
@@ -81,6 +85,7 @@ class Workspace:
         self._local_validator = local_validator
         self.langflow = langflow
         self._store: SessionStore | None = None
+        self._factory = assistant_factory
         self._assistants: OrderedDict[_AssistantKey, Assistant] = OrderedDict()
 
     # -- sessions ---------------------------------------------------------------------------
@@ -165,15 +170,18 @@ class Workspace:
         )
         assistant = self._assistants.get(key)
         if assistant is None:
-            assistant = Assistant(
+            settings = dict(
                 provider=key.provider,
                 model=key.model,
                 intent_model=key.intent_model,
                 max_retries=key.max_retries,
                 session_id=session_id,
-                validator=self.validator(),
                 session_store=self.store,
             )
+            if self._factory is not None:
+                assistant = self._factory(**settings)
+            else:
+                assistant = Assistant(**settings, validator=self.validator())
             self._assistants[key] = assistant
             while len(self._assistants) > _MAX_ASSISTANTS:
                 self._assistants.popitem(last=False)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lfassist_jupyter.validation.ports import Reference
+
 IMPORT_STYLE = """\
 from lfx.custom.custom_component.component import Component
 from lfx.io import MessageTextInput, IntInput, DropdownInput, Output   # every input class comes from lfx.io
@@ -92,7 +94,7 @@ FALLBACK_REFERENCE: dict[str, Any] = {
 }
 
 
-def render_reference(reference: dict[str, Any] | None) -> str:
+def render_reference(reference: Reference | None) -> str:
     """The input classes, one line each, with their own parameters."""
     ref = reference or FALLBACK_REFERENCE
     version = ref.get("lfx_version")
@@ -109,7 +111,7 @@ def render_reference(reference: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-def generation_system_prompt(reference: dict[str, Any] | None) -> str:
+def generation_system_prompt(reference: Reference | None) -> str:
     return (
         "You are the Langflow Assistant. You write Langflow custom components: Python classes built on lfx "
         "that appear as nodes on the Langflow canvas.\n\n"
