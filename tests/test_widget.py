@@ -279,8 +279,11 @@ class _FakeLangflow:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                built.append(body["code"])
-                self._json(200, {"data": {"display_name": "Uppercase", "outputs": []}, "type": "Uppercase"})
+                if self.path == "/api/v1/custom_component":
+                    built.append(body["code"])
+                    self._json(200, {"data": {"display_name": "Uppercase", "outputs": []}, "type": "Uppercase"})
+                else:  # saving the component
+                    self._json(201, {"id": "abc-123", "name": body["name"]})
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -315,6 +318,11 @@ def test_panel_opened_after_connect_validates_on_the_server_and_uses_the_configu
         assert panel.messages[-1]["kind"] == "component" and panel.messages[-1]["validated"]
         assert langflow.built == [GOOD]  # the server built the component before it was shown as validated
         assert [r.body["model"] for r in llm.requests] == ["gpt-4.1-mini", "gpt-4o"]
+        # The magic registers through the same connection, and the result remembers it.
+        llm.queue(intent("generate_component"), fenced(GOOD))
+        result = ip.run_cell_magic("assist", "--register --quiet --no-insert", "uppercase component")
+        assert result.validated and result.registered is not None and result.registered.name == "Uppercase"
+        assert "server" in result.report.phases_run
     finally:
         ip.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
