@@ -120,16 +120,21 @@ def bwrap_command(
     return cmd
 
 
-@functools.lru_cache(maxsize=8)
 def probe(python: str) -> tuple[str, str]:
     """``("full", "")`` when bwrap works here, else ``("reduced", reason)``.
 
-    The self-test starts the real interpreter in the real sandbox (~50 ms, once per
-    process) and checks that it sees a private PID namespace and no network.
+    ``LFASSIST_SANDBOX=reduced`` forces the reduced mode (tests, or a platform where the
+    self-test passes but the sandbox misbehaves).  The self-test starts the real
+    interpreter in the real sandbox (~30 ms, once per process and interpreter) and checks
+    that it sees a private PID namespace and no network.
     """
-    forced = os.environ.get("LFASSIST_SANDBOX", "").strip().lower()
-    if forced == "reduced":
+    if os.environ.get("LFASSIST_SANDBOX", "").strip().lower() == "reduced":
         return "reduced", "LFASSIST_SANDBOX=reduced"
+    return _self_test(python)
+
+
+@functools.lru_cache(maxsize=8)
+def _self_test(python: str) -> tuple[str, str]:
     if not sys.platform.startswith("linux"):
         return "reduced", f"OS-level isolation needs Linux namespaces (this is {sys.platform})"
     bwrap = bwrap_binary()

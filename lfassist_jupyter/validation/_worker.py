@@ -201,68 +201,84 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _DENY_READ = tuple(os.path.realpath(p) for p in CONFIG.get("deny_read", []) if p)
 
 
-def _inside(path: object) -> bool:
-    if isinstance(path, int):
-        return True  # an already-open descriptor
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if not isinstance(path, str | os.PathLike):
-        return True
-    real = os.path.realpath(os.fspath(path))
-    return real == os.devnull or real == SANDBOX_DIR or real.startswith(SANDBOX_DIR + os.sep)
-
-
-def _denied_read(path: object) -> bool:
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if not isinstance(path, str | os.PathLike):
-        return False
-    real = os.path.realpath(os.fspath(path))
-    if real.startswith("/proc/") and not real.startswith(f"/proc/{os.getpid()}/"):
-        part = real.split("/")[2]
-        if part.isdigit() or part == "thread-self":
-            return True
-    return any(real == d or real.startswith(d + os.sep) for d in _DENY_READ) and not _inside(real)
-
-
-def _make_hook():
+def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
     """The hook for a child: armed from the start, no off switch anywhere.
 
-    ``dir_fd``-relative calls are refused outright (their audit arguments do not say where
-    the directory is), and so are ctypes, fifos, xattrs and new processes.
+    Its whole state (the directory, the deny list, the functions it calls) is bound in
+    this closure when the child starts, so rebinding a module global (``SANDBOX_DIR``,
+    ``os.path.realpath``...) from generated code changes nothing; the events that could
+    reach the closure (``gc.get_referrers`` and friends) are refused.  ``dir_fd``-relative
+    calls are refused outright (their audit arguments do not say where the directory is),
+    and so are ctypes, fifos, xattrs and new processes.
     """
+    realpath, fspath, fsdecode, getpid, isdir = os.path.realpath, os.fspath, os.fsdecode, os.getpid, os.path.isdir
+    sep, devnull, path_like = os.sep, os.devnull, (str, bytes, os.PathLike)
+    write_flags, state = _WRITE_FLAGS, _STATE
+    blocked = frozenset(_BLOCKED_EVENTS | {"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
+    network, path_events = frozenset(_NETWORK_EVENTS), frozenset(_PATH_EVENTS)
+    violation, net_blocked = SandboxViolation, NetworkBlocked
+
+    def real(path: object) -> str | None:
+        if isinstance(path, bytes):
+            path = fsdecode(path)
+        if not isinstance(path, str | os.PathLike):
+            return None
+        return realpath(fspath(path))
+
+    def inside(path: object) -> bool:
+        if isinstance(path, int):
+            return True  # an already-open descriptor
+        where = real(path)
+        return where is None or where in (devnull, sandbox_dir) or where.startswith(sandbox_dir + sep)
+
+    def denied_read(path: object) -> bool:
+        where = real(path)
+        if where is None:
+            return False
+        if where.startswith("/proc/") and not where.startswith(f"/proc/{getpid()}/"):
+            part = where.split("/")[2]
+            if part.isdigit() or part == "thread-self":
+                return True
+        return any(where == d or where.startswith(d + sep) for d in deny_read) and not inside(where)
 
     def hook(event: str, args: tuple) -> None:
-        if event in _BLOCKED_EVENTS:
-            _STATE["violations"].append(event)
-            raise SandboxViolation(f"'{event}' is not allowed inside a Langflow component validation sandbox")
-        if event in _NETWORK_EVENTS:
-            _STATE["network"] = True
-            raise NetworkBlocked(f"network access ('{event}') is disabled while validating")
+        if event in blocked:
+            state["violations"].append(event)
+            raise violation(f"'{event}' is not allowed inside a Langflow component validation sandbox")
+        if event in network:
+            state["network"] = True
+            raise net_blocked(f"network access ('{event}') is disabled while validating")
         if event == "open" and len(args) >= 3:
             path, mode, flags = args[0], args[1], args[2]
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & _WRITE_FLAGS
+                isinstance(flags, int) and flags & write_flags
             )
-            if writing and not _inside(path):
-                _STATE["violations"].append(f"write to {path}")
-                raise SandboxViolation(
-                    f"writing to {path} is not allowed while validating (only the sandbox directory)"
-                )
-            if _denied_read(path):
-                _STATE["violations"].append(f"read of {path}")
-                raise SandboxViolation(f"reading {path} is not allowed while validating")
-        elif event in _PATH_EVENTS and args:
+            if writing and not inside(path):
+                state["violations"].append(f"write to {path}")
+                raise violation(f"writing to {path} is not allowed while validating (only the sandbox directory)")
+            # A directory descriptor from outside would let dir_fd-relative calls (whose
+            # audit events do not carry the dir_fd) write there.
+            if not inside(path) and isinstance(path, str | bytes | os.PathLike) and isdir(path):
+                state["violations"].append(f"open of directory {path}")
+                raise violation(f"opening the directory {path} is not allowed while validating")
+            if denied_read(path):
+                state["violations"].append(f"read of {path}")
+                raise violation(f"reading {path} is not allowed while validating")
+        elif event in path_events and args:
             if any(isinstance(a, int) and a != -1 for a in args[2:]):  # a dir_fd / src_dir_fd / dst_dir_fd
-                _STATE["violations"].append(f"{event} with dir_fd")
-                raise SandboxViolation(f"'{event}' relative to a directory descriptor is not allowed while validating")
-            if not all(_inside(a) for a in args[:2] if isinstance(a, str | bytes | os.PathLike)):
-                _STATE["violations"].append(f"{event} {args[0]}")
-                raise SandboxViolation(f"'{event}' outside the sandbox directory is not allowed while validating")
-        elif event in ("os.listdir", "os.scandir") and args and _denied_read(args[0]):
-            raise SandboxViolation(f"listing {args[0]} is not allowed while validating")
+                state["violations"].append(f"{event} with dir_fd")
+                raise violation(f"'{event}' relative to a directory descriptor is not allowed while validating")
+            if not all(inside(a) for a in args[:2] if isinstance(a, path_like)):
+                state["violations"].append(f"{event} {args[0]}")
+                raise violation(f"'{event}' outside the sandbox directory is not allowed while validating")
+        elif event in ("os.listdir", "os.scandir") and args and denied_read(args[0]):
+            raise violation(f"listing {args[0]} is not allowed while validating")
 
     return hook
+
+
+def _refuse_fork_exec(*args: object, **kwargs: object) -> None:
+    raise SandboxViolation("creating processes or special files is not allowed inside a validation sandbox")
 
 
 class _Timeout(BaseException):
@@ -873,7 +889,14 @@ def _child(req: dict, answer_w: int, out_w: int, scratch: str) -> None:
         _set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
         signal.signal(signal.SIGALRM, _on_alarm)
         gc.enable()
-        sys.addaudithook(_make_hook())  # from here on, no way back
+        # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
+        # Neither do mkfifo and mknod.
+        for name in ("_posixsubprocess", "subprocess", "os", "posix"):
+            module = sys.modules.get(name)
+            for attr in ("fork_exec", "_fork_exec", "mkfifo", "mknod"):
+                if module is not None and hasattr(module, attr):
+                    setattr(module, attr, _refuse_fork_exec)
+        sys.addaudithook(_make_hook(scratch, _DENY_READ))  # from here on, no way back
         fn = OPS.get(req.get("op"))
         out = fn(req) if fn else {"error": f"unknown op {req.get('op')!r}"}
     except _Timeout:
