@@ -217,6 +217,7 @@ def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
     blocked = frozenset(_BLOCKED_EVENTS | {"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
     network, path_events = frozenset(_NETWORK_EVENTS), frozenset(_PATH_EVENTS)
     violation, net_blocked = SandboxViolation, NetworkBlocked
+    fresh_imports = frozenset({"_posixsubprocess", "_ctypes", "ctypes", "_testcapi", "_testinternalcapi"})
 
     def real(path: object) -> str | None:
         if isinstance(path, bytes):
@@ -242,6 +243,9 @@ def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
         return any(where == d or where.startswith(d + sep) for d in deny_read) and not inside(where)
 
     def hook(event: str, args: tuple) -> None:
+        if event == "import" and args and str(args[0]).split(".")[0] in fresh_imports:
+            # A fresh copy of a module whose dangerous functions were taken away (or ctypes).
+            raise violation(f"importing {args[0]} is not allowed inside a Langflow component validation sandbox")
         if event in blocked:
             state["violations"].append(event)
             raise violation(f"'{event}' is not allowed inside a Langflow component validation sandbox")
@@ -865,8 +869,23 @@ def _truncate(obj: object, depth: int = 0) -> object:
     return _truncate(str(obj), depth + 1)
 
 
-def _child(req: dict, answer_w: int, out_w: int, scratch: str) -> None:
-    """The forked child: isolate itself from the zygote, run one op, answer, exit."""
+def _read_all(fd: int, cap: int) -> bytes:
+    data = bytearray()
+    while len(data) <= cap:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
+    """A forked child: isolate itself from the zygote, wait for one request, answer, exit.
+
+    Children are forked *ahead* (a spare waits for the next request), so the fork and
+    this set-up are off the critical path; the request arrives on ``req_r``, a pipe only
+    this child has.
+    """
     global SANDBOX_DIR
     code = 0
     try:
@@ -875,20 +894,15 @@ def _child(req: dict, answer_w: int, out_w: int, scratch: str) -> None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != ZYGOTE_PID:
             os._exit(70)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        os.dup2(req_r, 0)
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
-        # Everything else goes: the zygote's channel, the request pipe, other pipes.
+        # Everything else goes: the zygote's channel, other children's pipes.
         os.closerange(3, answer_w)
         os.closerange(answer_w + 1, 1 << 16)
         os.chdir(scratch)
         SANDBOX_DIR = scratch
-        timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
-        used = resource.getrusage(resource.RUSAGE_SELF)
-        _set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
         signal.signal(signal.SIGALRM, _on_alarm)
-        gc.enable()
         # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
         # Neither do mkfifo and mknod.
         for name in ("_posixsubprocess", "subprocess", "os", "posix"):
@@ -896,6 +910,21 @@ def _child(req: dict, answer_w: int, out_w: int, scratch: str) -> None:
             for attr in ("fork_exec", "_fork_exec", "mkfifo", "mknod"):
                 if module is not None and hasattr(module, attr):
                     setattr(module, attr, _refuse_fork_exec)
+        # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
+        # caches) now, rather than one copy-on-write fault at a time during the request.
+        if not select.select([0], [], [], 0)[0]:  # unless the request is already there
+            with contextlib.suppress(Exception):
+                build_custom_component_template(Component(_code=_WARMUP))
+        raw = _read_all(0, 64 * 1024 * 1024)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        sys.stdin = None  # the zygote's reader (and whatever it buffered) is not ours
+        req = json.loads(raw)
+        timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        _set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
+        gc.enable()
         sys.addaudithook(_make_hook(scratch, _DENY_READ))  # from here on, no way back
         fn = OPS.get(req.get("op"))
         out = fn(req) if fn else {"error": f"unknown op {req.get('op')!r}"}
@@ -997,21 +1026,36 @@ def _status_text(status: int) -> str:
     return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
-def serve(req: dict) -> dict:
-    """Fork a child for ``req``; return the zygote's verdict on what came back."""
+class _Spare:
+    """A child forked ahead of its request, waiting on its own request pipe."""
+
+    def __init__(self) -> None:
+        scratch = os.path.join(ROOT, "req")
+        os.makedirs(scratch, exist_ok=True)
+        req_r, self.req_w = os.pipe()
+        self.answer_r, answer_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - the child never returns
+            os.close(self.req_w)
+            _child(req_r, answer_w, out_w, scratch)
+        for fd in (req_r, answer_w, out_w):
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.setpgid(self.pid, self.pid)
+
+
+def serve(req: dict, spare: _Spare | None) -> dict:
+    """Hand ``req`` to a fresh child; return the zygote's verdict on what came back."""
     timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
-    scratch = os.path.join(ROOT, "req")
-    os.makedirs(scratch, exist_ok=True)
-    answer_r, answer_w = os.pipe()
-    out_r, out_w = os.pipe()
+    child = spare or _Spare()
+    pid, answer_r, out_r = child.pid, child.answer_r, child.out_r
     t0 = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child never returns
-        _child(req, answer_w, out_w, scratch)
-    os.close(answer_w)
-    os.close(out_w)
-    with contextlib.suppress(OSError):
-        os.setpgid(pid, pid)
+    with contextlib.suppress(OSError):  # a child that died meanwhile shows up as crashed below
+        data = memoryview(json.dumps(req).encode())
+        while data:
+            data = data[os.write(child.req_w, data) :]
+    os.close(child.req_w)
     pidfd = None
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(pid)  # readable when the child exits
@@ -1107,6 +1151,7 @@ def main() -> None:
             "reference": ref,
         }
     )
+    spare = _Spare()
     for line in sys.stdin:
         try:
             req = json.loads(line)
@@ -1117,11 +1162,17 @@ def main() -> None:
         if req.get("op") == "exit":
             break
         try:
-            out = serve(req)
+            out = serve(req, spare)
         except Exception as exc:  # the zygote's own failure (e.g. fork refused): report it, keep serving
             out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
         out["id"] = req.get("id")
         send(out)
+        try:  # the next request's child, forked while the parent reads this answer
+            spare = _Spare()
+        except Exception:
+            spare = None
+    if spare is not None:
+        _kill_subtree(spare.pid)
 
 
 if __name__ == "__main__":
