@@ -983,8 +983,13 @@ def _reap() -> None:
             return
 
 
-def _kill_subtree(child: int) -> None:
-    """SIGKILL everything the request started, until nothing is left (then reap it all)."""
+def _kill_subtree(child: int, keep: frozenset[int] = frozenset()) -> None:
+    """SIGKILL everything the request started, until nothing is left (then reap it all).
+
+    Everything below the zygote but the ``keep`` pids (the next request's spare, which
+    never ran anything) belongs to the request: its child, and orphans it left, which the
+    subreaper setting re-parents to us.
+    """
     with contextlib.suppress(OSError):
         os.killpg(child, signal.SIGKILL)
     if not os.path.isdir("/proc/self/task"):  # no /proc (macOS): the process group is all we have
@@ -993,6 +998,8 @@ def _kill_subtree(child: int) -> None:
     end = time.monotonic() + 5
     while time.monotonic() < end:
         live, zombies = _descendants(ZYGOTE_PID)
+        live = [p for p in live if p not in keep]
+        zombies = [p for p in zombies if p not in keep]
         if not live and not zombies:
             return
         for pid in live:
@@ -1003,9 +1010,12 @@ def _kill_subtree(child: int) -> None:
             time.sleep(0.001)
 
 
-def _wipe() -> None:
+def _wipe(keep: str | None = None) -> None:
+    """Empty the sandbox's writable directory, but for the waiting spare's scratch directory."""
     for name in os.listdir(ROOT):
         path = os.path.join(ROOT, name)
+        if path == keep:
+            continue
         try:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
@@ -1029,26 +1039,43 @@ def _status_text(status: int) -> str:
 class _Spare:
     """A child forked ahead of its request, waiting on its own request pipe."""
 
+    _count = 0
+
     def __init__(self) -> None:
-        scratch = os.path.join(ROOT, "req")
-        os.makedirs(scratch, exist_ok=True)
+        _Spare._count += 1
+        self.scratch = os.path.join(ROOT, f"req-{_Spare._count}")
+        os.makedirs(self.scratch, exist_ok=True)
         req_r, self.req_w = os.pipe()
         self.answer_r, answer_w = os.pipe()
         self.out_r, out_w = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:  # pragma: no cover - the child never returns
             os.close(self.req_w)
-            _child(req_r, answer_w, out_w, scratch)
+            _child(req_r, answer_w, out_w, self.scratch)
         for fd in (req_r, answer_w, out_w):
             os.close(fd)
         with contextlib.suppress(OSError):
             os.setpgid(self.pid, self.pid)
 
 
-def serve(req: dict, spare: _Spare | None) -> dict:
-    """Hand ``req`` to a fresh child; return the zygote's verdict on what came back."""
+def _new_spare() -> _Spare | None:
+    try:
+        return _Spare()
+    except Exception:  # e.g. fork refused: the request will fork its own child
+        return None
+
+
+_NEXT: list[_Spare | None] = [None]  # the spare for the request after the current one
+
+
+def serve(req: dict, child: _Spare | None) -> dict:
+    """Hand ``req`` to a fresh child; return the zygote's verdict on what came back.
+
+    The next request's spare is forked while this child works (the fork overlaps with the
+    request on another core), and survives this request's clean-up.
+    """
     timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
-    child = spare or _Spare()
+    child = child or _Spare()
     pid, answer_r, out_r = child.pid, child.answer_r, child.out_r
     t0 = time.monotonic()
     with contextlib.suppress(OSError):  # a child that died meanwhile shows up as crashed below
@@ -1056,6 +1083,8 @@ def serve(req: dict, spare: _Spare | None) -> dict:
         while data:
             data = data[os.write(child.req_w, data) :]
     os.close(child.req_w)
+    _NEXT[0] = _new_spare()
+    keep = frozenset({_NEXT[0].pid}) if _NEXT[0] else frozenset()
     pidfd = None
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(pid)  # readable when the child exits
@@ -1098,7 +1127,7 @@ def serve(req: dict, spare: _Spare | None) -> dict:
                 buf += chunk
         if len(buf) > ANSWER_CAP:
             verdict = "oversized"
-    _kill_subtree(pid)
+    _kill_subtree(pid, keep)
     if status is None:
         with contextlib.suppress(ChildProcessError):
             status = os.waitpid(pid, 0)[1]
@@ -1106,7 +1135,7 @@ def serve(req: dict, spare: _Spare | None) -> dict:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
-    _wipe()
+    _wipe(keep=_NEXT[0].scratch if _NEXT[0] else None)
     result: dict = {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3)}
     if verdict is not None:
         return {**result, "status": verdict, "detail": f"{timeout:g} s" if verdict == "timeout" else str(len(buf))}
@@ -1151,7 +1180,7 @@ def main() -> None:
             "reference": ref,
         }
     )
-    spare = _Spare()
+    spare = _new_spare()
     for line in sys.stdin:
         try:
             req = json.loads(line)
@@ -1161,16 +1190,14 @@ def main() -> None:
             continue
         if req.get("op") == "exit":
             break
+        _NEXT[0] = None
         try:
             out = serve(req, spare)
         except Exception as exc:  # the zygote's own failure (e.g. fork refused): report it, keep serving
             out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
         out["id"] = req.get("id")
         send(out)
-        try:  # the next request's child, forked while the parent reads this answer
-            spare = _Spare()
-        except Exception:
-            spare = None
+        spare = _NEXT[0] or _new_spare()
     if spare is not None:
         _kill_subtree(spare.pid)
 
