@@ -461,3 +461,22 @@ def test_an_attack_component_from_the_model_is_contained(llm, monkeypatch, canar
     finally:
         shell.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
+
+
+def test_assist_status_says_reduced_isolation(monkeypatch, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from lfassist_jupyter.validation import sandbox
+
+    monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
+    monkeypatch.setattr(sandbox, "_default", None)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    try:
+        shell.run_line_magic("assist", "status")
+        assert "reduced isolation: LFASSIST_SANDBOX=reduced" in capsys.readouterr().out
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+        if sandbox._default is not None:
+            sandbox._default.close()
