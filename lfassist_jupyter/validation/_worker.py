@@ -949,6 +949,7 @@ def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(answer_w, view) :]
+        os.close(answer_w)  # the zygote sees the end of the answer now, not after our teardown
     except BaseException:
         code = 71
     os._exit(code)
@@ -989,7 +990,7 @@ def _reap() -> None:
             return
 
 
-def _kill_subtree(child: int, keep: frozenset[int] = frozenset()) -> None:
+def _kill_subtree(child: int, keep: frozenset[int] = frozenset(), *, wait: bool = True) -> None:
     """SIGKILL everything the request started, until nothing is left (then reap it all).
 
     Everything below the zygote but the ``keep`` pids (the next request's spare, which
@@ -1011,6 +1012,8 @@ def _kill_subtree(child: int, keep: frozenset[int] = frozenset()) -> None:
         for pid in live:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        if not wait:
+            return
         _reap()
         if live or zombies:
             time.sleep(0.001)
@@ -1072,6 +1075,7 @@ def _new_spare() -> _Spare | None:
 
 
 _NEXT: list[_Spare | None] = [None]  # the spare for the request after the current one
+_CLEANUP: list = []  # what is left to do once the answer is sent
 
 
 def serve(req: dict, child: _Spare | None) -> dict:
@@ -1096,10 +1100,10 @@ def serve(req: dict, child: _Spare | None) -> dict:
         pidfd = os.pidfd_open(pid)  # readable when the child exits
     buf = bytearray()
     kept_output = 0
-    verdict, status = None, None
+    verdict, status, early = None, None, None
     deadline = t0 + timeout + 1.0  # the child's alarm fires at ``timeout``; this is for code that eats it
     watch = [answer_r, out_r] + ([pidfd] if pidfd is not None else [])
-    while verdict is None:
+    while verdict is None and early is None:
         if status is None:
             done, st = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -1117,12 +1121,32 @@ def serve(req: dict, child: _Spare | None) -> dict:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 watch.remove(fd)
+                if fd == answer_r:  # a complete answer: the verdict does not wait for the exit
+                    with contextlib.suppress(ValueError):
+                        parsed = json.loads(bytes(buf))
+                        early = parsed if isinstance(parsed, dict) else None
             elif fd == answer_r:
                 buf += chunk
                 if len(buf) > ANSWER_CAP:
                     verdict = "oversized"
             else:
                 kept_output = min(OUTPUT_CAP, kept_output + len(chunk))  # drained and dropped
+    if early is not None and verdict is None:
+        # Every process of the request gets SIGKILL (it cannot run another instruction)
+        # before the answer leaves; reaping them and wiping their files happen after.
+        _kill_subtree(pid, keep, wait=False)
+        spare_scratch = _NEXT[0].scratch if _NEXT[0] else None
+
+        def cleanup() -> None:
+            _kill_subtree(pid, keep)
+            for fd in (answer_r, out_r, pidfd):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            _wipe(keep=spare_scratch)
+
+        _CLEANUP.append(cleanup)
+        return {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3), "status": "ok", "answer": early}
     if verdict is None:  # the child exited: take what is left in the pipe, without waiting on grandchildren
         os.set_blocking(answer_r, False)
         with contextlib.suppress(BlockingIOError, OSError):
@@ -1203,6 +1227,8 @@ def main() -> None:
             out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
         out["id"] = req.get("id")
         send(out)
+        while _CLEANUP:
+            _CLEANUP.pop()()
         spare = _NEXT[0] or _new_spare()
     if spare is not None:
         _kill_subtree(spare.pid)
