@@ -331,6 +331,8 @@ class AssistMagics(Magics):
         print(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
         if info["error"]:
             print(f"  {info['error']}")
+        if info.get("isolation") == "reduced":  # never silent: see validation/_isolation.py
+            print(f"  reduced isolation: {info['isolation_reason']}")
         print(f"Session: {self._session_id or 'new on first request'}")
         if self.langflow is None:
             print("Langflow: not connected (%assist connect URL)")

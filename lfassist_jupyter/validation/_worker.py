@@ -1,18 +1,41 @@
-"""The validation worker: a warm, isolated process that builds and smoke-runs components.
+"""The validation worker: a zygote that imports lfx once and forks one child per request.
 
 This file runs as a *script* (``python -I _worker.py CONFIG``) in a configurable
 interpreter, possibly one where lfassist_jupyter is not installed, so it imports only
-the standard library and lfx.  It speaks JSON lines: one request on stdin, one answer on
-a private copy of stdout.  File descriptors 1 and 2 are pointed at files in the private
-working directory, so whatever generated code prints never corrupts the protocol and
-never reaches the notebook.
+the standard library and lfx.  On Linux the parent starts it inside bubblewrap (new user,
+PID, network, IPC, UTS and mount namespaces; see ``_isolation.py``); elsewhere it runs
+with the same code and only the in-process layers below ("reduced isolation").
 
-Defences, in depth (the parent adds a wall-clock kill and restarts a dead worker):
-- resource limits: address space, file size, no core dumps, a CPU-time cap per request;
-- an audit hook, armed only while generated code runs, that refuses process creation,
-  signals, rlimit changes, writes/deletes outside the private directory, and network
-  access (recorded, so a component that needs the network is "not smoke-tested", not failed);
-- SIGALRM for a soft per-request timeout that keeps the worker alive when it can.
+Why a zygote: importing lfx costs seconds, forking a warm interpreter costs milliseconds.
+Why a child per request: nothing generated code does (threads, detached children, patched
+modules, a poisoned protocol channel, files in the scratch directory) outlives its request.
+
+The protocol: JSON lines from the parent on stdin; answers on a private copy of stdout.
+For each request the zygote forks a child that
+
+- closes stdin and the zygote's channel, so it cannot read other requests nor forge
+  their answers; it writes its single answer to a pipe of its own, which the zygote reads
+  with a size cap (extra bytes, a second document or garbage: a "malformed" answer);
+- arms the audit hook for its whole life (the hook's state lives in a closure, not in a
+  module global the code could flip; there is no way to remove an audit hook);
+- gets its fds 1 and 2 on a pipe the zygote drains and discards past a cap (a 100 MB
+  print neither blocks nor fills a log that would poison the next request);
+- runs in its own process group, with PR_SET_PDEATHSIG so it dies with the zygote.
+
+The zygote is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the child forks, even
+a detached double-forked daemon, is re-parented to the zygote when its parent dies.  After
+the answer (or the deadline) the zygote SIGKILLs the child's whole subtree -- found by a
+/proc scan of its own descendants, repeated until none is left -- reaps it, wipes the
+scratch, HOME and /tmp directories, and only then sends the answer.  So when the parent
+sees an answer, nothing of that request is still running.  The zygote is non-dumpable
+(PR_SET_DUMPABLE 0): a child cannot open its /proc/<pid>/mem or fds.
+
+Ops: ``OPS`` maps an op name to ``fn(request) -> dict`` run in a fresh child.  Sibling
+scripts listed in the config's ``op_modules`` (stdlib + lfx only, e.g. a future
+``flows/_run_flow.py``) are imported by path in the zygote before the first fork and may
+register more ops with ``register(OPS, worker_module)``; the parent binds each such file
+read-only into the sandbox.  ``reference`` is computed in the zygote before any
+generated code ever ran and sent with the "ready" message.
 """
 
 from __future__ import annotations
@@ -33,6 +56,8 @@ import json
 import os
 import re
 import resource
+import select
+import shutil
 import signal
 import sys
 import time
@@ -40,14 +65,21 @@ import traceback
 import types
 
 CONFIG = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+# The writable directory of one request (the child chdirs there); HOME and TMPDIR are
+# wiped between requests too.
 SANDBOX_DIR = os.path.realpath(os.getcwd())
+ANSWER_CAP = int(CONFIG.get("answer_cap", 4 * 1024 * 1024))
+OUTPUT_CAP = 64 * 1024  # what the zygote keeps of a child's stdout/stderr (the rest is discarded)
+STRING_CAP = 20_000  # a child truncates every string of its answer to this
 
-# -- protocol channel and output capture ------------------------------------------------
+# -- protocol channel --------------------------------------------------------------------
 
-_proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-_out_fd = os.open(os.path.join(SANDBOX_DIR, "component-output.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-os.dup2(_out_fd, 1)
-os.dup2(_out_fd, 2)
+_proto_fd = os.dup(1)
+_proto = os.fdopen(_proto_fd, "w", buffering=1, encoding="utf-8")
+_null = os.open(os.devnull, os.O_RDWR)
+os.dup2(_null, 1)  # lfx's import-time chatter goes nowhere; children get their own pipe
+os.dup2(_null, 2)
+os.close(_null)
 sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
 sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
 
@@ -78,6 +110,24 @@ if CONFIG.get("memory_mb"):
     _set_limit(resource.RLIMIT_AS, _mem, _mem)
 _set_limit(resource.RLIMIT_FSIZE, 64 * 1024 * 1024, 64 * 1024 * 1024)
 
+# -- prctl (Linux) ------------------------------------------------------------------------
+
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    """prctl(2) through ctypes, loaded in the zygote (the child's hook refuses ctypes)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
 # -- the audit hook -------------------------------------------------------------------
 
 
@@ -89,7 +139,9 @@ class NetworkBlocked(ConnectionRefusedError):
     """Raised inside generated code for any network access."""
 
 
-_STATE = {"armed": False, "network": False, "violations": []}
+# Observations of the current request (read by the validation logic); the hook's *armed*
+# state is not here: it is a closure variable of the hook, fixed for the child's life.
+_STATE = {"network": False, "violations": []}
 _BLOCKED_EVENTS = {
     "os.system",
     "os.exec",
@@ -109,6 +161,19 @@ _BLOCKED_EVENTS = {
     "os.putenv",
     "os.unsetenv",
     "signal.pthread_kill",
+    "ctypes.dlopen",
+    "ctypes.dlsym",
+    "ctypes.call_function",
+    "ctypes.cdata",
+    "ctypes.addressof",
+    "ctypes.string_at",
+    "ctypes.wstring_at",
+    "os.mkfifo",
+    "os.mknod",
+    "os.setxattr",
+    "os.removexattr",
+    "os.chdir",
+    "os.chroot",
 }
 _NETWORK_EVENTS = {
     "socket.connect",
@@ -116,6 +181,7 @@ _NETWORK_EVENTS = {
     "socket.gethostbyname",
     "socket.gethostbyaddr",
     "socket.sendto",
+    "socket.sendmsg",
     "socket.bind",
 }
 _PATH_EVENTS = {
@@ -132,39 +198,97 @@ _PATH_EVENTS = {
     "os.utime",
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_DENY_READ = tuple(os.path.realpath(p) for p in CONFIG.get("deny_read", []) if p)
 
 
-def _inside(path: object) -> bool:
-    if isinstance(path, int):
-        return True  # an already-open descriptor
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if not isinstance(path, str | os.PathLike):
-        return True
-    real = os.path.realpath(os.fspath(path))
-    return real == os.devnull or real == SANDBOX_DIR or real.startswith(SANDBOX_DIR + os.sep)
+def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
+    """The hook for a child: armed from the start, no off switch anywhere.
+
+    Its whole state (the directory, the deny list, the functions it calls) is bound in
+    this closure when the child starts, so rebinding a module global (``SANDBOX_DIR``,
+    ``os.path.realpath``...) from generated code changes nothing; the events that could
+    reach the closure (``gc.get_referrers`` and friends) are refused.  ``dir_fd``-relative
+    calls are refused outright (their audit arguments do not say where the directory is),
+    and so are ctypes, fifos, xattrs and new processes.
+    """
+    realpath, fspath, fsdecode, getpid, isdir = os.path.realpath, os.fspath, os.fsdecode, os.getpid, os.path.isdir
+    sep, devnull, path_like = os.sep, os.devnull, (str, bytes, os.PathLike)
+    write_flags, state = _WRITE_FLAGS, _STATE
+    blocked = frozenset(_BLOCKED_EVENTS | {"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
+    network, path_events = frozenset(_NETWORK_EVENTS), frozenset(_PATH_EVENTS)
+    violation, net_blocked = SandboxViolation, NetworkBlocked
+    fresh_imports = frozenset({"_posixsubprocess", "_ctypes", "ctypes", "_testcapi", "_testinternalcapi"})
+
+    def real(path: object) -> str | None:
+        if isinstance(path, bytes):
+            path = fsdecode(path)
+        if not isinstance(path, str | os.PathLike):
+            return None
+        return realpath(fspath(path))
+
+    def inside(path: object) -> bool:
+        if isinstance(path, int):
+            return True  # an already-open descriptor
+        where = real(path)
+        return where is None or where in (devnull, sandbox_dir) or where.startswith(sandbox_dir + sep)
+
+    def denied_read(path: object) -> bool:
+        where = real(path)
+        if where is None:
+            return False
+        if where.startswith("/proc/") and not where.startswith(f"/proc/{getpid()}/"):
+            part = where.split("/")[2]
+            if part.isdigit() or part == "thread-self":
+                return True
+        return any(where == d or where.startswith(d + sep) for d in deny_read) and not inside(where)
+
+    # The events lfx and pydantic raise by the thousand per build (``id()`` alone ~2,300):
+    # one set lookup and out, since every event costs a Python call while a hook exists.
+    quiet = frozenset({"builtins.id", "object.__getattr__", "sys._getframe", "compile", "exec", "marshal.loads"})
+
+    def hook(event: str, args: tuple) -> None:
+        if event in quiet:
+            return
+        if event == "import" and args and str(args[0]).split(".")[0] in fresh_imports:
+            # A fresh copy of a module whose dangerous functions were taken away (or ctypes).
+            raise violation(f"importing {args[0]} is not allowed inside a Langflow component validation sandbox")
+        if event in blocked:
+            state["violations"].append(event)
+            raise violation(f"'{event}' is not allowed inside a Langflow component validation sandbox")
+        if event in network:
+            state["network"] = True
+            raise net_blocked(f"network access ('{event}') is disabled while validating")
+        if event == "open" and len(args) >= 3:
+            path, mode, flags = args[0], args[1], args[2]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & write_flags
+            )
+            if writing and not inside(path):
+                state["violations"].append(f"write to {path}")
+                raise violation(f"writing to {path} is not allowed while validating (only the sandbox directory)")
+            # A directory descriptor from outside would let dir_fd-relative calls (whose
+            # audit events do not carry the dir_fd) write there.
+            if not inside(path) and isinstance(path, str | bytes | os.PathLike) and isdir(path):
+                state["violations"].append(f"open of directory {path}")
+                raise violation(f"opening the directory {path} is not allowed while validating")
+            if denied_read(path):
+                state["violations"].append(f"read of {path}")
+                raise violation(f"reading {path} is not allowed while validating")
+        elif event in path_events and args:
+            if any(isinstance(a, int) and a != -1 for a in args[2:]):  # a dir_fd / src_dir_fd / dst_dir_fd
+                state["violations"].append(f"{event} with dir_fd")
+                raise violation(f"'{event}' relative to a directory descriptor is not allowed while validating")
+            if not all(inside(a) for a in args[:2] if isinstance(a, path_like)):
+                state["violations"].append(f"{event} {args[0]}")
+                raise violation(f"'{event}' outside the sandbox directory is not allowed while validating")
+        elif event in ("os.listdir", "os.scandir") and args and denied_read(args[0]):
+            raise violation(f"listing {args[0]} is not allowed while validating")
+
+    return hook
 
 
-def _audit(event: str, args: tuple) -> None:
-    if not _STATE["armed"]:
-        return
-    if event in _BLOCKED_EVENTS:
-        _STATE["violations"].append(event)
-        raise SandboxViolation(f"'{event}' is not allowed inside a Langflow component validation sandbox")
-    if event in _NETWORK_EVENTS:
-        _STATE["network"] = True
-        raise NetworkBlocked(f"network access ('{event}') is disabled while validating")
-    if event == "open" and len(args) >= 3:
-        path, mode, flags = args[0], args[1], args[2]
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            isinstance(flags, int) and flags & _WRITE_FLAGS
-        )
-        if writing and not _inside(path):
-            _STATE["violations"].append(f"write to {path}")
-            raise SandboxViolation(f"writing to {path} is not allowed while validating (only the sandbox directory)")
-    elif event in _PATH_EVENTS and args and not all(_inside(a) for a in args[:2] if isinstance(a, str | bytes)):
-        _STATE["violations"].append(f"{event} {args[0]}")
-        raise SandboxViolation(f"'{event}' outside the sandbox directory is not allowed while validating")
+def _refuse_fork_exec(*args: object, **kwargs: object) -> None:
+    raise SandboxViolation("creating processes or special files is not allowed inside a validation sandbox")
 
 
 class _Timeout(BaseException):
@@ -179,11 +303,11 @@ signal.signal(signal.SIGALRM, _on_alarm)
 
 
 class _Armed:
-    """Arms the audit hook, the alarm and the CPU cap around generated code.
+    """The alarm and the CPU cap around generated code (the audit hook is always armed in a child).
 
     ``deadline`` (time.monotonic) is shared by every phase of one request, so the whole
-    validation -- build, instantiation and every output -- fits in one timeout and the
-    parent can use a tight kill deadline.
+    validation -- build, instantiation and every output -- fits in one timeout.  Code that
+    swallows the alarm is killed by the zygote at the hard deadline.
     """
 
     def __init__(self, deadline: float) -> None:
@@ -193,16 +317,10 @@ class _Armed:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise _Timeout()
-        used = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = int(used.ru_utime + used.ru_stime)
-        _set_limit(resource.RLIMIT_CPU, cpu + int(remaining) + 2)
         signal.setitimer(signal.ITIMER_REAL, remaining)
-        _STATE["armed"] = True
 
     def __exit__(self, *exc: object) -> None:
-        _STATE["armed"] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
-        _set_limit(resource.RLIMIT_CPU, resource.RLIM_INFINITY)
 
 
 # -- lfx ---------------------------------------------------------------------------------
@@ -705,14 +823,379 @@ def reference() -> dict:
     return {"lfx_version": LFX_VERSION, "common_params": _COMMON, "inputs": inputs}
 
 
+# -- the zygote -----------------------------------------------------------------------------
+
+ZYGOTE_PID = os.getpid()
+ROOT = SANDBOX_DIR  # the zygote's cwd: every entry under it is wiped after each request
+HOME = os.path.join(ROOT, "home")
+
+
+def _op_validate(req: dict) -> dict:
+    return validate(req["code"], smoke=bool(req.get("smoke", True)), timeout=float(req.get("timeout", 10)))
+
+
+def _op_ping(req: dict) -> dict:
+    return {"pong": True, "pid": os.getpid()}
+
+
+# The op registry.  Each op runs in a fresh child with the audit hook armed; its answer
+# must be a JSON object.  Extension point: a sibling script named in CONFIG["op_modules"]
+# defines ``register(ops, worker)`` and adds e.g. ``ops["run_flow"] = ...`` (see
+# ``_run_component.py`` for the pattern); it is imported here, in the zygote, once.
+OPS: dict = {"validate": _op_validate, "ping": _op_ping}
+
+
+def _load_op_modules() -> list[str]:
+    errors = []
+    worker = sys.modules[__name__]
+    for path in CONFIG.get("op_modules", []):
+        try:
+            name = "_lfassist_op_" + os.path.splitext(os.path.basename(path))[0].lstrip("_")
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            module.register(OPS, worker)
+        except Exception as exc:
+            errors.append(f"{os.path.basename(path)}: {type(exc).__name__}: {exc}")
+    return errors
+
+
+def _truncate(obj: object, depth: int = 0) -> object:
+    """Every string capped, containers bounded: a child's answer stays small by itself."""
+    if isinstance(obj, str):
+        return obj if len(obj) <= STRING_CAP else obj[:STRING_CAP] + " [truncated]"
+    if depth > 20:
+        return None
+    if isinstance(obj, dict):
+        return {str(k)[:200]: _truncate(v, depth + 1) for k, v in list(obj.items())[:500]}
+    if isinstance(obj, list | tuple):
+        return [_truncate(v, depth + 1) for v in list(obj)[:500]]
+    if obj is None or isinstance(obj, bool | int | float):
+        return obj
+    return _truncate(str(obj), depth + 1)
+
+
+def _read_all(fd: int, cap: int) -> bytes:
+    data = bytearray()
+    while len(data) <= cap:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
+    """A forked child: isolate itself from the zygote, wait for one request, answer, exit.
+
+    Children are forked *ahead* (a spare waits for the next request), so the fork and
+    this set-up are off the critical path; the request arrives on ``req_r``, a pipe only
+    this child has.
+    """
+    global SANDBOX_DIR
+    code = 0
+    try:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != ZYGOTE_PID:
+            os._exit(70)
+        os.dup2(req_r, 0)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        # Everything else goes: the zygote's channel, other children's pipes.
+        os.closerange(3, answer_w)
+        os.closerange(answer_w + 1, 1 << 16)
+        os.chdir(scratch)
+        SANDBOX_DIR = scratch
+        signal.signal(signal.SIGALRM, _on_alarm)
+        # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
+        # Neither do mkfifo and mknod.
+        for name in ("_posixsubprocess", "subprocess", "os", "posix"):
+            module = sys.modules.get(name)
+            for attr in ("fork_exec", "_fork_exec", "mkfifo", "mknod"):
+                if module is not None and hasattr(module, attr):
+                    setattr(module, attr, _refuse_fork_exec)
+        # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
+        # caches) now, rather than one copy-on-write fault at a time during the request.
+        if not select.select([0], [], [], 0)[0]:  # unless the request is already there
+            with contextlib.suppress(Exception):
+                build_custom_component_template(Component(_code=_WARMUP))
+        raw = _read_all(0, 64 * 1024 * 1024)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        sys.stdin = None  # the zygote's reader (and whatever it buffered) is not ours
+        req = json.loads(raw)
+        timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        _set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
+        gc.enable()
+        sys.addaudithook(_make_hook(scratch, _DENY_READ))  # from here on, no way back
+        fn = OPS.get(req.get("op"))
+        out = fn(req) if fn else {"error": f"unknown op {req.get('op')!r}"}
+    except _Timeout:
+        out = {"is_valid": False, "phase": "runtime", "error": "Validation timed out."}
+    except BaseException as exc:
+        out = {
+            "is_valid": False,
+            "phase": "runtime",
+            "error": f"Validator error: {type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        data = json.dumps(_truncate(out if isinstance(out, dict) else {"result": out}), default=str).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(answer_w, view) :]
+        os.close(answer_w)  # the zygote sees the end of the answer now, not after our teardown
+    except BaseException:
+        code = 71
+    os._exit(code)
+
+
+def _descendants(root: int) -> tuple[list[int], list[int]]:
+    """(live, zombie) descendants of ``root``, from a /proc scan (Linux)."""
+    children: dict[int, list[int]] = {}
+    zombies = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2 :].split()
+        pid = int(name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        if fields[0] in (b"Z", b"X"):
+            zombies.add(pid)
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return [p for p in found if p not in zombies], [p for p in found if p in zombies]
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _kill_subtree(child: int, keep: frozenset[int] = frozenset(), *, wait: bool = True) -> None:
+    """SIGKILL everything the request started, until nothing is left (then reap it all).
+
+    Everything below the zygote but the ``keep`` pids (the next request's spare, which
+    never ran anything) belongs to the request: its child, and orphans it left, which the
+    subreaper setting re-parents to us.
+    """
+    with contextlib.suppress(OSError):
+        os.killpg(child, signal.SIGKILL)
+    if not os.path.isdir("/proc/self/task"):  # no /proc (macOS): the process group is all we have
+        _reap()
+        return
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        live, zombies = _descendants(ZYGOTE_PID)
+        live = [p for p in live if p not in keep]
+        zombies = [p for p in zombies if p not in keep]
+        if not live and not zombies:
+            return
+        for pid in live:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if not wait:
+            return
+        _reap()
+        if live or zombies:
+            time.sleep(0.001)
+
+
+def _wipe(keep: str | None = None) -> None:
+    """Empty the sandbox's writable directory, but for the waiting spare's scratch directory."""
+    for name in os.listdir(ROOT):
+        path = os.path.join(ROOT, name)
+        if path == keep:
+            continue
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+    os.makedirs(HOME, exist_ok=True)
+
+
+def _status_text(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return signal.Signals(sig).name
+        except ValueError:
+            return f"signal {sig}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
+class _Spare:
+    """A child forked ahead of its request, waiting on its own request pipe."""
+
+    _count = 0
+
+    def __init__(self) -> None:
+        _Spare._count += 1
+        self.scratch = os.path.join(ROOT, f"req-{_Spare._count}")
+        os.makedirs(self.scratch, exist_ok=True)
+        req_r, self.req_w = os.pipe()
+        self.answer_r, answer_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - the child never returns
+            os.close(self.req_w)
+            _child(req_r, answer_w, out_w, self.scratch)
+        for fd in (req_r, answer_w, out_w):
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.setpgid(self.pid, self.pid)
+
+
+def _new_spare() -> _Spare | None:
+    try:
+        return _Spare()
+    except Exception:  # e.g. fork refused: the request will fork its own child
+        return None
+
+
+_NEXT: list[_Spare | None] = [None]  # the spare for the request after the current one
+_CLEANUP: list = []  # what is left to do once the answer is sent
+
+
+def serve(req: dict, child: _Spare | None) -> dict:
+    """Hand ``req`` to a fresh child; return the zygote's verdict on what came back.
+
+    The next request's spare is forked while this child works (the fork overlaps with the
+    request on another core), and survives this request's clean-up.
+    """
+    timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
+    child = child or _Spare()
+    pid, answer_r, out_r = child.pid, child.answer_r, child.out_r
+    t0 = time.monotonic()
+    with contextlib.suppress(OSError):  # a child that died meanwhile shows up as crashed below
+        data = memoryview(json.dumps(req).encode())
+        while data:
+            data = data[os.write(child.req_w, data) :]
+    os.close(child.req_w)
+    _NEXT[0] = _new_spare()
+    keep = frozenset({_NEXT[0].pid}) if _NEXT[0] else frozenset()
+    pidfd = None
+    with contextlib.suppress(AttributeError, OSError):
+        pidfd = os.pidfd_open(pid)  # readable when the child exits
+    buf = bytearray()
+    kept_output = 0
+    verdict, status, early = None, None, None
+    deadline = t0 + timeout + 1.0  # the child's alarm fires at ``timeout``; this is for code that eats it
+    watch = [answer_r, out_r] + ([pidfd] if pidfd is not None else [])
+    while verdict is None and early is None:
+        if status is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+        if status is not None:
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            verdict = "timeout"
+            break
+        readable, _, _ = select.select(watch, [], [], min(remaining, 0.05 if pidfd is None else remaining))
+        for fd in readable:
+            if fd == pidfd:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                watch.remove(fd)
+                if fd == answer_r:  # a complete answer: the verdict does not wait for the exit
+                    with contextlib.suppress(ValueError):
+                        parsed = json.loads(bytes(buf))
+                        early = parsed if isinstance(parsed, dict) else None
+            elif fd == answer_r:
+                buf += chunk
+                if len(buf) > ANSWER_CAP:
+                    verdict = "oversized"
+            else:
+                kept_output = min(OUTPUT_CAP, kept_output + len(chunk))  # drained and dropped
+    if early is not None and verdict is None:
+        # Every process of the request gets SIGKILL (it cannot run another instruction)
+        # before the answer leaves; reaping them and wiping their files happen after.
+        _kill_subtree(pid, keep, wait=False)
+        spare_scratch = _NEXT[0].scratch if _NEXT[0] else None
+
+        def cleanup() -> None:
+            _kill_subtree(pid, keep)
+            for fd in (answer_r, out_r, pidfd):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            _wipe(keep=spare_scratch)
+
+        _CLEANUP.append(cleanup)
+        return {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3), "status": "ok", "answer": early}
+    if verdict is None:  # the child exited: take what is left in the pipe, without waiting on grandchildren
+        os.set_blocking(answer_r, False)
+        with contextlib.suppress(BlockingIOError, OSError):
+            while len(buf) <= ANSWER_CAP:
+                chunk = os.read(answer_r, 1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+        if len(buf) > ANSWER_CAP:
+            verdict = "oversized"
+    _kill_subtree(pid, keep)
+    if status is None:
+        with contextlib.suppress(ChildProcessError):
+            status = os.waitpid(pid, 0)[1]
+    for fd in (answer_r, out_r, pidfd):
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    _wipe(keep=_NEXT[0].scratch if _NEXT[0] else None)
+    result: dict = {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3)}
+    if verdict is not None:
+        return {**result, "status": verdict, "detail": f"{timeout:g} s" if verdict == "timeout" else str(len(buf))}
+    if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        return {**result, "status": "crashed", "detail": _status_text(status) if status is not None else "unknown"}
+    try:
+        answer = json.loads(bytes(buf))
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        detail = "no answer" if not buf else "not one JSON object"
+        return {**result, "status": "malformed", "detail": detail}
+    return {**result, "status": "ok", "answer": answer}
+
+
 def main() -> None:
     t0 = time.perf_counter()
     # The first build costs ~1 s; pay it now.  A failure here shows up in the first real request.
     with contextlib.suppress(Exception):
         build_custom_component_template(Component(_code=_WARMUP))
+    op_errors = _load_op_modules()
+    try:  # computed here, before any generated code ever ran in this interpreter
+        ref: dict | None = reference()
+    except Exception:
+        ref = None
+    _prctl(_PR_SET_DUMPABLE, 0)  # children cannot open our /proc/<pid>/mem, fd/ or ptrace us
+    subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    _wipe()
     gc.freeze()  # the imported world is permanent: keep it out of every later collection
     gc.enable()
-    sys.addaudithook(_audit)
     send(
         {
             "op": "ready",
@@ -721,37 +1204,34 @@ def main() -> None:
             "pid": os.getpid(),
             "import_ms": round((t0 - STARTED) * 1000),
             "warmup_ms": round((time.perf_counter() - t0) * 1000),
+            "subreaper": subreaper,
+            "ops": sorted(OPS),
+            "op_errors": op_errors,
+            "reference": ref,
         }
     )
-    stdin = sys.stdin
-    for line in stdin:
+    spare = _new_spare()
+    for line in sys.stdin:
         try:
             req = json.loads(line)
         except ValueError:
             continue
-        op = req.get("op")
+        if not isinstance(req, dict):
+            continue
+        if req.get("op") == "exit":
+            break
+        _NEXT[0] = None
         try:
-            if op == "validate":
-                out = validate(req["code"], smoke=bool(req.get("smoke", True)), timeout=float(req.get("timeout", 10)))
-            elif op == "reference":
-                out = reference()
-            elif op == "ping":
-                out = {"pong": True}
-            elif op == "exit":
-                break
-            else:
-                out = {"error": f"unknown op {op!r}"}
-        except _Timeout:
-            out = {"is_valid": False, "phase": "runtime", "error": "Validation timed out."}
-        except BaseException as exc:
-            out = {
-                "is_valid": False,
-                "phase": "runtime",
-                "error": f"Validator error: {type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(),
-            }
+            out = serve(req, spare)
+        except Exception as exc:  # the zygote's own failure (e.g. fork refused): report it, keep serving
+            out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
         out["id"] = req.get("id")
         send(out)
+        while _CLEANUP:
+            _CLEANUP.pop()()
+        spare = _NEXT[0] or _new_spare()
+    if spare is not None:
+        _kill_subtree(spare.pid)
 
 
 if __name__ == "__main__":

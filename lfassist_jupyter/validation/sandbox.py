@@ -1,21 +1,30 @@
-"""The sandboxed validator: a warm worker process that runs generated code, never the kernel.
+"""The sandboxed validator: generated code runs in a fresh, isolated process, never the kernel.
 
-``SandboxValidator`` owns one worker (``_worker.py``) started in its own session with a
-scrubbed environment (no API keys or tokens), a private temporary directory, resource
-limits and a per-validation deadline.  Whatever the generated code does -- loop forever,
-``os._exit``, exhaust memory, fork, segfault -- the worst outcome is a failed report and
-a restarted worker; the kernel is untouched.
+``SandboxValidator`` owns one *zygote* (``_worker.py``): a process that imports lfx once
+and forks a fresh child for every request (see the worker's docstring).  On Linux the
+zygote runs inside bubblewrap (``_isolation.py``): its own user, PID, network, IPC and
+mount namespaces, the interpreter bound read-only, a private tmpfs for HOME and /tmp,
+no view of the user's files, the kernel's /proc or the network.  Where that is not
+possible the same worker runs with its in-process layers only, and ``info()`` and every
+report say "reduced isolation" with the reason.
+
+Nothing that comes back is trusted: each answer line is read with a size cap, must be
+the zygote's verdict on the request we sent (``ok`` with a report, or ``crashed``,
+``timeout``, ``malformed``, ``oversized``), and the report is schema-checked with
+pydantic and redacted (secret-looking environment values, also hex and base64 encoded)
+before anyone sees it.  Whatever the generated code does, the worst outcome is a failed
+report for *that* component; the kernel is untouched and the next validation is clean.
 
 Blocking I/O on pipes (with ``select`` deadlines) and a lock keep it independent of any
 event loop, so the same worker serves the engine's background loop, a blocking
-``validate_component`` call in a cell and the benchmarks.  ``validate`` (async) runs
-the blocking call in a thread.
+``validate_component`` call in a cell and the benchmarks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import base64
 import contextlib
 import json
 import os
@@ -30,12 +39,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lfassist_jupyter._secrets import is_secret_name
+from pydantic import BaseModel, Field, ValidationError
+
+from lfassist_jupyter._secrets import is_secret_name, redact, secret_values
+from lfassist_jupyter.validation import _isolation
 from lfassist_jupyter.validation.report import ValidationReport
 from lfassist_jupyter.validation.static import validate_static
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
+# Sibling op scripts the worker imports by path (stdlib + lfx only); a flow runner goes here too.
+OP_MODULES: tuple[Path, ...] = (Path(__file__).with_name("_run_component.py"),)
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer
+LINE_CAP = 8 * 1024 * 1024  # the longest line we read from the zygote (its own caps are lower)
 _ENV_ALLOW = ("PATH", "LANG", "LANGUAGE", "TZ", "SYSTEMROOT")
 _ENV_ALLOW_PREFIX = ("LC_",)
 
@@ -45,7 +60,7 @@ def scrubbed_env(sandbox_dir: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIX)}
     env = {k: v for k, v in env.items() if not is_secret_name(k)}
     env.update(
-        HOME=sandbox_dir,
+        HOME=os.path.join(sandbox_dir, "home"),
         TMPDIR=sandbox_dir,
         PYTHONDONTWRITEBYTECODE="1",
         DO_NOT_TRACK="true",
@@ -53,6 +68,73 @@ def scrubbed_env(sandbox_dir: str) -> dict[str, str]:
         PYTHONIOENCODING="utf-8",
     )
     return env
+
+
+# -- redaction of everything that comes back ---------------------------------------------
+
+
+def _encoded_forms(secret: str) -> list[str]:
+    """Hex and base64 spellings of ``secret``, as they would appear inside a longer text.
+
+    base64 of a substring depends on its offset modulo 3, so each of the three alignments
+    gets its stable middle part (the first and last groups mix in neighbouring bytes).
+    """
+    raw = secret.encode()
+    forms = [raw.hex(), raw.hex().upper()]
+    for pad in range(3):
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            text = enc(b"\0" * pad + raw).decode().rstrip("=")
+            core = text[4 if pad else 0 : -4]
+            if len(core) >= 8:
+                forms.append(core)
+    return forms
+
+
+def redact_text(text: str) -> str:
+    """``_secrets.redact`` plus the hex and base64 forms of secret environment values."""
+    if not text:
+        return text
+    for value in secret_values():
+        if len(value) >= 8:
+            for form in _encoded_forms(value):
+                text = text.replace(form, "***")
+    return redact(text)
+
+
+def _redact_tree(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return redact_text(obj)
+    if isinstance(obj, dict):
+        return {k: _redact_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_redact_tree(v) for v in obj]
+    return obj
+
+
+# -- what the zygote may say ---------------------------------------------------------------
+
+
+class _ReferenceInput(BaseModel):
+    name: str = Field(max_length=80)
+    params: list[str] = Field(default_factory=list, max_length=80)
+    doc: str = Field(default="", max_length=300)
+
+
+class _Reference(BaseModel):
+    """The lfx reference for prompts, as the zygote computed it before any fork."""
+
+    lfx_version: str | None = Field(default=None, max_length=40)
+    common_params: list[str] = Field(default_factory=list, max_length=40)
+    inputs: list[_ReferenceInput] = Field(default_factory=list, max_length=300)
+
+
+class ComponentRun(BaseModel):
+    """What ``run_component`` answers: the first output's text for one input text."""
+
+    ok: bool
+    text: str | None = None
+    error: str | None = None
+    output: str | None = None
 
 
 def _signal_name(returncode: int | None) -> str:
@@ -75,13 +157,13 @@ class _WorkerTimeout(Exception):
 
 
 class SandboxValidator:
-    """Runtime + smoke validation in an isolated, warm worker process.
+    """Runtime + smoke validation in an isolated zygote that forks a child per request.
 
     Args:
         python: the interpreter to run the worker with (default: this one).  Point it at
             your Langflow server's environment to validate against *its* lfx.
-        timeout: seconds one validation may take before the worker is killed.
-        memory_mb: address-space limit of the worker.
+        timeout: seconds one validation may take before its child is killed.
+        memory_mb: address-space limit of the worker (and so of each child).
         smoke: whether to call every output with sample inputs.
     """
 
@@ -93,13 +175,15 @@ class SandboxValidator:
         self.memory_mb = memory_mb
         self.smoke = smoke
         self._proc: subprocess.Popen[bytes] | None = None
-        self._dir: str | None = None
+        self._dir: str | None = None  # the host directory of a reduced sandbox (None under bwrap)
         self._buf = b""
         self._ready: dict[str, Any] | None = None
         self._fatal: str | None = None
         self._lock = threading.RLock()
         self._next_id = 0
         self._reference: dict[str, Any] | None = None
+        self.isolation: str | None = None
+        self.isolation_reason = ""
         self.restarts = 0
         self.started_at: float | None = None
         atexit.register(self.close)
@@ -108,6 +192,7 @@ class SandboxValidator:
 
     @property
     def pid(self) -> int | None:
+        """The pid of the sandbox's outermost process (bwrap, or the zygote when reduced)."""
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
     @property
@@ -128,21 +213,42 @@ class SandboxValidator:
 
     def _spawn(self) -> None:
         self._cleanup_dir()
-        self._dir = tempfile.mkdtemp(prefix="lfassist-sandbox-")
-        config = json.dumps({"memory_mb": self.memory_mb})
+        mode, reason = _isolation.probe(self.python)
+        self.isolation, self.isolation_reason = mode, reason
+        ops = [str(p) for p in OP_MODULES if p.exists()]
+        config: dict[str, Any] = {"memory_mb": self.memory_mb, "op_modules": ops}
+        argv = ["-I", "-u", str(WORKER_SCRIPT)]
+        if mode == "full":
+            env = scrubbed_env(_isolation.SANDBOX_TMP)
+            env["HOME"] = _isolation.SANDBOX_HOME
+            cmd = _isolation.bwrap_command(
+                _isolation.bwrap_binary() or "bwrap",
+                self.python,
+                [*argv, json.dumps(config)],
+                env=env,
+                extra_ro=(*_isolation.worker_files(), *ops),
+            )
+            cwd, popen_env = None, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        else:
+            self._dir = os.path.realpath(tempfile.mkdtemp(prefix="lfassist-sandbox-"))
+            # The in-process layer refuses reads of the real HOME and of the notebook's directory.
+            config["deny_read"] = [os.path.expanduser("~"), os.getcwd()]
+            cmd = [self.python, *argv, json.dumps(config)]
+            cwd, popen_env = self._dir, scrubbed_env(self._dir)
         self._proc = subprocess.Popen(
-            [self.python, "-I", "-u", str(WORKER_SCRIPT), config],
+            cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            cwd=self._dir,
-            env=scrubbed_env(self._dir),
+            cwd=cwd,
+            env=popen_env,
             start_new_session=True,  # its own process group: a kill takes its children too
             close_fds=True,
         )
         self._buf = b""
         self._ready = None
         self._fatal = None
+        self._reference = None
         self.started_at = time.perf_counter()
 
     def _kill(self) -> None:
@@ -186,24 +292,33 @@ class SandboxValidator:
     # -- the wire -----------------------------------------------------------------------
 
     def _readline(self, deadline: float) -> dict[str, Any]:
+        """One JSON object from the zygote, at most ``LINE_CAP`` bytes; anything else kills it."""
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
         while b"\n" not in self._buf:
+            if len(self._buf) > LINE_CAP:
+                raise _WorkerDied("an oversized answer")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _WorkerTimeout
             readable, _, _ = select.select([fd], [], [], remaining)
             if not readable:
                 continue
-            chunk = os.read(fd, 65536)
+            chunk = os.read(fd, 1 << 16)
             if not chunk:
                 with contextlib.suppress(Exception):
                     proc.wait(timeout=2)
                 raise _WorkerDied(_signal_name(proc.poll()))
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
-        return json.loads(line)
+        try:
+            msg = json.loads(line)
+        except ValueError as exc:
+            raise _WorkerDied("a malformed answer") from exc
+        if not isinstance(msg, dict):
+            raise _WorkerDied("a malformed answer")
+        return msg
 
     def _wait_ready(self) -> None:
         if self._ready is not None:
@@ -212,13 +327,21 @@ class SandboxValidator:
             self._spawn()
         msg = self._readline(time.monotonic() + STARTUP_TIMEOUT)
         if msg.get("op") == "fatal":
-            self._fatal = msg.get("error", "unknown error")
+            self._fatal = redact_text(str(msg.get("error", "unknown error"))[:2000])
             self._kill()
             raise _WorkerDied("fatal")
-        self._ready = msg
+        if msg.get("op") != "ready":
+            self._kill()
+            raise _WorkerDied("an unexpected first message")
+        try:
+            ref = msg.get("reference")
+            self._reference = _redact_tree(_Reference.model_validate(ref).model_dump()) if ref else None
+        except ValidationError:
+            self._reference = None
+        self._ready = {k: msg.get(k) for k in ("lfx_version", "pid", "import_ms", "warmup_ms", "ops", "subreaper")}
 
     def _request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """One request/answer; the lock keeps the wire strictly sequential."""
+        """One request and the zygote's verdict; the lock keeps the wire strictly sequential."""
         with self._lock:
             self._wait_ready()
             assert self._proc is not None and self._proc.stdin is not None
@@ -229,8 +352,10 @@ class SandboxValidator:
                 self._proc.stdin.flush()
             except (BrokenPipeError, OSError) as exc:
                 raise _WorkerDied(_signal_name(self._proc.poll())) from exc
+            # The zygote kills the child at ``timeout`` + 1 s and cleans up; beyond that it is stuck.
+            deadline = time.monotonic() + timeout + 10
             while True:
-                answer = self._readline(time.monotonic() + timeout)
+                answer = self._readline(deadline)
                 if answer.get("id") == payload["id"]:
                     return answer
 
@@ -245,63 +370,110 @@ class SandboxValidator:
             ),
         )
 
+    def _isolation_warning(self) -> str | None:
+        if self.isolation == "reduced":
+            return f"reduced isolation: {self.isolation_reason}"
+        return None
+
+    def _call(self, payload: dict[str, Any], timeout: float) -> tuple[dict[str, Any] | None, str | None]:
+        """(answer, None) when a child answered well-formed JSON, else (None, why it failed)."""
+        try:
+            verdict = self._request(payload, timeout)
+        except _WorkerTimeout:
+            self.restart()
+            return None, f"The validation sandbox did not answer within {timeout:g} s; it was restarted."
+        except _WorkerDied as exc:
+            if self._fatal:
+                return None, "fatal"
+            self.restart()
+            return None, f"The validation sandbox stopped ({exc}); it was restarted."
+        status = verdict.get("status")
+        detail = redact_text(str(verdict.get("detail", ""))[:200])
+        if status == "ok" and isinstance(verdict.get("answer"), dict):
+            return verdict["answer"], None
+        if status == "timeout":
+            return None, (
+                f"Validation did not finish within {timeout:g} s (an infinite loop or a blocking call?); "
+                "its process was killed."
+            )
+        if status == "crashed":
+            return None, (
+                f"The component crashed the validation sandbox ({detail}); only its own process died. "
+                "Remove calls that exit the process or touch native memory."
+            )
+        if status == "oversized":
+            return None, "The validation answer was larger than the sandbox accepts; it was discarded."
+        return None, f"The validation sandbox returned a malformed answer ({detail}); it was discarded."
+
     # -- validation ---------------------------------------------------------------------
 
     def validate_sync(self, code: str, *, smoke: bool | None = None, timeout: float | None = None) -> ValidationReport:
-        """Runtime (+ smoke) phases in the worker.  Never raises for bad code: returns a report."""
+        """Runtime (+ smoke) phases in a fresh child.  Never raises for bad code: returns a report."""
         timeout = self.timeout if timeout is None else timeout
         smoke = self.smoke if smoke is None else smoke
         t0 = time.perf_counter()
-        try:
-            # The worker enforces ``timeout`` for the whole request itself (SIGALRM); the
-            # margin covers code that swallows the alarm, after which we kill it.
-            answer = self._request({"op": "validate", "code": code, "smoke": smoke, "timeout": timeout}, timeout + 3)
-        except _WorkerTimeout:
-            self.restart()
-            return ValidationReport(
-                is_valid=False,
-                phase="runtime",
-                error=f"Validation did not finish within {timeout:g} s (an infinite loop or a blocking call?); "
-                "the sandbox was restarted.",
-                timings_ms={"total": round((time.perf_counter() - t0) * 1000, 3)},
-            )
-        except _WorkerDied as exc:
-            if self._fatal:
-                return self._unavailable_report()
-            how = str(exc)
-            self.restart()
-            return ValidationReport(
-                is_valid=False,
-                phase="runtime",
-                error=f"The component crashed the validation sandbox ({how}); it was restarted. "
-                "Remove calls that exit the process or touch native memory.",
-                timings_ms={"total": round((time.perf_counter() - t0) * 1000, 3)},
-            )
-        answer.pop("id", None)
-        answer.setdefault("timings_ms", {})["total"] = round((time.perf_counter() - t0) * 1000, 3)
-        return ValidationReport.model_validate(answer)
+        answer, failure = self._call({"op": "validate", "code": code, "smoke": smoke, "timeout": timeout}, timeout)
+        total = round((time.perf_counter() - t0) * 1000, 3)
+        if failure == "fatal":
+            return self._unavailable_report()
+        report: ValidationReport | None = None
+        if answer is not None:
+            answer.pop("id", None)
+            try:
+                report = ValidationReport.model_validate(_redact_tree(answer))
+            except ValidationError:
+                failure = "The validation sandbox returned something that is not a validation report; it was discarded."
+        if report is None:
+            report = ValidationReport(is_valid=False, phase="runtime", error=failure)
+        report.timings_ms["total"] = total
+        warning = self._isolation_warning()
+        if warning:
+            report.warnings.append(warning)
+        return report
 
     async def validate(self, code: str) -> ValidationReport:
         """The engine's ``Validator`` interface (runtime + smoke; static ran before)."""
         return await asyncio.to_thread(self.validate_sync, code)
 
-    def reference_sync(self) -> dict[str, Any] | None:
-        """What the worker's lfx offers (input classes and parameters), for the prompt."""
-        if self._reference is None:
+    def run_component_sync(self, code: str, input_text: str, timeout: float | None = None) -> dict[str, Any]:
+        """Run the component's first output with ``input_text`` in a fresh child; its text comes back.
+
+        Returns ``{"ok", "text", "error", "output"}`` (see ``ComponentRun``), redacted; never raises.
+        """
+        timeout = self.timeout if timeout is None else timeout
+        answer, failure = self._call(
+            {"op": "run_component", "code": code, "input_text": input_text, "timeout": timeout}, timeout
+        )
+        if failure == "fatal":
+            return ComponentRun(ok=False, error=self._unavailable_report().error).model_dump()
+        if answer is not None:
             try:
-                answer = self._request({"op": "reference"}, 30)
+                return ComponentRun.model_validate(_redact_tree(answer)).model_dump()
+            except ValidationError:
+                failure = "The sandbox's answer was not a component run; it was discarded."
+        return ComponentRun(ok=False, error=failure).model_dump()
+
+    def reference_sync(self) -> dict[str, Any] | None:
+        """What the worker's lfx offers (input classes and parameters), for the prompt.
+
+        Computed by the zygote before its first fork (no generated code ever ran there),
+        schema-checked and redacted here.
+        """
+        with self._lock:
+            try:
+                self._wait_ready()
             except (_WorkerDied, _WorkerTimeout):
                 return None
-            answer.pop("id", None)
-            self._reference = answer if "inputs" in answer else None
-        return self._reference
+            return self._reference
 
     async def reference(self) -> dict[str, Any] | None:
         return await asyncio.to_thread(self.reference_sync)
 
     def info(self) -> dict[str, Any]:
-        """State for ``%assist status``: interpreter, lfx version, pid, restarts."""
+        """State for ``%assist status``: interpreter, lfx version, pid, restarts, isolation."""
         ready = self._ready or {}
+        if self.isolation is None:
+            self.isolation, self.isolation_reason = _isolation.probe(self.python)
         return {
             "state": self.state,
             "python": self.python,
@@ -311,6 +483,8 @@ class SandboxValidator:
             "timeout": self.timeout,
             "memory_mb": self.memory_mb,
             "error": self._fatal,
+            "isolation": self.isolation,
+            "isolation_reason": self.isolation_reason,
         }
 
 

