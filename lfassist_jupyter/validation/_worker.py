@@ -262,6 +262,7 @@ _DIST_ALIASES = {
     "skimage": "scikit-image",
     "attr": "attrs",
     "google": "google-api-python-client",
+    "google.oauth2": "google-auth",
     "OpenSSL": "pyOpenSSL",
     "MySQLdb": "mysqlclient",
     "psycopg2": "psycopg2-binary",
@@ -283,8 +284,12 @@ def _module_available(name: str) -> bool:
     for candidate in candidates:
         top = candidate.split(".")[0]
         try:
-            if importlib.util.find_spec(top) is None:
+            spec = importlib.util.find_spec(top)
+            if spec is None:
                 continue
+            parts = candidate.split(".")
+            if spec.origin is None and len(parts) > 1 and importlib.util.find_spec(".".join(parts[:2])) is None:
+                continue  # a namespace package (google.*) without this sub-package
             # The fallback must exist as a module, not just its package.
             if candidate != name and importlib.util.find_spec(candidate) is None:
                 continue
@@ -319,9 +324,15 @@ def _imports(code: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
 
 
 def _package(module: str) -> dict:
-    top = module.split(".")[0]
-    dist = _DIST_ALIASES.get(top, top.replace("_", "-"))
+    """What to install for ``module``: its top-level name, or ``ns.sub`` for a namespace package."""
+    parts = module.split(".")
+    depth = 3 if parts[:2] == ["google", "cloud"] else 2 if parts[0] in _NAMESPACES else 1
+    top = ".".join(parts[:depth])
+    dist = _DIST_ALIASES.get(top, top.replace("_", "-").replace(".", "-"))
     return {"module": top, "distribution": dist, "fix": f"%pip install {dist}"}
+
+
+_NAMESPACES = {"google", "azure"}
 
 
 def _missing_packages(code: str, *, when: str = "build") -> list[dict]:
@@ -334,8 +345,9 @@ def _missing_packages(code: str, *, when: str = "build") -> list[dict]:
         if top in _STDLIB or name in seen:
             continue
         seen.add(name)
-        if not _module_available(name) and top not in {m["module"] for m in missing}:
-            missing.append(_package(name))
+        pkg = _package(name)
+        if not _module_available(name) and pkg["distribution"] not in {m["distribution"] for m in missing}:
+            missing.append(pkg)
     return missing
 
 
@@ -354,10 +366,16 @@ def _missing_module(exc: BaseException) -> str | None:
         return None
     top = name.split(".")[0]
     try:
-        installed = importlib.util.find_spec(top) is not None
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
-        installed = False
-    return None if installed else top  # an installed package with a wrong submodule is a wrong path
+        spec = None
+    if spec is None:
+        return top
+    if spec.origin is None and "." in name:
+        # A namespace package (google, azure): each sub-package is its own distribution,
+        # so "No module named 'google.auth'" means google-auth is missing, not a wrong path.
+        return ".".join(name.split(".")[:2])
+    return None  # an installed package with a wrong submodule is a wrong path
 
 
 def _error_text(exc: BaseException) -> str:
@@ -965,7 +983,7 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
             module = _missing_module(exc)
             if module:  # a module-level import (or one inside lfx) needs a package that is not installed
                 missing = _missing_packages(code, when="build")
-                if module not in {m["module"] for m in missing}:
+                if _package(module)["distribution"] not in {m["distribution"] for m in missing}:
                     missing.insert(0, _package(module))
                 report["missing_packages"] = missing
                 fixes = " ".join(m["fix"] for m in missing)
