@@ -1113,6 +1113,7 @@ def main() -> None:
     # The first build costs ~1 s; pay it now.  A failure here shows up in the first real request.
     with contextlib.suppress(Exception):
         build_custom_component_template(Component(_code=_WARMUP))
+    _prepare_lfx()  # lfx's settings service (~0.3 s), created before any component code is armed
     gc.freeze()  # the imported world is permanent: keep it out of every later collection
     gc.enable()
     sys.addaudithook(_audit)

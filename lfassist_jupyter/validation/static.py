@@ -407,7 +407,7 @@ def validate_static(code: str, *, security: SecurityMode | bool = "reject") -> V
                         severity="policy",
                         phase="security",
                         rule="security",
-                        message=f"Line {line}: {text}. Langflow runs this; here it ran only inside the sandbox.",
+                        message=f"Line {line}: {text}. Langflow allows it; validation runs it only in the sandbox.",
                         line=line,
                     )
                 )
