@@ -72,6 +72,9 @@ KNOWN_BUGS = {
     # Legacy CrewAI agent: build_output has no return annotation and the Output no types, so the
     # template's output has types == [] and nothing can be connected to it by type.
     "crewai/crewai.py": "output-untyped",
+    # Legacy Filter Values: filter_data() reads self.filter_key.text, but filter_key is a
+    # MessageTextInput, whose value is a str: it raises AttributeError for every typed value.
+    "processing/filter_data_values.py": "smoke-crash",
 }
 
 
@@ -96,9 +99,10 @@ def test_corpus_is_the_real_one(truth):
 
 
 def test_builds_agrees_with_lfx_on_every_builtin_and_is_valid_rejects_only_real_bugs(sandbox, truth):
+    """Default settings, smoke run included: what a user gets from validate_component(code)."""
     disagreements, rejected = [], {}
     for rel, t in truth.items():
-        report = validate_component(_source(rel), smoke=False, validator=sandbox)
+        report = validate_component(_source(rel), validator=sandbox)
         if report.builds is not t["builds"]:
             disagreements.append(f"{rel}: lfx builds={t['builds']}, we say {report.builds}: {report.error}")
         if t["builds"] and t["classes"] and not rel.startswith("deactivated/") and not report.is_valid:
@@ -110,18 +114,6 @@ def test_builds_agrees_with_lfx_on_every_builtin_and_is_valid_rejects_only_real_
     assert {rel: rule for rel, (rule, _) in rejected.items()} == KNOWN_BUGS, "\n".join(
         f"{rel}: {error}" for rel, (_, error) in rejected.items()
     )
-
-
-def test_smoke_runs_on_a_sample_of_builtins_reject_only_real_bugs(sandbox, truth):
-    """Every fifth component that builds, smoke-tested: no new rejections beyond the known bugs."""
-    sample = [rel for rel, t in truth.items() if t["builds"] and t["classes"] and not rel.startswith("deactivated/")]
-    wrong = []
-    for rel in sample[::5]:
-        report = validate_component(_source(rel), validator=sandbox)
-        if not report.is_valid and rel not in KNOWN_BUGS:
-            wrong.append(f"{rel}: {report.error}")
-        assert report.builds is True, rel
-    assert wrong == [], "false rejections by the smoke phase:\n" + "\n".join(wrong)
 
 
 # -- mutations: broken code rejected in the right phase ------------------------------------

@@ -511,7 +511,9 @@ def _type_ok(value: object, declared: list[str]) -> bool | None:
     return all(isinstance(v, tuple(classes)) for v in items)
 
 
-_BUG_TYPES = (NameError, AttributeError, ImportError, TypeError, SyntaxError, AssertionError, RecursionError)
+# Not SyntaxError: the component's own code compiled when lfx built it, so a SyntaxError while an
+# output runs comes from compiling *data* (a code input given our sample text).
+_BUG_TYPES = (NameError, AttributeError, ImportError, TypeError, AssertionError, RecursionError)
 _CALL_ERRORS = (
     "required positional argument",
     "unexpected keyword argument",
