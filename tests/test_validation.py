@@ -200,6 +200,22 @@ def test_twenty_thousand_inputs_with_a_duplicate_are_reported():
     assert not report.is_valid and "Duplicate input names: in_7" in report.error
 
 
+def test_the_text_finder_names_the_same_class_as_the_ast_finder_on_every_lfx_module():
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("lfx")
+    assert spec is not None and spec.origin
+    sources = [p.read_text(encoding="utf-8") for p in (Path(spec.origin).parent / "components").rglob("*.py")]
+    assert len(sources) > 150
+    for src in sources:
+        cls = find_component_class(ast.parse(src))
+        assert defines_component(src) is (cls is not None)
+        if cls is not None:
+            assert guess_class_name(src) == cls.name
+
+
 def test_component_finders_agree_and_stay_linear_on_adversarial_text():
     for junk in ("\n" * 100_000, "class A(\n" * 100_000, "(" * 1_000_000, "class " * 150_000):
         assert not defines_component(junk)
