@@ -28,22 +28,88 @@ def _io_lines(report: Any) -> list[str]:
     return lines
 
 
-def report_markdown(report: Any) -> str:
-    if report.is_valid:
-        head = f"✅ **{report.class_name}** is valid"
+def _verdicts(report: Any) -> tuple[str, bool | None, str, bool | None]:
+    """("builds in Langflow: yes/no/not checked", ok?, "works when called: ...", ok?) -- the two
+    questions a user asks first, answered apart: Langflow's verdict, then ours."""
+    builds = getattr(report, "builds", None)
+    b_text = {True: "yes", False: "no", None: "not checked"}[builds]
+    smoke = report.smoke
+    smoke_errors = [f for f in getattr(report, "findings", []) if f.severity == "error" and f.phase == "smoke"]
+    if smoke == "failed" or smoke_errors:
+        w_text, w_ok = "no (smoke test failed)", False
+    elif smoke == "passed":
+        w_text, w_ok = "yes (smoke-tested with sample inputs)", True
+    elif smoke == "skipped":
+        w_text, w_ok = f"not smoke-tested: {report.smoke_reason or 'skipped'}", None
     else:
-        head = f"❌ **{report.class_name or 'Component'}** failed in the *{report.phase}* phase"
-    lines = [head]
+        w_text, w_ok = "not run", None
+    return b_text, builds, w_text, w_ok
+
+
+_SEVERITY_ORDER = ("error", "policy", "warning")
+_SEVERITY_ICON = {"error": "❌", "policy": "🛡️", "warning": "⚠️"}
+_SEVERITY_LABEL = {"error": "Errors", "policy": "Policy (allowed by Langflow, worth knowing)", "warning": "Warnings"}
+
+
+def _findings(report: Any) -> list[tuple[str, list[Any]]]:
+    found = list(getattr(report, "findings", None) or [])
+    return [
+        (sev, [f for f in found if f.severity == sev])
+        for sev in _SEVERITY_ORDER
+        if any(f.severity == sev for f in found)
+    ]
+
+
+def _finding_text(f: Any) -> str:
+    text = f.message[:1].upper() + f.message[1:]
+    where = f" (line {f.line})" if f.line and f"line {f.line}" not in f.message.lower() else ""
+    return f"{text}{where}"
+
+
+def _headline(report: Any) -> str:
+    name = report.class_name or "Component"
+    if report.is_valid:
+        return f"{name} is valid"
+    builds = getattr(report, "builds", None)
+    if builds is True:
+        return f"{name}: Langflow accepts it, but it will break when used"
+    if builds is False:
+        return f"{name}: Langflow rejects it"
+    return f"{name} failed in the {report.phase} phase"
+
+
+def report_markdown(report: Any) -> str:
+    b_text, _, w_text, _ = _verdicts(report)
+    icon = "✅" if report.is_valid else "❌"
+    lines = [f"{icon} **{_headline(report)}**", f"**Builds in Langflow:** {b_text} · **Works when called:** {w_text}"]
     if not report.is_valid and report.error:
-        lines.append(f"\n```\n{report.error}\n```")
+        lines.append(f"```\n{report.error}\n```")
+    for sev, items in _findings(report):
+        lines.append(
+            f"**{_SEVERITY_LABEL[sev]}**\n" + "\n".join(f"- {_SEVERITY_ICON[sev]} {_finding_text(f)}" for f in items)
+        )
     lines.extend(_io_lines(report))
-    if report.smoke == "skipped" and report.smoke_reason:
-        lines.append(f"*Not smoke-tested:* {report.smoke_reason}")
     for pkg in report.missing_packages:
         lines.append(f"*Missing package* `{pkg.module}`: `{pkg.fix}`")
+    shown = {f.message[:1].upper() + f.message[1:] for f in getattr(report, "findings", [])}
     for w in report.warnings:
-        lines.append(f"⚠️ {w}")
+        if w not in shown:
+            lines.append(f"⚠️ {w}")
     return "\n\n".join(lines)
+
+
+def report_text(report: Any) -> str:
+    """Plain text for a terminal or a log: the same facts as the HTML, no markup."""
+    b_text, _, w_text, _ = _verdicts(report)
+    lines = [_headline(report), f"  builds in Langflow: {b_text}", f"  works when called:  {w_text}"]
+    if not report.is_valid and report.error:
+        lines.append(f"  error: {report.error}")
+    for sev, items in _findings(report):
+        lines += [f"  [{sev}] {_finding_text(f)}" for f in items]
+    lines += [f"  input  {i.name} ({i.type})" for i in report.inputs]
+    lines += [f"  output {o.name} -> {' | '.join(o.types)}" for o in report.outputs]
+    lines += [f"  missing package {p.module}: {p.fix}" for p in report.missing_packages]
+    return "\n".join(lines)
 
 
 def result_markdown(result: Any) -> str:
@@ -104,21 +170,45 @@ def _fields_table(report: Any) -> str:
 
 def report_html(report: Any) -> str:
     ok = bool(report.is_valid)
-    head = f"<b>{html.escape(report.class_name or 'Component')}</b>" + _badge(
-        "valid" if ok else f"failed: {report.phase}", ok
-    )
+    b_text, b_ok, w_text, w_ok = _verdicts(report)
+    badge = "valid" if ok else f"failed: {report.phase}"
+    head = f"<b>{html.escape(report.class_name or 'Component')}</b>" + _badge(badge, ok)
     parts = [f'<div style="{_CARD}">{head}']
+    parts.append(
+        '<div style="margin:4px 0">'
+        + f"Builds in Langflow: {_badge(b_text, b_ok)}"
+        + f' <span style="margin-left:12px">Works when called:</span> {_badge(w_text, w_ok)}'
+        + "</div>"
+    )
     if not ok and report.error:
         parts.append(f'<pre style="white-space:pre-wrap;color:#cf222e">{html.escape(report.error)}</pre>')
+    colors = {"error": "#cf222e", "policy": "#8250df", "warning": "#9a6700"}
+    for sev, items in _findings(report):
+        weight = "font-weight:600;" if sev == "policy" else ""
+        rows = "".join(
+            f'<li style="{weight}">{_SEVERITY_ICON[sev]} {html.escape(_finding_text(f))}'
+            + (
+                f'<details><summary>evidence</summary><pre style="white-space:pre-wrap">'
+                f"{html.escape(f.evidence)}</pre></details>"
+                if f.evidence
+                else ""
+            )
+            + "</li>"
+            for f in items
+        )
+        parts.append(
+            f'<div style="margin-top:6px;color:{colors[sev]}"><b>{html.escape(_SEVERITY_LABEL[sev])}</b>'
+            f'<ul style="margin:2px 0 2px 18px;padding:0">{rows}</ul></div>'
+        )
     parts.append(_fields_table(report))
-    if report.smoke == "skipped" and report.smoke_reason:
-        parts.append(f"<div><i>Not smoke-tested:</i> {html.escape(report.smoke_reason)}</div>")
     for pkg in report.missing_packages:
         parts.append(
             f"<div>Missing package <code>{html.escape(pkg.module)}</code>: <code>{html.escape(pkg.fix)}</code></div>"
         )
+    shown = {f.message[:1].upper() + f.message[1:] for f in getattr(report, "findings", [])}
     for w in report.warnings:
-        parts.append(f"<div>⚠️ {html.escape(w)}</div>")
+        if w not in shown:
+            parts.append(f"<div>⚠️ {html.escape(w)}</div>")
     if report.traceback:
         parts.append(f"<details><summary>Traceback</summary><pre>{html.escape(report.traceback)}</pre></details>")
     parts.append("</div>")

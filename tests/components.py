@@ -69,3 +69,155 @@ def fenced(code: str, prose: str = "Here is your component:") -> str:
 def intent(kind: str, translation: str = "") -> str:
     """A classifier reply, as the intent model sends it."""
     return json.dumps({"translation": translation or "request", "intent": kind})
+
+
+# -- components Langflow builds that a validator must not reject (issue 12, causes 1-8) ---------
+
+
+def _swap(old: str, new: str, code: str = GOOD) -> str:
+    assert old in code, old
+    return code.replace(old, new)
+
+
+# 1. langflow.* imports: lfx maps them to lfx.* when it builds.
+LANGFLOW_IMPORTS = (
+    GOOD.replace("from lfx.custom.custom_component.component import", "from langflow.custom import")
+    .replace("from lfx.io import", "from langflow.io import")
+    .replace("from lfx.schema.message import", "from langflow.schema.message import")
+)
+
+# 1b. A package imported inside a method only: needed to run, never to build.
+METHOD_IMPORT = _swap(
+    '        return Message(text=(self.input_text or "").upper())',
+    "        import totally_missing_pkg_xyz\n\n"
+    '        return Message(text=totally_missing_pkg_xyz.upper(self.input_text or ""))',
+)
+
+# 2. A legacy CustomComponent with build() and no outputs.
+LEGACY_CUSTOM = """\
+from langflow.custom import CustomComponent
+from langflow.schema import Data
+
+
+class LegacyUpperComponent(CustomComponent):
+    display_name = "Legacy Upper"
+    description = "Uppercases a text, the pre-1.0 way."
+
+    def build_config(self):
+        return {"text": {"display_name": "Text"}}
+
+    def build(self, text: str) -> Data:
+        return Data(data={"text": text.upper()})
+"""
+
+# 3. Outputs created at run time (outputs = [] plus update_outputs), as in lfx's TextOperations.
+RUNTIME_OUTPUTS = """\
+from typing import Any
+
+from lfx.custom.custom_component.component import Component
+from lfx.io import DropdownInput, MessageTextInput, Output
+from lfx.schema.message import Message
+
+
+class ModeComponent(Component):
+    display_name = "Mode"
+    inputs = [
+        MessageTextInput(name="input_text", display_name="Text"),
+        DropdownInput(name="mode", display_name="Mode", options=["upper", "lower"], value="upper",
+                      real_time_refresh=True),
+    ]
+    outputs = []
+
+    def update_outputs(self, frontend_node: dict, field_name: str, field_value: Any) -> dict:
+        if field_name == "mode":
+            frontend_node["outputs"] = [Output(display_name="Result", name="result", method="build_result").to_dict()]
+        return frontend_node
+
+    def build_result(self) -> Message:
+        text = self.input_text or ""
+        return Message(text=text.upper() if self.mode == "upper" else text.lower())
+"""
+
+# 4. Output(types=[...]) and no return annotation: Langflow types the output from `types`.
+TYPES_NO_ANNOTATION = _swap(
+    'outputs = [Output(display_name="Output", name="output", method="build_output")]',
+    'outputs = [Output(display_name="Output", name="output", method="build_output", types=["Message"])]',
+    _swap("def build_output(self) -> Message:", "def build_output(self):"),
+)
+
+# 5. A retired component whose output always raises.
+ALWAYS_RAISES = _swap(
+    '        return Message(text=(self.input_text or "").upper())',
+    '        msg = "Uppercase was retired: use the Text Operations component."\n        raise NotImplementedError(msg)',
+)
+
+# 6. A class that reaches Component through an intermediate base.
+INTERMEDIATE_BASE = _swap(
+    "from lfx.custom.custom_component.component import Component",
+    "from lfx.custom.custom_component.component_with_cache import ComponentWithCache",
+    GOOD.replace("class UppercaseComponent(Component):", "class UppercaseComponent(ComponentWithCache):"),
+)
+
+# 7. Input names: read through self.<name> although a class attribute of that name wins.
+INPUT_SHADOWED_AND_READ = _swap(
+    'MessageTextInput(name="input_text", display_name="Text")',
+    'MessageTextInput(name="description", display_name="Text")',
+    GOOD.replace("self.input_text", "self.description"),
+)
+INPUT_SHADOWED_NOT_READ = _swap(
+    'MessageTextInput(name="input_text", display_name="Text")',
+    'MessageTextInput(name="input_text", display_name="Text"), MessageTextInput(name="display_name", display_name="N")',
+)
+
+# 8. Works in Langflow, but runs a shell command: a policy finding for a user, refused for generated code.
+USES_SUBPROCESS = _swap(
+    '        return Message(text=(self.input_text or "").upper())',
+    "        import subprocess\n\n"
+    '        out = subprocess.run(["tr", "a-z", "A-Z"], input=self.input_text or "", capture_output=True, text=True)\n'
+    "        return Message(text=out.stdout)",
+)
+
+# -- smoke rules: each bug next to its fixed twin ------------------------------------------------
+
+COROUTINE_BUG = _swap(
+    """    def build_output(self) -> Message:
+        return Message(text=(self.input_text or "").upper())
+""",
+    """    async def _upper(self) -> Message:
+        return Message(text=(self.input_text or "").upper())
+
+    def build_output(self) -> Message:
+        return self._upper()
+""",
+)
+COROUTINE_OK = COROUTINE_BUG.replace(
+    "    def build_output(self) -> Message:\n        return self._upper()",
+    "    async def build_output(self) -> Message:\n        return await self._upper()",
+)
+
+TEXT_ATTRIBUTE_BUG = _swap(
+    '        return Message(text=(self.input_text or "").upper())',
+    "        return Message(text=self.input_text.text.upper())",
+)
+TEXT_ATTRIBUTE_OK = _swap(
+    '        return Message(text=(self.input_text or "").upper())',
+    "        return Message(text=self.input_text.upper())",
+)
+
+NETWORK_RETRIES = _swap(
+    '        return Message(text=(self.input_text or "").upper())',
+    """        import time
+        import urllib.request
+
+        while True:  # retries until the service answers
+            try:
+                return Message(text=urllib.request.urlopen("http://127.0.0.1:9/").read().decode())
+            except Exception:
+                time.sleep(0.05)""",
+)
+BUSY_LOOP = _swap(
+    '        return Message(text=(self.input_text or "").upper())',
+    """        while True:  # waits forever, no network involved
+            pass
+        return Message(text="never")""",
+)

@@ -68,14 +68,14 @@ def test_valid_component_report(sandbox):
     [
         ("class X(:\n", "static", "SyntaxError"),
         ("x = 1\n", "static", "inherits from Component"),
-        (GOOD.replace('name="output"', 'name="input_text"'), "static", "overlapping names: input_text"),
+        (GOOD.replace('name="output"', 'name="input_text"'), "runtime", "overlapping names"),
         (GOOD.replace('method="build_output"', 'method="nope"'), "static", "'nope', which the class does not define"),
         (
             GOOD.replace("def build_output(self) -> Message:", "def build_output(self):"),
             "static",
             "no return annotation",
         ),
-        (GOOD.replace('name="input_text"', 'name="status"'), "static", "Reserved names"),
+        (GOOD.replace('name="input_text"', 'name="status"'), "runtime", "reserved word"),
         (GOOD.replace("import Message\n", "import Message\nimport subprocess\n"), "security", "subprocess"),
         (component("return Message(text=eval('1+1'))"), "security", "eval"),
         (
@@ -88,7 +88,7 @@ def test_valid_component_report(sandbox):
     ],
 )
 def test_each_phase_rejects_its_faults(sandbox, code, phase, needle):
-    report = validate_component(code, validator=sandbox)
+    report = validate_component(code, validator=sandbox, security="reject")
     assert not report.is_valid
     assert report.phase == phase
     assert needle in report.error

@@ -380,6 +380,7 @@ _DIST_ALIASES = {
     "skimage": "scikit-image",
     "attr": "attrs",
     "google": "google-api-python-client",
+    "google.oauth2": "google-auth",
     "OpenSSL": "pyOpenSSL",
     "MySQLdb": "mysqlclient",
     "psycopg2": "psycopg2-binary",
@@ -391,29 +392,80 @@ _DIST_ALIASES = {
 }
 
 
-def _missing_packages(code: str) -> list[dict]:
+def _module_available(name: str) -> bool:
+    """Whether ``import name`` can succeed, judged the way lfx imports at build time: a
+    ``langflow.X`` that is not installed falls back to ``lfx.X`` (``_get_module_fallbacks`` in
+    ``lfx/custom/validate.py``), so it is not missing when ``lfx.X`` exists."""
+    candidates = [name]
+    if name.startswith("langflow."):
+        candidates.append("lfx." + name[len("langflow.") :])
+    for candidate in candidates:
+        top = candidate.split(".")[0]
+        try:
+            spec = importlib.util.find_spec(top)
+            if spec is None:
+                continue
+            parts = candidate.split(".")
+            if spec.origin is None and len(parts) > 1 and importlib.util.find_spec(".".join(parts[:2])) is None:
+                continue  # a namespace package (google.*) without this sub-package
+            # The fallback must exist as a module, not just its package.
+            if candidate != name and importlib.util.find_spec(candidate) is None:
+                continue
+            return True
+        except (ImportError, ValueError, AttributeError):
+            continue
+    return False
+
+
+def _imports(code: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """(module-level imports lfx performs at build time, every other import), as (module, line).
+
+    lfx runs only the ``import``/``from`` statements directly in the module body
+    (``prepare_global_scope``); an import inside a method (or a ``try:``) runs when that
+    code runs, so a missing package there never stops Langflow from building the component.
+    """
     try:
         tree = ast.parse(code)
-    except SyntaxError:
-        return []
-    seen, missing = set(), []
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return [], []
+    top_level = {id(n) for n in tree.body}
+    build, run = [], []
     for node in ast.walk(tree):
-        names = []
+        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [a.name.split(".")[0] for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module.split(".")[0]]
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module != "__future__":
+            names = [node.module]
         for name in names:
-            if name in seen or name in _STDLIB:
-                continue
-            seen.add(name)
-            try:
-                found = importlib.util.find_spec(name) is not None
-            except (ImportError, ValueError):
-                found = False
-            if not found:
-                dist = _DIST_ALIASES.get(name, name.replace("_", "-"))
-                missing.append({"module": name, "distribution": dist, "fix": f"%pip install {dist}"})
+            (build if id(node) in top_level else run).append((name, node.lineno))
+    return build, run
+
+
+def _package(module: str) -> dict:
+    """What to install for ``module``: its top-level name, or ``ns.sub`` for a namespace package."""
+    parts = module.split(".")
+    depth = 3 if parts[:2] == ["google", "cloud"] else 2 if parts[0] in _NAMESPACES else 1
+    top = ".".join(parts[:depth])
+    dist = _DIST_ALIASES.get(top, top.replace("_", "-").replace(".", "-"))
+    return {"module": top, "distribution": dist, "fix": f"%pip install {dist}"}
+
+
+_NAMESPACES = {"google", "azure"}
+
+
+def _missing_packages(code: str, *, when: str = "build") -> list[dict]:
+    """Packages the code imports that are not installed: ``when="build"`` for the imports lfx
+    performs while building (module level), ``"run"`` for those inside methods."""
+    build, run = _imports(code)
+    seen, missing = set(), []
+    for name, _line in build if when == "build" else run:
+        top = name.split(".")[0]
+        if top in _STDLIB or name in seen:
+            continue
+        seen.add(name)
+        pkg = _package(name)
+        if not _module_available(name) and pkg["distribution"] not in {m["distribution"] for m in missing}:
+            missing.append(pkg)
     return missing
 
 
@@ -432,10 +484,16 @@ def _missing_module(exc: BaseException) -> str | None:
         return None
     top = name.split(".")[0]
     try:
-        installed = importlib.util.find_spec(top) is not None
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
-        installed = False
-    return None if installed else top  # an installed package with a wrong submodule is a wrong path
+        spec = None
+    if spec is None:
+        return top
+    if spec.origin is None and "." in name:
+        # A namespace package (google, azure): each sub-package is its own distribution,
+        # so "No module named 'google.auth'" means google-auth is missing, not a wrong path.
+        return ".".join(name.split(".")[:2])
+    return None  # an installed package with a wrong submodule is a wrong path
 
 
 def _error_text(exc: BaseException) -> str:
@@ -571,7 +629,9 @@ def _type_ok(value: object, declared: list[str]) -> bool | None:
     return all(isinstance(v, tuple(classes)) for v in items)
 
 
-_BUG_TYPES = (NameError, AttributeError, ImportError, TypeError, SyntaxError, AssertionError, RecursionError)
+# Not SyntaxError: the component's own code compiled when lfx built it, so a SyntaxError while an
+# output runs comes from compiling *data* (a code input given our sample text).
+_BUG_TYPES = (NameError, AttributeError, ImportError, TypeError, AssertionError, RecursionError)
 _CALL_ERRORS = (
     "required positional argument",
     "unexpected keyword argument",
@@ -581,9 +641,34 @@ _CALL_ERRORS = (
     "missing",
     "got multiple values",
 )
+# Input classes whose value has one declared Python type in Langflow: an AttributeError on such
+# a value (``.text`` on a MessageTextInput's str) fails on every real value, not just on ours.
+_DECLARED_VALUE_TYPES = {
+    "MessageTextInput": str,
+    "StrInput": str,
+    "MultilineInput": str,
+    "PromptInput": str,
+    "IntInput": int,
+    "FloatInput": float,
+    "SliderInput": float,
+    "BoolInput": bool,
+    "DictInput": dict,
+}
 
 
-def _is_bug(exc: BaseException, component: object) -> bool:
+def _declared_input(obj: object, probes: dict) -> str | None:
+    """The input whose sample value ``obj`` is, when that input declares one value type."""
+    for name, (kind, value) in probes.items():
+        declared = _DECLARED_VALUE_TYPES.get(kind)
+        if declared is None:
+            continue
+        same = obj is value or (type(obj) is type(value) and isinstance(obj, str | int | float) and obj == value)
+        if same and isinstance(obj, declared | list):
+            return name
+    return None
+
+
+def _is_bug(exc: BaseException, component: object, probes: dict | None = None) -> bool:
     try:
         from pydantic import ValidationError
     except ImportError:  # pragma: no cover
@@ -592,9 +677,12 @@ def _is_bug(exc: BaseException, component: object) -> bool:
         return True
     if isinstance(exc, AttributeError):
         # On the component, a class or a module the attribute is missing whatever the input;
-        # on a value (None, a str) it may come from the fake data.
+        # on an input value of its declared type (a MessageTextInput's str) likewise; on
+        # another value it may come from the fake data.
         obj = getattr(exc, "obj", None)
         if obj is component or isinstance(obj, type | types.ModuleType):
+            return True
+        if obj is not None and probes and _declared_input(obj, probes):
             return True
         return obj is None and f"'{type(component).__name__}' object has no attribute" in str(exc)
     if isinstance(exc, TypeError):
@@ -602,24 +690,68 @@ def _is_bug(exc: BaseException, component: object) -> bool:
     return isinstance(exc, _BUG_TYPES)
 
 
-def _call(method: object) -> object:
-    result = method()  # type: ignore[operator]
-    if inspect.isawaitable(result):
-        loop = asyncio.new_event_loop()
-        try:
-            result = loop.run_until_complete(result)
-        finally:
-            loop.close()
-    return result
+def _holds_coroutine(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` is, or holds (in a list, tuple, dict or Data), an un-awaited coroutine."""
+    if inspect.iscoroutine(value) or isinstance(value, asyncio.Future):
+        return True
+    if depth >= 2:
+        return False
+    if isinstance(value, list | tuple | set):
+        return any(_holds_coroutine(v, depth + 1) for v in list(value)[:50])
+    if isinstance(value, dict):
+        return any(_holds_coroutine(v, depth + 1) for v in list(value.values())[:50])
+    data = getattr(value, "data", None) if isinstance(value, Data) else None
+    return isinstance(data, dict) and _holds_coroutine(data, depth + 1)
+
+
+def _close_coroutines(value: object, depth: int = 0) -> None:
+    """Close what ``_holds_coroutine`` found, so Python does not warn 'never awaited' later."""
+    if inspect.iscoroutine(value):
+        value.close()
+    elif depth < 2 and isinstance(value, list | tuple | set):
+        for v in list(value)[:50]:
+            _close_coroutines(v, depth + 1)
+    elif depth < 2 and isinstance(value, dict):
+        for v in list(value.values())[:50]:
+            _close_coroutines(v, depth + 1)
+
+
+def _call(component: object, method_name: str) -> object:
+    """Call an output method the way Langflow does (``Component._get_output_result``): an
+    ``async def`` (or a declared async delegate) is awaited; a plain method's return value is
+    used as is -- so a coroutine it returns stays un-awaited, as it would in a flow."""
+    method = getattr(component, method_name)
+    target = None
+    with contextlib.suppress(Exception):
+        from lfx.utils.async_helpers import async_delegate_target
+
+        target = async_delegate_target(component, method_name)
+    if target is None and not inspect.iscoroutinefunction(method):
+        return method()
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete((target or method)())
+    finally:
+        loop.close()
+
+
+def _finding(severity: str, phase: str, message: str, **extra: object) -> dict:
+    return {"severity": severity, "phase": phase, "message": message, **{k: v for k, v in extra.items() if v}}
+
+
+def _first_line(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()
+    return " ".join(msg[:3])[:500] if msg else ""
 
 
 def _smoke(cls: type, code: str, instance: object, template: dict, report: dict, deadline: float) -> None:
+    findings = report["findings"]
     inputs = list(getattr(instance, "inputs", None) or [])
     secrets = [i.name for i in inputs if "Secret" in type(i).__name__]
     if secrets:
         report.update(smoke="skipped", smoke_reason=f"it needs a secret (input '{secrets[0]}')")
         return
-    values = {}
+    values, probes = {}, {}
     for inp in inputs:
         value = _probe(inp)
         if value is _UNPROBEABLE:
@@ -628,24 +760,37 @@ def _smoke(cls: type, code: str, instance: object, template: dict, report: dict,
             return
         if value is not None:
             values[inp.name] = value
+            probes[inp.name] = (type(inp).__name__, value)
+    outputs = [o for o in template.get("outputs", []) or [] if o.get("method")]
+    if not outputs:
+        reason = (
+            "its outputs are created at run time (update_outputs)"
+            if callable(getattr(cls, "update_outputs", None)) and "update_outputs" in code
+            else "it has no output method to call"
+        )
+        report.update(smoke="skipped", smoke_reason=reason)
+        return
     _STATE["network"] = False
     with _Armed(deadline):
         component = cls(_code=code, **values)
-    for out in template.get("outputs", []) or []:
+    for out in outputs:
         name, method_name, declared = out.get("name"), out.get("method"), list(out.get("types") or [])
-        method = getattr(component, method_name or "", None)
-        if method is None:
+        if getattr(component, method_name or "", None) is None:
             continue
         try:
             with _Armed(deadline):
-                result = _call(method)
+                result = _call(component, method_name)
         except _Timeout:
             raise
         except SandboxViolation as exc:
-            report.update(
-                smoke="failed",
-                error=f"Output '{name}' ({method_name}) did something not allowed: {exc}",
-                traceback=traceback.format_exc(),
+            report.update(smoke="skipped", smoke_reason=f"output '{name}' did something the sandbox refuses ({exc})")
+            findings.append(
+                _finding(
+                    "policy",
+                    "smoke",
+                    f"output `{name}` ({method_name}) did something the validation sandbox refuses: {exc}",
+                    rule="sandbox",
+                )
             )
             return
         except BaseException as exc:
@@ -653,51 +798,258 @@ def _smoke(cls: type, code: str, instance: object, template: dict, report: dict,
                 report.update(smoke="skipped", smoke_reason=f"output '{name}' uses the network")
                 return
             if isinstance(exc, SystemExit | KeyboardInterrupt):
-                report.update(
-                    smoke="failed",
-                    error=f"Output '{name}' ({method_name}) tried to stop the process ({type(exc).__name__}).",
-                    traceback=traceback.format_exc(),
+                findings.append(
+                    _finding(
+                        "error",
+                        "smoke",
+                        f"output `{name}` ({method_name}) tried to stop the process ({type(exc).__name__}).",
+                        evidence=traceback.format_exc(),
+                        rule="smoke-crash",
+                    )
                 )
+                report["smoke"] = "failed"
                 return
-            if _is_bug(exc, component):
-                msg = str(exc).strip().splitlines()
-                first = " ".join(msg[:3])[:500] if msg else ""
-                report.update(
-                    smoke="failed",
-                    error=f"Output '{name}' ({method_name}) raised {type(exc).__name__} "
-                    f"when called with sample inputs: {first}",
-                    traceback=traceback.format_exc(),
+            module = _missing_module(exc) if isinstance(exc, ImportError) else None
+            if module:
+                pkg = _package(module)
+                report.update(smoke="skipped", smoke_reason=f"output '{name}' needs {module} ({pkg['fix']})")
+                return
+            if _is_bug(exc, component, probes):
+                which = _declared_input(getattr(exc, "obj", None), probes) if isinstance(exc, AttributeError) else None
+                hint = ""
+                if which:
+                    kind, value = probes[which]
+                    hint = (
+                        f" Input '{which}' is a {kind}, whose value is a {type(value).__name__}: "
+                        "every value it receives in a flow fails the same way."
+                    )
+                findings.append(
+                    _finding(
+                        "error",
+                        "smoke",
+                        f"output `{name}` crashes when called: {method_name}() raised {type(exc).__name__} "
+                        f"with sample inputs: {_first_line(exc)}{hint}",
+                        evidence=traceback.format_exc(),
+                        rule="smoke-crash",
+                    )
                 )
+                report["smoke"] = "failed"
                 return
-            report["warnings"].append(
-                f"Output '{name}' raised {type(exc).__name__} on sample inputs ({str(exc)[:160]}); "
-                "this may be caused by the fake data, so it was not counted as a failure."
+            findings.append(
+                _finding(
+                    "warning",
+                    "smoke",
+                    f"Output '{name}' raised {type(exc).__name__} on sample inputs ({str(exc)[:160]}); "
+                    "this may be caused by the fake data, so it was not counted as a failure.",
+                    rule="smoke-probe",
+                )
             )
             continue
         if _STATE["network"]:
             report.update(smoke="skipped", smoke_reason=f"output '{name}' uses the network")
             return
+        if _holds_coroutine(result):
+            _close_coroutines(result)
+            findings.append(
+                _finding(
+                    "error",
+                    "smoke",
+                    f"output `{name}` returns an un-awaited coroutine: {method_name}() is a plain method that "
+                    "calls an async helper without `await`; Langflow passes the coroutine on as the value. "
+                    f"Make it `async def {method_name}` and `await` the helper.",
+                    rule="coroutine",
+                )
+            )
+            report["smoke"] = "failed"
+            return
         ok = _type_ok(result, declared)
         if ok is False:
             got = type(result).__name__
             hint = " Wrap the text: Message(text=...)." if got == "str" and "Message" in declared else ""
-            report.update(
-                smoke="failed",
-                error=f"Output '{name}' ({method_name}) returned {got} but is declared as "
-                f"{' | '.join(declared)}.{hint}",
+            findings.append(
+                _finding(
+                    "error",
+                    "smoke",
+                    f"output `{name}` returns the wrong type: Output '{name}' ({method_name}) returned {got} "
+                    f"but is declared as {' | '.join(declared)}.{hint}",
+                    rule="wrong-type",
+                )
             )
+            report["smoke"] = "failed"
             return
         if result is None:
-            report["warnings"].append(f"Output '{name}' returned None for the sample inputs.")
+            findings.append(
+                _finding("warning", "smoke", f"Output '{name}' returned None for the sample inputs.", rule="none")
+            )
     report["smoke"] = "passed"
+
+
+def _self_reads(code: str) -> set[str]:
+    """Names the code reads as ``self.<name>``."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set()
+    return {
+        n.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+    }
+
+
+def _input_name_findings(code: str, instance: object) -> list[dict]:
+    """Inputs whose value the component can never read, proven on the real class.
+
+    ``Component.__getattr__`` serves input values only when normal attribute lookup fails,
+    so an input named like a class attribute anywhere in the MRO (``display_name``,
+    ``description``, a base's ``manager_llm = None``) is silently ignored by ``self.<name>``;
+    and lfx's ``set_attributes`` refuses, when the flow runs, an input named like an
+    attribute the instance sets itself (``inputs``, ``status``) -- "a reserved word".
+    Each case is tried on the instance: set the value as Langflow does, read it back.
+    """
+    found: list[dict] = []
+    reads = _self_reads(code)
+    cls = type(instance)
+    for inp in list(getattr(instance, "inputs", None) or []):
+        name = getattr(inp, "name", None)
+        if not isinstance(name, str) or name.startswith("_"):
+            continue
+        in_dict = name in getattr(instance, "__dict__", {})
+        in_class = any(name in vars(k) for k in cls.__mro__)
+        if not in_dict and not in_class:
+            continue
+        if in_class and callable(getattr(cls, name, None)) and not isinstance(getattr(cls, name, None), type):
+            continue  # a method: lfx itself refuses it at build time
+        sample = f"lfassist-probe-{name}" if _DECLARED_VALUE_TYPES.get(type(inp).__name__) is str else _probe(inp)
+        if sample is None or sample is _UNPROBEABLE:
+            continue
+        try:
+            instance.set_attributes({name: sample})  # type: ignore[attr-defined]
+        except ValueError as exc:
+            if "reserved" in str(exc):
+                found.append(
+                    _finding(
+                        "error",
+                        "runtime",
+                        f"input `{name}` cannot receive a value: when the flow runs, lfx refuses it "
+                        f"({_first_line(exc)}). Rename the input (e.g. `{name}_value`).",
+                        evidence=str(exc),
+                        rule="input-reserved",
+                    )
+                )
+            continue
+        except Exception:
+            continue
+        got = getattr(instance, name, None)
+        if got is sample or (isinstance(got, str | int | float) and got == sample):
+            continue
+        shown = repr(got)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        message = (
+            f"input `{name}` is ignored: `self.{name}` returns the component's own `{name}` ({shown}), "
+            f"not the value set in Langflow. Rename the input (e.g. `{name}_value`)"
+        )
+        if name in reads:
+            found.append(
+                _finding(
+                    "error",
+                    "runtime",
+                    message + ".",
+                    evidence=f"set {name}={sample!r} as Langflow does; self.{name} is still {shown}",
+                    rule="input-ignored",
+                )
+            )
+        else:
+            found.append(
+                _finding(
+                    "warning",
+                    "runtime",
+                    message + f", or keep reading it another way (this code never reads `self.{name}`).",
+                    rule="input-ignored",
+                )
+            )
+    return found
+
+
+def _output_findings(cls: type, outputs: list[dict]) -> list[dict]:
+    found = []
+    for out in outputs:
+        if out["method"] is None:
+            continue  # a legacy component built by its build() method
+        if not callable(getattr(cls, out["method"], None)):
+            found.append(
+                _finding(
+                    "error",
+                    "runtime",
+                    f"output `{out['name']}` points to method '{out['method']}', which does not exist.",
+                    rule="missing-method",
+                )
+            )
+        elif not out["types"]:
+            found.append(
+                _finding(
+                    "error",
+                    "runtime",
+                    f"output `{out['name']}` has no type: give method '{out['method']}' a return annotation "
+                    "(or the Output `types=[...]`), or it can be connected to nothing.",
+                    rule="output-untyped",
+                )
+            )
+    return found
+
+
+def _finish(report: dict) -> dict:
+    """``is_valid``, ``phase``, ``error`` and ``warnings`` from ``builds`` and the findings."""
+    findings = report["findings"]
+    errors = [f for f in findings if f["severity"] == "error"]
+    report["is_valid"] = report.get("builds") is True and not errors
+    report["warnings"] = [f["message"][:1].upper() + f["message"][1:] for f in findings if f["severity"] == "warning"]
+    if errors:
+        first = errors[0]
+        message = first["message"]
+        report["phase"] = first["phase"]
+        if report.get("builds") is True:
+            report["error"] = f"Langflow accepts this, but {message[:1].lower()}{message[1:]}"
+        else:
+            report["error"] = message
+        if first.get("evidence") and first["phase"] == "smoke":
+            report.setdefault("traceback", first["evidence"])
+    return report
 
 
 # -- requests ------------------------------------------------------------------------------
 
+_LFX_READY: list[bool] = []
+
+
+def _prepare_lfx() -> None:
+    """Create lfx's own lazy services (trusted code) before any component code is armed.
+
+    lfx creates its settings service on first use, and creating it sets ``USER_AGENT`` in
+    ``os.environ`` (``os.putenv``), which the audit hook refuses while generated code runs.
+    A component that merely *imports* an lfx module using the settings (the MCP components)
+    would then fail to build here while Langflow builds it.  A worker should call this while
+    warming up; ``validate`` calls it too, and it costs nothing after the first time.
+    """
+    if _LFX_READY:
+        return
+    _LFX_READY.append(True)
+    with contextlib.suppress(Exception):
+        from lfx.services.deps import get_settings_service
+
+        get_settings_service()
+
 
 def validate(code: str, *, smoke: bool, timeout: float) -> dict:
+    """Build ``code`` exactly as Langflow's ``POST /api/v1/custom_component`` does (``builds``),
+    then look for what will break when it is used (``findings``) and smoke-run its outputs."""
     report: dict = {
         "is_valid": False,
+        "builds": None,
+        "findings": [],
         "phase": None,
         "warnings": [],
         "phases_run": ["runtime"],
@@ -705,74 +1057,127 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
         "timings_ms": {},
         "lfx_version": LFX_VERSION,
     }
+    findings = report["findings"]
+    _prepare_lfx()
     _STATE["violations"] = []
+    _STATE["network"] = False
     t0 = time.perf_counter()
     deadline = time.monotonic() + timeout
-    missing = _missing_packages(code)
-    if missing:
-        names = ", ".join(m["module"] for m in missing)
-        fixes = " ".join(m["fix"] for m in missing)
-        report.update(
-            phase="runtime",
-            missing_packages=missing,
-            error=f"ModuleNotFoundError: No module named {names!r} is installed. Install it ({fixes}) "
-            "or use only the standard library and lfx.",
-        )
-        report["timings_ms"]["runtime"] = round((time.perf_counter() - t0) * 1000, 3)
-        return report
     try:
         with _Armed(deadline):
             template, instance = build_custom_component_template(Component(_code=code))
     except _Timeout:
-        report.update(phase="runtime", error=f"Building the component took longer than {timeout:g} s (infinite loop?).")
-        return report
-    except BaseException as exc:
-        text = _error_text(exc)
-        if isinstance(exc, SystemExit):
-            text = "The component's code called sys.exit() while being loaded."
-        report.update(phase="runtime", error=text, traceback=_exc_traceback(exc))
-        module = _missing_module(exc)
-        if module:  # an import deeper down (e.g. inside lfx) needs a package that is not installed
-            dist = _DIST_ALIASES.get(module, module.replace("_", "-"))
-            report["missing_packages"] = [{"module": module, "distribution": dist, "fix": f"%pip install {dist}"}]
-        return report
-    finally:
+        findings.append(
+            _finding(
+                "error",
+                "runtime",
+                f"Building the component took longer than {timeout:g} s (infinite loop?).",
+                rule="build-timeout",
+            )
+        )
         report["timings_ms"]["runtime"] = round((time.perf_counter() - t0) * 1000, 3)
+        return _finish(report)
+    except BaseException as exc:
+        report["timings_ms"]["runtime"] = round((time.perf_counter() - t0) * 1000, 3)
+        text = _error_text(exc)
+        report["traceback"] = _exc_traceback(exc)
+        if isinstance(exc, SystemExit):
+            findings.append(
+                _finding("error", "runtime", "The component's code called sys.exit() while being loaded.", rule="build")
+            )
+        elif _STATE["violations"] or _STATE["network"]:
+            # The sandbox refused something the code does while loading: what Langflow would
+            # answer is unknown (it would let it happen), so ``builds`` stays None.
+            findings.append(
+                _finding(
+                    "error",
+                    "runtime",
+                    f"While loading, the code did something the validation sandbox refuses, so whether Langflow "
+                    f"builds it is unknown: {text}",
+                    evidence="; ".join(map(str, _STATE["violations"][:5])) or "network access",
+                    rule="build-sandbox",
+                )
+            )
+        else:
+            report["builds"] = False
+            module = _missing_module(exc)
+            if module:  # a module-level import (or one inside lfx) needs a package that is not installed
+                missing = _missing_packages(code, when="build")
+                if _package(module)["distribution"] not in {m["distribution"] for m in missing}:
+                    missing.insert(0, _package(module))
+                report["missing_packages"] = missing
+                fixes = " ".join(m["fix"] for m in missing)
+                names = ", ".join(m["module"] for m in missing)
+                text = f"{text} Langflow needs {names} installed to build it: {fixes}"
+            findings.append(_finding("error", "runtime", f"Langflow rejects this: {text}", rule="build"))
+        return _finish(report)
+    report["builds"] = True
+    report["timings_ms"]["runtime"] = round((time.perf_counter() - t0) * 1000, 3)
     cls = type(instance)
     report["class_name"] = cls.__name__
     report["display_name"] = template.get("display_name")
     report["description"] = template.get("description")
     report["inputs"], report["outputs"] = _field_summaries(instance, template)
-    problems = []
-    for out in report["outputs"]:
-        if out["method"] is None:
-            continue  # a legacy component built by its build() method
-        if not out["types"]:
-            problems.append(f"Output '{out['name']}' has no type: give method '{out['method']}' a return annotation.")
-        if not callable(getattr(cls, out["method"], None)):
-            problems.append(f"Output '{out['name']}' points to method '{out['method']}', which does not exist.")
-    if problems:
-        report.update(phase="runtime", error=" ".join(problems))
-        return report
-    if smoke:
+    run_missing = _missing_packages(code, when="run")
+    for m in run_missing:
+        findings.append(
+            _finding(
+                "warning",
+                "runtime",
+                f"needs {m['module']} to run: a method imports it and it is not installed here. Fix: {m['fix']}",
+                rule="needs-package",
+            )
+        )
+    report["missing_packages"] = run_missing
+    findings.extend(_output_findings(cls, report["outputs"]))
+    with contextlib.suppress(Exception):
+        findings.extend(_input_name_findings(code, instance))
+    if not report["outputs"]:
+        legacy = not isinstance(instance, Component)
+        if not legacy and not (callable(getattr(cls, "update_outputs", None)) and "update_outputs" in code):
+            findings.append(
+                _finding("warning", "runtime", "the component defines no outputs: nothing can connect to it.")
+            )
+    if smoke and not any(f["severity"] == "error" for f in findings):
         report["phases_run"].append("smoke")
         t1 = time.perf_counter()
         try:
-            _smoke(cls, code, instance, template, report, deadline)
+            if not isinstance(instance, Component):
+                report.update(
+                    smoke="skipped",
+                    smoke_reason="it is a legacy CustomComponent: Langflow calls its build() with the flow's values",
+                )
+            else:
+                _smoke(cls, code, instance, template, report, deadline)
         except _Timeout:
-            report.update(smoke="failed", error=f"An output did not finish within {timeout:g} s (infinite loop?).")
+            if _STATE["network"]:
+                report.update(smoke="skipped", smoke_reason="it uses the network (refused while validating)")
+            else:
+                report["smoke"] = "failed"
+                findings.append(
+                    _finding(
+                        "error",
+                        "smoke",
+                        f"an output did not finish within {timeout:g} s (infinite loop?).",
+                        rule="smoke-timeout",
+                    )
+                )
         except BaseException as exc:
-            report.update(
-                smoke="failed",
-                error=f"Instantiating with sample inputs failed: {_error_text(exc)}",
-                traceback=_exc_traceback(exc),
-            )
+            if _STATE["network"]:
+                report.update(smoke="skipped", smoke_reason="it uses the network (refused while validating)")
+            else:
+                report["smoke"] = "failed"
+                findings.append(
+                    _finding(
+                        "error",
+                        "smoke",
+                        f"it cannot be created with sample inputs: {_error_text(exc)}",
+                        evidence=_exc_traceback(exc),
+                        rule="smoke-init",
+                    )
+                )
         report["timings_ms"]["smoke"] = round((time.perf_counter() - t1) * 1000, 3)
-        if report["smoke"] == "failed":
-            report["phase"] = "smoke"
-            return report
-    report["is_valid"] = True
-    return report
+    return _finish(report)
 
 
 _INPUT_NOISE = {
@@ -1186,6 +1591,7 @@ def main() -> None:
     # The first build costs ~1 s; pay it now.  A failure here shows up in the first real request.
     with contextlib.suppress(Exception):
         build_custom_component_template(Component(_code=_WARMUP))
+    _prepare_lfx()  # lfx's settings service (~0.3 s), created before any component code is armed
     op_errors = _load_op_modules()
     try:  # computed here, before any generated code ever ran in this interpreter
         ref: dict | None = reference()

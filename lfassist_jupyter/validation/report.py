@@ -4,6 +4,15 @@ One report type serves the engine (which feeds ``error`` back to the model), the
 and the panel (which show inputs, outputs and warnings), and the benchmarks (timings).
 ``error`` is short on purpose -- it goes into a prompt -- while ``traceback`` keeps the
 whole story for a human.
+
+Two verdicts live side by side and must never be confused:
+
+- ``builds`` is Langflow's: exactly what ``POST /api/v1/custom_component`` answers with
+  the same lfx (does ``build_custom_component_template`` succeed?).  ``None`` when lfx was
+  not asked (a static-only check, or code too large to send).
+- ``findings`` are ours: each an ``error`` (it will break when used, with the evidence),
+  a ``warning`` or a ``policy`` note (e.g. it runs shell commands: allowed by Langflow,
+  worth knowing).  ``is_valid`` = it builds and has no ``error`` finding.
 """
 
 from __future__ import annotations
@@ -14,6 +23,18 @@ from pydantic import BaseModel, Field
 
 Phase = Literal["static", "security", "runtime", "smoke"]
 SmokeStatus = Literal["passed", "failed", "skipped", "not_run"]
+Severity = Literal["error", "warning", "policy"]
+
+
+class Finding(BaseModel):
+    """One thing we found, with how bad it is and where."""
+
+    severity: Severity
+    phase: Phase
+    message: str
+    line: int | None = None
+    evidence: str | None = None  # what proves it: lfx's own message, the exception an output raised, ...
+    rule: str | None = None  # a short id (e.g. "input-ignored"), so the same fact found twice is shown once
 
 
 class FieldSummary(BaseModel):
@@ -33,7 +54,9 @@ class MissingPackage(BaseModel):
 
 
 class ValidationReport(BaseModel):
-    is_valid: bool
+    is_valid: bool  # builds and no error finding (a static-only report: no error finding so far)
+    builds: bool | None = None  # Langflow's verdict; None when lfx was not asked
+    findings: list[Finding] = Field(default_factory=list)
     phase: Phase | None = None  # the phase that failed; None when valid
     class_name: str | None = None
     error: str | None = None  # concise, meant for the model's retry prompt
@@ -50,6 +73,9 @@ class ValidationReport(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     lfx_version: str | None = None
     retryable: bool = True  # False when a model cannot fix it (e.g. lfx is not installed)
+
+    def by_severity(self, severity: Severity) -> list[Finding]:
+        return [f for f in self.findings if f.severity == severity]
 
     @property
     def summary(self) -> str:

@@ -27,6 +27,7 @@ import atexit
 import base64
 import contextlib
 import json
+import math
 import os
 import select
 import shutil
@@ -42,13 +43,15 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from lfassist_jupyter._secrets import is_secret_name, redact, secret_values
+from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.validation import _isolation
-from lfassist_jupyter.validation.report import ValidationReport
-from lfassist_jupyter.validation.static import validate_static
+from lfassist_jupyter.validation.report import Finding, ValidationReport
+from lfassist_jupyter.validation.static import SecurityMode, validate_static
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
 # Sibling op scripts the worker imports by path (stdlib + lfx only); a flow runner goes here too.
 OP_MODULES: tuple[Path, ...] = (Path(__file__).with_name("_run_component.py"),)
+MAX_TIMEOUT = 3600.0  # validate_component's bound on ``timeout``: an hour is already a hang
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer
 LINE_CAP = 8 * 1024 * 1024  # the longest line we read from the zygote (its own caps are lower)
 _ENV_ALLOW = ("PATH", "LANG", "LANGUAGE", "TZ", "SYSTEMROOT")
@@ -511,12 +514,65 @@ def warm_up() -> SandboxValidator:
     return validator
 
 
+_PHASE_ORDER = {"static": 0, "security": 1, "runtime": 2, "smoke": 3}
+
+
 def _merge(static: ValidationReport, runtime: ValidationReport) -> ValidationReport:
+    """One report: Langflow's verdict (``builds``, from the worker) and every finding, static
+    ones first; a fact both phases found (same ``rule``) is kept once, with its line."""
     runtime.phases_run = [*static.phases_run, *runtime.phases_run]
     runtime.timings_ms = {**static.timings_ms, **runtime.timings_ms}
     if not runtime.class_name:
         runtime.class_name = static.class_name
-    return runtime
+    if runtime.builds is None and static.builds is False:
+        runtime.builds = False
+    if not runtime.findings and not runtime.is_valid and runtime.error:
+        # The sandbox itself answered (timeout, crash, lfx missing): keep that as a finding.
+        runtime.findings.append(Finding(severity="error", phase=runtime.phase or "runtime", message=runtime.error))
+    static_rules = {f.rule for f in static.findings if f.rule and f.rule != "security"}
+    kept = [f for f in runtime.findings if not (f.rule and f.rule in static_rules)]
+    runtime.findings = sorted([*static.findings, *kept], key=lambda f: _PHASE_ORDER.get(f.phase, 9))
+    runtime.warnings = list(dict.fromkeys([*static.warnings, *runtime.warnings]))
+    return settle(runtime)
+
+
+def settle(report: ValidationReport) -> ValidationReport:
+    """``is_valid``, ``phase`` and ``error`` from ``builds`` and the findings.
+
+    ``error`` says whose verdict it is: "Langflow rejects this: ..." (lfx's own message) or
+    "Langflow accepts this, but ..." (our finding, with its evidence in the finding)."""
+    errors = [f for f in report.findings if f.severity == "error"]
+    report.is_valid = report.builds is True and not errors
+    if report.is_valid:
+        report.phase, report.error = None, None
+        return report
+    first = errors[0] if errors else None
+    if report.builds is False:
+        first = next((f for f in errors if f.rule == "build"), first)
+    if first is None:
+        return report
+    report.phase = first.phase
+    message = first.message
+    if report.builds is True and not message.startswith("Langflow"):
+        message = f"Langflow accepts this, but {message[:1].lower()}{message[1:]}"
+    report.error = message
+    return report
+
+
+def _check_arguments(code: object, timeout: object, smoke: object) -> float:
+    """Usage mistakes get a ConfigError that says what is expected, never a traceback from deep inside."""
+    if not isinstance(code, str):
+        raise ConfigError(
+            f"validate_component expects the component's source code as a str, not {type(code).__name__}"
+            + (" (decode the bytes first, e.g. code.decode('utf-8'))." if isinstance(code, bytes | bytearray) else ".")
+        )
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ConfigError(f"timeout must be a number of seconds, not {type(timeout).__name__}.")
+    if not math.isfinite(timeout) or timeout <= 0 or timeout > MAX_TIMEOUT:
+        raise ConfigError(f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}, not {timeout!r}.")
+    if not isinstance(smoke, bool):
+        raise ConfigError(f"smoke must be True or False, not {smoke!r}.")
+    return float(timeout)
 
 
 def validate_component(
@@ -524,14 +580,25 @@ def validate_component(
     *,
     smoke: bool = True,
     timeout: float = 10.0,
-    security: bool = True,
+    security: SecurityMode | bool = "report",
     validator: SandboxValidator | None = None,
 ) -> ValidationReport:
-    """Validate Langflow component code: static and security phases here, then the
-    runtime and smoke phases in the sandboxed worker.  Never runs the code in this process."""
+    """Validate Langflow component code: static and security phases here, then the runtime
+    (lfx builds it, as Langflow's ``POST /api/v1/custom_component`` does) and smoke phases in
+    the sandboxed worker.  Never runs the code in this process.
+
+    ``report.builds`` is Langflow's verdict; ``report.findings`` are ours (``error``: it will
+    break when used; ``warning``; ``policy``).  ``security="report"`` (the default here, for
+    code a user brings) lists unsafe calls as policy findings; ``"reject"`` refuses them, as
+    the engine does for generated code; ``"off"`` skips the scan.
+
+    Raises ``ConfigError`` for a usage mistake (code that is not a str, a timeout that is not
+    a positive finite number); bad *code* always gets a report.
+    """
+    timeout = _check_arguments(code, timeout, smoke)
     static = validate_static(code, security=security)
-    if not static.is_valid:
-        return static
+    if static.builds is False or (static.builds is None and not static.class_name and not static.is_valid):
+        return static  # certain without lfx (syntax error, no component class, too large)
     runtime = (validator or default_validator()).validate_sync(code, smoke=smoke, timeout=timeout)
     return _merge(static, runtime)
 
@@ -541,10 +608,11 @@ async def avalidate_component(
     *,
     smoke: bool = True,
     timeout: float = 10.0,
-    security: bool = True,
+    security: SecurityMode | bool = "report",
     validator: SandboxValidator | None = None,
 ) -> ValidationReport:
     """Async twin of ``validate_component``."""
+    _check_arguments(code, timeout, smoke)
     return await asyncio.to_thread(
         validate_component, code, smoke=smoke, timeout=timeout, security=security, validator=validator
     )

@@ -2,9 +2,19 @@
 
 These catch in about a millisecond what would otherwise cost a worker round trip, and
 they are the only phases that run *before* any generated code executes anywhere, which
-is why the security scan lives here: code that calls ``os.system`` never reaches the
-sandbox at all.  The sandbox (``sandbox.py``) remains the real defence; this scan gives
-the model a precise, early error to fix.
+is why the security scan lives here: generated code that calls ``os.system`` never
+reaches the sandbox at all.  The sandbox (``sandbox.py``) remains the real defence; this
+scan gives the model a precise, early error to fix.
+
+Two audiences, one scan (``security=``):
+- ``"reject"`` (the default, what the engine uses for *generated* code): unsafe calls are
+  ``error`` findings and the code is refused;
+- ``"report"`` (what ``validate_component`` uses for code a *user* brings): they are
+  ``policy`` findings -- shown prominently, not a verdict, since Langflow runs such code.
+
+Everything here is a fact the AST proves.  Whether lfx builds the code is the worker's
+question; the static phase only says "it does not build" when that is certain (a syntax
+error, no class lfx can find), so it never contradicts Langflow.
 """
 
 from __future__ import annotations
@@ -12,45 +22,19 @@ from __future__ import annotations
 import ast
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable
+from typing import Literal
 
-from lfassist_jupyter.core.extract import _COMPONENT_BASE
-from lfassist_jupyter.validation.report import FieldSummary, ValidationReport
-
-# Input/output names that clash with attributes a Component instance sets itself; lfx
-# rejects them at run time ("is a reserved word") or silently shadows a method.
-RESERVED_NAMES = frozenset(
-    {
-        "add_tool_output",
-        "build",
-        "build_parameters",
-        "cache",
-        "code",
-        "ctx",
-        "description",
-        "display_name",
-        "field_config",
-        "field_order",
-        "frozen",
-        "function",
-        "graph",
-        "icon",
-        "inputs",
-        "is_input",
-        "is_output",
-        "log",
-        "name",
-        "outputs",
-        "repr_value",
-        "run",
-        "set",
-        "selected_output",
-        "status",
-        "trace_type",
-        "user_id",
-        "vertex",
-    }
+from lfassist_jupyter.artifacts.component import (
+    MAX_CODE_CHARS,
+    find_component_class,
+    is_component_base,
+    lfx_component_class,
 )
+from lfassist_jupyter.validation.report import FieldSummary, Finding, ValidationReport
+
+SecurityMode = Literal["reject", "report", "off"]
 
 _DANGEROUS_MODULES = {
     "subprocess": "runs shell commands",
@@ -122,21 +106,8 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _is_component_base(base: ast.expr) -> bool:
-    name = _dotted(base)
-    if name is None and isinstance(base, ast.Subscript):
-        name = _dotted(base.value)
-    return bool(name) and bool(_COMPONENT_BASE.search(f" {name} "))
-
-
-def find_component_class(tree: ast.Module) -> ast.ClassDef | None:
-    """The last top-level class with a ``...Component`` base (the last wins, as in Langflow,
-    because helper classes are usually defined first)."""
-    found = None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and any(_is_component_base(b) for b in node.bases):
-            found = node
-    return found
+def _base_name(base: ast.expr) -> str:
+    return _dotted(base.value if isinstance(base, ast.Subscript) else base) or ""
 
 
 def _kw(call: ast.Call, name: str) -> ast.expr | None:
@@ -163,13 +134,26 @@ def _class_list(cls: ast.ClassDef, attr: str) -> list[ast.Call] | None:
     return None
 
 
+def _own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterable[ast.AST]:
+    """The function's nodes, without those of nested functions, lambdas and classes."""
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+                stack.append(child)
+
+
 def _returns_value(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    for node in ast.walk(func):
-        if isinstance(node, ast.Return) and node.value is not None:
-            return True
-        if isinstance(node, ast.Yield | ast.YieldFrom):
-            return True
-    return False
+    return any(
+        (isinstance(n, ast.Return) and n.value is not None) or isinstance(n, ast.Yield | ast.YieldFrom)
+        for n in _own_nodes(func)
+    )
+
+
+def _raises(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(n, ast.Raise) for n in _own_nodes(func))
 
 
 def imported_modules(tree: ast.Module) -> list[tuple[str, int]]:
@@ -183,9 +167,9 @@ def imported_modules(tree: ast.Module) -> list[tuple[str, int]]:
     return found
 
 
-def security_issues(tree: ast.Module) -> list[str]:
-    """Human-readable findings of dangerous calls and imports, with line numbers."""
-    issues: list[str] = []
+def security_findings(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, description) of each dangerous call, import or escape hatch, in source order."""
+    issues: list[tuple[int, str]] = []
     aliases: dict[str, str] = {}  # local name -> "module" or "module.attr"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -193,16 +177,16 @@ def security_issues(tree: ast.Module) -> list[str]:
                 top = a.name.split(".")[0]
                 aliases[a.asname or top] = a.name if a.asname else top
                 if top in _DANGEROUS_MODULES:
-                    issues.append(f"line {node.lineno}: import of `{a.name}` ({_DANGEROUS_MODULES[top]})")
+                    issues.append((node.lineno, f"import of `{a.name}` ({_DANGEROUS_MODULES[top]})"))
         elif isinstance(node, ast.ImportFrom) and node.module:
             top = node.module.split(".")[0]
             if top in _DANGEROUS_MODULES:
-                issues.append(f"line {node.lineno}: import from `{node.module}` ({_DANGEROUS_MODULES[top]})")
+                issues.append((node.lineno, f"import from `{node.module}` ({_DANGEROUS_MODULES[top]})"))
             for a in node.names:
                 aliases[a.asname or a.name] = f"{node.module}.{a.name}"
                 why = _DANGEROUS_ATTRS.get((top, a.name)) or _DANGEROUS_BUILTINS.get(a.name)
                 if why:
-                    issues.append(f"line {node.lineno}: import of `{node.module}.{a.name}` ({why})")
+                    issues.append((node.lineno, f"import of `{node.module}.{a.name}` ({why})"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             name = _dotted(node.func)
@@ -223,20 +207,20 @@ def security_issues(tree: ast.Module) -> list[str]:
                     why = _DANGEROUS_MODULES[top]
             if resolved in ("getattr", "setattr") and len(node.args) >= 2:
                 target = _dotted(node.args[0])
-                if target and aliases.get(target, target).split(".")[0] in (
-                    "os",
-                    "sys",
-                    "builtins",
-                    "subprocess",
-                ):
+                if target and aliases.get(target, target).split(".")[0] in ("os", "sys", "builtins", "subprocess"):
                     why = "reaches into a system module by name"
             if why:
-                issues.append(f"line {node.lineno}: call to `{resolved}` ({why})")
+                issues.append((node.lineno, f"call to `{resolved}` ({why})"))
         elif isinstance(node, ast.Attribute) and node.attr in _DUNDER_ESCAPES:
-            issues.append(f"line {node.lineno}: access to `{node.attr}` (escapes the component's scope)")
+            issues.append((node.lineno, f"access to `{node.attr}` (escapes the component's scope)"))
         elif isinstance(node, ast.Name) and node.id == "__builtins__":
-            issues.append(f"line {node.lineno}: access to `__builtins__` (escapes the component's scope)")
-    return list(dict.fromkeys(issues))
+            issues.append((node.lineno, "access to `__builtins__` (escapes the component's scope)"))
+    return sorted(dict.fromkeys(issues), key=lambda i: i[0])
+
+
+def security_issues(tree: ast.Module) -> list[str]:
+    """The security findings as "line N: ..." strings (kept for callers of the old API)."""
+    return [f"line {line}: {text}" for line, text in security_findings(tree)]
 
 
 def _syntax_error(exc: SyntaxError) -> str:
@@ -244,98 +228,206 @@ def _syntax_error(exc: SyntaxError) -> str:
     return f"SyntaxError: {exc.msg}{where}"
 
 
-def validate_static(code: str, *, security: bool = True) -> ValidationReport:
-    """Run the static and security phases on ``code``.
+def _security_mode(security: SecurityMode | bool) -> SecurityMode:
+    if security is True:
+        return "reject"
+    if security is False:
+        return "off"
+    if security not in ("reject", "report", "off"):
+        from lfassist_jupyter.errors import ConfigError
 
-    A report with ``is_valid=True`` means "nothing wrong that can be seen without running
-    it"; the runtime and smoke phases decide the rest.
-    """
-    t0 = time.perf_counter()
-    report = ValidationReport(is_valid=False, phases_run=["static"])
+        raise ConfigError(f"security must be 'reject', 'report' or 'off', not {security!r}.")
+    return security
 
-    def done(phase: str | None, error: str | None) -> ValidationReport:
-        report.is_valid = error is None
-        report.phase = phase if error else None  # type: ignore[assignment]
-        report.error = error
-        report.timings_ms["static"] = round((time.perf_counter() - t0) * 1000, 3)
-        return report
 
-    if not code or not code.strip():
-        return done("static", "The code is empty.")
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return done("static", _syntax_error(exc))
-    except ValueError as exc:  # e.g. NUL bytes
-        return done("static", f"SyntaxError: {exc}")
+def _check_class(cls: ast.ClassDef, report: ValidationReport) -> None:
+    """Facts the AST proves about the component class: names, outputs and their methods."""
 
-    cls = find_component_class(tree)
-    if cls is None:
-        return done(
-            "static",
-            "Could not find a class that inherits from Component. Define "
-            "`class MyComponent(Component):` with `from lfx.custom.custom_component.component import Component`.",
+    def error(rule: str, message: str, line: int | None, evidence: str | None = None) -> None:
+        report.findings.append(
+            Finding(severity="error", phase="static", rule=rule, message=message, line=line, evidence=evidence)
         )
-    report.class_name = cls.name
 
     inputs = _class_list(cls, "inputs") or []
     outputs = _class_list(cls, "outputs") or []
-    in_names = [n for c in inputs if (n := _const_str(_kw(c, "name")))]
-    out_names = [n for c in outputs if (n := _const_str(_kw(c, "name")))]
-    report.inputs = [FieldSummary(name=n, type=_dotted(c.func)) for c in inputs if (n := _const_str(_kw(c, "name")))]
+    named_inputs = [(n, c) for c in inputs if (n := _const_str(_kw(c, "name")))]
+    named_outputs = [(n, c) for c in outputs if (n := _const_str(_kw(c, "name")))]
+    report.inputs = [FieldSummary(name=n, type=_dotted(c.func)) for n, c in named_inputs]
 
-    problems: list[str] = []
-    for kind, names in (("input", in_names), ("output", out_names)):
-        dupes = sorted({n for n in names if names.count(n) > 1})
+    # Linear: a Counter, not names.count(n) per name (20,000 inputs must stay instant).
+    for kind, named in (("input", named_inputs), ("output", named_outputs)):
+        counts = Counter(n for n, _ in named)
+        dupes = sorted(n for n, k in counts.items() if k > 1)
         if dupes:
-            problems.append(f"Duplicate {kind} names: {', '.join(dupes)}. Each {kind} needs a unique name.")
-    overlap = sorted(set(in_names) & set(out_names))
+            line = next(c.lineno for n, c in named if counts[n] > 1)
+            error(
+                f"duplicate-{kind}",
+                f"Duplicate {kind} names: {', '.join(dupes[:10])}. Each {kind} needs a unique name; "
+                f"Langflow keeps only one {kind} per name, so the other is lost.",
+                line,
+            )
+    out_names = {n for n, _ in named_outputs}
+    overlap = sorted({n for n, _ in named_inputs} & out_names)
     if overlap:
-        problems.append(f"Inputs and outputs have overlapping names: {', '.join(overlap)}. Rename one of each pair.")
-    reserved = sorted((set(in_names) | set(out_names)) & RESERVED_NAMES)
-    if reserved:
-        problems.append(
-            f"Reserved names used for inputs or outputs: {', '.join(reserved)}. "
-            "These are Component attributes; choose other names (e.g. 'input_text', 'result')."
+        line = next(c.lineno for n, c in named_inputs if n in out_names)
+        error(
+            "name-overlap",
+            f"Inputs and outputs have overlapping names: {', '.join(overlap[:10])}. Rename one of each pair.",
+            line,
+            "lfx refuses it: Component.__init__ raises 'Inputs and outputs have overlapping names'.",
         )
 
     methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    # Only check methods when every base is a plain Component: other bases may supply them.
-    plain_bases = all((_dotted(b) or "").split(".")[-1] in ("Component", "CustomComponent") for b in cls.bases)
+    # Only when every base is a plain Component is the class the whole story: any other
+    # base (ComponentWithCache, LCModelComponent, ...) may supply methods; the worker
+    # then decides with the real MRO.
+    plain = all(_base_name(b).split(".")[-1] in ("Component", "CustomComponent") for b in cls.bases)
     for out in outputs:
         method = _const_str(_kw(out, "method"))
         name = _const_str(_kw(out, "name")) or "?"
         if method is None:
-            if plain_bases:
-                problems.append(f"Output '{name}' has no method=...; name the method that builds it.")
             continue
         report.outputs.append(FieldSummary(name=name, method=method))
         func = methods.get(method)
         if func is None:
-            if plain_bases:
-                problems.append(f"Output '{name}' points to method '{method}', which the class does not define.")
+            if plain:
+                error(
+                    "missing-method",
+                    f"Output '{name}' points to method '{method}', which the class does not define.",
+                    out.lineno,
+                )
             continue
-        if func.returns is None:
-            problems.append(
+        typed = _kw(out, "types") is not None or _kw(out, "type") is not None
+        if func.returns is None and not typed:
+            error(
+                "output-untyped",
                 f"Method '{method}' (output '{name}') has no return annotation; add one such as `-> Message`, "
-                "`-> Data` or `-> DataFrame` so Langflow knows the output type."
+                "`-> Data` or `-> DataFrame` (or `types=[...]` on the Output) so Langflow knows the output type.",
+                func.lineno,
+                "Langflow types an output from its method's return annotation; without one it can connect to nothing.",
             )
-        elif not _returns_value(func):
-            problems.append(f"Method '{method}' (output '{name}') never returns a value.")
-    if plain_bases and not outputs:
-        problems.append("The component defines no outputs; add `outputs = [Output(name=..., method=...)]`.")
-    if problems:
-        return done("static", " ".join(problems))
+        elif not _returns_value(func) and not _raises(func):
+            # A method that raises (a retired component's `raise SomeError(...)`) is deliberate.
+            error(
+                "never-returns",
+                f"Method '{method}' (output '{name}') never returns a value, so the output is always None.",
+                func.lineno,
+            )
 
-    if security:
-        report.phases_run.append("security")
-        issues = security_issues(tree)
-        if issues:
-            return done(
-                "security",
-                "Unsafe code is not allowed in a component: " + "; ".join(issues[:5]) + ". Remove these calls.",
+
+def validate_static(code: str, *, security: SecurityMode | bool = "reject") -> ValidationReport:
+    """Run the static and security phases on ``code``.
+
+    A report with ``is_valid=True`` means "nothing wrong that can be seen without running
+    it"; the runtime and smoke phases decide the rest.  ``builds`` is ``False`` only when
+    lfx certainly cannot build the code (syntax error, no class it can find), else ``None``.
+
+    ``security``: ``"reject"`` (default; unsafe calls are errors -- for generated code),
+    ``"report"`` (they are ``policy`` findings -- for code a user validates) or ``"off"``.
+    ``True``/``False`` mean ``"reject"``/``"off"``.  Never raises for bad code.
+    """
+    mode = _security_mode(security)
+    t0 = time.perf_counter()
+    report = ValidationReport(is_valid=False, phases_run=["static"])
+
+    def done() -> ValidationReport:
+        errors = report.by_severity("error")
+        report.is_valid = not errors and report.builds is not False
+        report.phase = errors[0].phase if errors else ("static" if report.builds is False else None)
+        report.error = errors[0].message if errors else None
+        report.timings_ms["static"] = round((time.perf_counter() - t0) * 1000, 3)
+        return report
+
+    def fail(message: str, *, builds: bool | None = False, line: int | None = None) -> ValidationReport:
+        report.builds = builds
+        report.findings.append(Finding(severity="error", phase="static", message=message, line=line))
+        return done()
+
+    if not isinstance(code, str):
+        return fail(f"Expected the component's code as a str, got {type(code).__name__}.", builds=None)
+    if len(code) > MAX_CODE_CHARS:
+        return fail(
+            f"The code is {len(code):,} characters; a component is at most {MAX_CODE_CHARS:,}. "
+            "Nothing was parsed or run.",
+            builds=None,
+        )
+    if not code.strip():
+        return fail("The code is empty.")
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return fail(_syntax_error(exc), line=exc.lineno)
+    except ValueError as exc:  # e.g. NUL bytes
+        return fail(f"SyntaxError: {exc}")
+    except (MemoryError, RecursionError) as exc:
+        # Python's own parser gives up on very deep nesting ("-" * 100000 + "1"); so does lfx.
+        return fail(
+            f"The code is nested too deeply for Python to parse ({type(exc).__name__}); "
+            "it cannot be a working component."
+        )
+
+    try:
+        cls = lfx_component_class(tree)
+        if cls is None:
+            ours = find_component_class(tree)
+            if ours is not None:
+                return fail(
+                    f"Langflow cannot find the component class: lfx only recognises a base written as a plain "
+                    f"name (`class {ours.name}(Component):`), not `{_base_name(ours.bases[0]) or '...'}`. "
+                    "Import the base class and use its bare name.",
+                    line=ours.lineno,
+                )
+            return fail(
+                "Could not find a class that inherits from Component. Define "
+                "`class MyComponent(Component):` with `from lfx.custom.custom_component.component import Component`."
             )
-    return done(None, None)
+        report.class_name = cls.name
+        if any(is_component_base(_base_name(b)) for b in cls.bases) or not cls.bases:
+            _check_class(cls, report)
+        else:  # e.g. ComponentWithCache: the worker checks it against the real class
+            _check_class_lightly(cls, report)
+
+        if mode != "off":
+            report.phases_run.append("security")
+            issues = security_findings(tree)
+            if issues and mode == "reject":
+                items = "; ".join(f"line {line}: {text}" for line, text in issues[:5])
+                report.findings.append(
+                    Finding(
+                        severity="error",
+                        phase="security",
+                        rule="security",
+                        message=f"Unsafe code is not allowed in a component: {items}. Remove these calls.",
+                        line=issues[0][0],
+                    )
+                )
+            for line, text in issues if mode == "report" else ():
+                report.findings.append(
+                    Finding(
+                        severity="policy",
+                        phase="security",
+                        rule="security",
+                        message=f"Line {line}: {text}. Langflow allows it; validation runs it only in the sandbox.",
+                        line=line,
+                    )
+                )
+    except (MemoryError, RecursionError) as exc:
+        report.findings.append(
+            Finding(
+                severity="error",
+                phase="static",
+                message=f"The code is too large or too deeply nested to analyse ({type(exc).__name__}).",
+            )
+        )
+    return done()
+
+
+def _check_class_lightly(cls: ast.ClassDef, report: ValidationReport) -> None:
+    """For a class whose base is not obviously a component: only what no base can change."""
+    probe = ValidationReport(is_valid=False)
+    _check_class(cls, probe)
+    report.inputs, report.outputs = probe.inputs, probe.outputs
+    report.findings += [f for f in probe.findings if f.rule in ("duplicate-input", "duplicate-output", "name-overlap")]
 
 
 def stdlib_modules() -> frozenset[str]:
