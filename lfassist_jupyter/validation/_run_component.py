@@ -47,7 +47,7 @@ def register(ops: dict, worker: object) -> None:
                 return {"ok": False, "error": "The component has no output."}
             with w._Armed(deadline):
                 component = cls(_code=code, **values)
-                result = w._call(getattr(component, outputs[0].get("method") or ""))
+                result = w._call(component, outputs[0].get("method") or "")
             return {"ok": True, "text": _text_of(result), "output": outputs[0].get("name")}
         except w._Timeout:
             return {"ok": False, "error": "The component did not finish in time."}
