@@ -33,6 +33,7 @@ $(CHROMIUM):
 
 test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/python -m pytest -q
 
 # The main job, offline unless a provider is configured: executes notebooks/quickstart.ipynb
@@ -41,8 +42,8 @@ demo: $(STAMP)
 	$(BIN)/python notebooks/run_demo.py $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check lfassist_jupyter tests benchmarks
-	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks
+	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 
 # Refresh the README's screenshots from the browser suite.
 screenshots: $(STAMP) $(CHROMIUM)

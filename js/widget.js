@@ -3,17 +3,8 @@
 // State comes from the Python model's traits; the view only renders it and sends small
 // requests ({type: "send" | "stop" | "insert" | ...}).  HTML inside messages (answers,
 // highlighted code) is rendered by Python from escaped Markdown, never raw model output.
-
-const STEP_TEXT = {
-  generating_component: "Generating component",
-  generating: "Answering",
-  generation_complete: "Generation complete",
-  extracting_code: "Extracting code",
-  validating: "Validating",
-  validated: "Validated",
-  validation_failed: "Validation failed",
-  retrying: "Retrying",
-};
+// Step labels and which steps count attempts come from Python (lfassist_jupyter/ui/messages.py,
+// ProgressStep): the view renders what it is sent and keeps no table of its own.
 
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -32,10 +23,8 @@ function h(tag, attrs = {}, ...children) {
 }
 
 function stepLine(step) {
-  const base = STEP_TEXT[step.step] || step.step;
-  if (step.max_attempts > 1 && ["generating_component", "validating", "retrying"].includes(step.step)) {
-    return `${base}… attempt ${step.attempt} of ${step.max_attempts}`;
-  }
+  const base = step.label || step.step;
+  if (step.show_attempt) return `${base}… attempt ${step.attempt} of ${step.max_attempts}`;
   return step.done ? base : `${base}…`;
 }
 
@@ -154,7 +143,7 @@ function render({ model, el }) {
         h("span", { class: "lfa-muted" }, attempts)),
       ok ? null : h("div", { class: "lfa-error" }, m.error || "The component did not pass validation."),
       ioSummary(m),
-      h("details", { class: "lfa-code", open: ok ? undefined : undefined },
+      h("details", { class: "lfa-code" },
         h("summary", {}, ok ? "Code" : "Details and the last code"),
         h("div", { html: m.code_html })),
       h("div", { class: "lfa-actions" }, buttons));
@@ -190,7 +179,7 @@ function render({ model, el }) {
     }
     const items = steps.map((s, i) => {
       const current = i === steps.length - 1 && !s.done;
-      const failed = s.step === "validation_failed";
+      const failed = s.failed;
       const cls = current ? "lfa-current" : failed ? "lfa-failed" : "lfa-done";
       const mark = current ? "▸ " : failed ? "✗ " : "✓ ";
       const detail = failed && s.error ? `: ${s.error.split("\n")[0].slice(0, 140)}` : "";

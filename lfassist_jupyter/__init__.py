@@ -19,8 +19,9 @@ __version__ = "0.1.0"
 logging.getLogger("lfassist_jupyter").addHandler(logging.NullHandler())
 
 _LAZY = {
-    "Assistant": "lfassist_jupyter.core.engine",
-    "Validator": "lfassist_jupyter.core.engine",
+    "Assistant": "lfassist_jupyter.core.assistant",
+    "ComponentValidator": "lfassist_jupyter.validation.ports",
+    "Validator": "lfassist_jupyter.validation.ports",
     "AssistResult": "lfassist_jupyter.core.result",
     "ProgressEvent": "lfassist_jupyter.core.events",
     "TokenEvent": "lfassist_jupyter.core.events",
@@ -36,7 +37,7 @@ _LAZY = {
     "SandboxValidator": "lfassist_jupyter.validation.sandbox",
     "ChainValidator": "lfassist_jupyter.validation.chain",
     "LangflowClient": "lfassist_jupyter.langflow.client",
-    "ChatPanel": "lfassist_jupyter.widget",
+    "ChatPanel": "lfassist_jupyter.ui.panel",
 }
 
 __all__ = [*sorted(_LAZY), "load_ipython_extension", "unload_ipython_extension"]
@@ -57,12 +58,12 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext lfassist_jupyter``: register the magics and warm the validator up."""
-    from lfassist_jupyter.magics import load_ipython_extension as _load
+    from lfassist_jupyter.ui.magics import load_ipython_extension as _load
 
     _load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from lfassist_jupyter.magics import unload_ipython_extension as _unload
+    from lfassist_jupyter.ui.magics import unload_ipython_extension as _unload
 
     _unload(ipython)

@@ -1,4 +1,4 @@
-"""Renderings of reports, results and live progress: HTML for Jupyter, Markdown, and plain text.
+"""Renderings of reports and results: HTML for Jupyter, Markdown, and plain text.
 
 Only the standard library and (lazily) pygments, which IPython already depends on: the
 result card must render in JupyterLab, Notebook 7, VS Code (which all take text/html) and
@@ -9,17 +9,6 @@ from __future__ import annotations
 
 import html
 from typing import Any
-
-STEP_LABELS = {
-    "generating_component": "Generating component",
-    "generating": "Answering",
-    "generation_complete": "Generation complete",
-    "extracting_code": "Extracting code",
-    "validating": "Validating",
-    "validated": "Validated",
-    "validation_failed": "Validation failed",
-    "retrying": "Retrying",
-}
 
 _CARD = (
     "border:1px solid var(--jp-border-color2,#ddd);border-radius:6px;padding:8px 12px;margin:4px 0;"
@@ -62,7 +51,7 @@ def result_markdown(result: Any) -> str:
         return "⏹ Request cancelled."
     if result.status == "error":
         return f"❌ {result.error}"
-    if result.intent != "generate_component" or not result.code:
+    if result.kind != "component" or not result.code:
         return result.result
     badge = "✅ validated" if result.validated else "⚠️ not validated"
     parts = [f"**{result.class_name}** — {badge} ({result.attempts} attempt{'s' * (result.attempts != 1)})"]
@@ -141,7 +130,7 @@ def result_html(result: Any) -> str:
         return f'<div style="{_CARD}">⏹ Request cancelled.</div>'
     if result.status == "error":
         return f'<div style="{_CARD}">❌ {html.escape(result.error or "Error")}</div>'
-    if result.intent != "generate_component" or not result.code:
+    if result.kind != "component" or not result.code:
         text = html.escape(result.result).replace("\n", "<br>")
         return f'<div style="{_CARD}">{text}</div>'
     attempts = f"{result.attempts} attempt{'s' * (result.attempts != 1)}"
@@ -165,7 +154,7 @@ def result_html(result: Any) -> str:
 def result_text(result: Any) -> str:
     if result.status != "complete":
         return result_markdown(result)
-    if result.intent != "generate_component" or not result.code:
+    if result.kind != "component" or not result.code:
         return result.result
     badge = "validated" if result.validated else "NOT validated"
     lines = [f"{result.class_name}: {badge} ({result.attempts} attempt{'s' * (result.attempts != 1)})"]

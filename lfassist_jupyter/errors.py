@@ -13,10 +13,15 @@ The tree, so a caller can catch exactly what it can handle::
     │   ├── ProviderModelNotFoundError     404: the model name is unknown to the server
     │   ├── ProviderContentPolicyError     the provider refused the content
     │   └── ProviderHTTPError              any other status (5xx, malformed stream, ...)
-    ├── ExtractionError                    no component code found in a model reply
-    ├── ValidationFailedError              carries the ValidationReport
-    │   └── SandboxTimeoutError            the validation worker ran out of time
-    └── LangflowError                      talking to a Langflow server failed
+    └── LangflowError                      talking to a Langflow server failed (code is never lost)
+        ├── LangflowConnectionError        the server could not be reached (wrong URL, down, timed out)
+        │   └── LangflowNotReadyError      503: it is still starting
+        ├── LangflowAuthError              the server refused our credentials
+        ├── LangflowDisabledError          the server does not allow custom components
+        └── LangflowBuildError             the server could not build the component
+
+A component that fails validation is not an exception: it is a ``ValidationReport`` (and,
+from the assistant, a ``complete`` event with ``validated: false``).
 
 Every message says what to do next.  Messages never contain secrets: provider errors
 are built from the status and the server's message, never from request headers.
@@ -82,21 +87,30 @@ class ProviderHTTPError(ProviderError):
         self.body = body
 
 
-class ExtractionError(LfAssistError):
-    """The model reply held no Python code that defines a component."""
-
-
-class ValidationFailedError(LfAssistError):
-    """Validation rejected a component; ``report`` says where and why."""
-
-    def __init__(self, message: str, report: Any = None) -> None:
-        super().__init__(message)
-        self.report = report
-
-
-class SandboxTimeoutError(ValidationFailedError):
-    """The validation worker did not answer in time and was restarted."""
-
-
 class LangflowError(LfAssistError):
     """Talking to a Langflow server failed; the component code is never lost by it."""
+
+
+class LangflowConnectionError(LangflowError):
+    """The server could not be reached (wrong URL, down, timed out)."""
+
+
+class LangflowNotReadyError(LangflowConnectionError):
+    """The server answered 503: it is still starting."""
+
+
+class LangflowAuthError(LangflowError):
+    """The server refused our credentials."""
+
+
+class LangflowDisabledError(LangflowError):
+    """The server does not allow custom components."""
+
+
+class LangflowBuildError(LangflowError):
+    """The server could not build the component; ``error`` and ``traceback`` are the server's."""
+
+    def __init__(self, message: str, *, error: str = "", traceback: str = "") -> None:
+        super().__init__(message)
+        self.error = error
+        self.traceback = traceback

@@ -65,7 +65,7 @@ def make_assistant(llm, sandbox, tmp_path):
     def make(kind: str = "openai", **kwargs):
         base = llm.openai_base_url if kind == "openai" else llm.url
         provider = create_provider(
-            kind, api_key="test-key-123456", base_url=base, max_retries=kwargs.pop("sdk_retries", 0)
+            kind, api_key="test-key-123456", base_url=base, http_retries=kwargs.pop("sdk_retries", 0)
         )
         kwargs.setdefault("validator", sandbox)
         kwargs.setdefault("session_store", SessionStore(tmp_path / "sessions"))

@@ -28,8 +28,15 @@ from fakellm import FakeLLM, Reply
 pytestmark = pytest.mark.browser
 
 CHROMIUM = os.environ.get("LFASSIST_CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]  # fmt: skip
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 KEY = "sk-browser-secret-0123456789abcdef"
 TOKEN = "lfassist-browser-test"
 # Screenshots go to tests/_artifacts; `make screenshots` refreshes the README's copies in docs/.
@@ -67,16 +74,33 @@ def lab(llm_server, tmp_path_factory):
     nb.cells = [nbformat.v4.new_code_cell("from lfassist_jupyter import ChatPanel\npanel = ChatPanel()\npanel")]
     nbformat.write(nb, str(root / "panel.ipynb"))
     port = _port()
-    env = {**os.environ, "OPENAI_BASE_URL": llm_server.openai_base_url, "OPENAI_API_KEY": KEY,
-           "LFASSIST_DATA_DIR": str(root / ".data"), "JUPYTERLAB_SETTINGS_DIR": str(root / ".settings"),
-           "JUPYTER_RUNTIME_DIR": str(root / ".runtime")}  # fmt: skip
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": llm_server.openai_base_url,
+        "OPENAI_API_KEY": KEY,
+        "LFASSIST_DATA_DIR": str(root / ".data"),
+        "JUPYTERLAB_SETTINGS_DIR": str(root / ".settings"),
+        "JUPYTER_RUNTIME_DIR": str(root / ".runtime"),
+    }
     log = open(root / "lab.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={TOKEN}", "--LabApp.news_url=",
-         "--allow-root"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--ServerApp.root_dir={root}",
+            f"--IdentityProvider.token={TOKEN}",
+            "--LabApp.news_url=",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -126,8 +150,11 @@ def _cell_texts(page) -> list[str]:
 def test_component_request_progress_card_and_insert(page, llm_server):
     SHOTS.mkdir(parents=True, exist_ok=True)
     slow = {"chunk": 60, "delay": 0.08}  # slow enough to watch the steps go by
-    llm_server.queue(intent("generate_component", "a component that uppercases text"),
-                     Reply(fenced(WRONG_IMPORT), **slow), Reply(fenced(GOOD), **slow))  # fmt: skip
+    llm_server.queue(
+        intent("generate_component", "a component that uppercases text"),
+        Reply(fenced(WRONG_IMPORT), **slow),
+        Reply(fenced(GOOD), **slow),
+    )
     page.fill(".lfa-input", "a component that uppercases text")
     page.press(".lfa-input", "Enter")
     page.wait_for_selector(".lfa-steps >> text=attempt 1 of 3", timeout=30_000)

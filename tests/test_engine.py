@@ -316,13 +316,68 @@ async def test_offline_scripted_provider_from_a_file(monkeypatch, tmp_path, sand
     import json
 
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"replies": [
-        {"match": "You classify requests", "reply": intent("generate_component", "uppercase component")},
-        {"match": "Langflow Assistant", "reply": fenced(GOOD)},
-    ]}))  # fmt: skip
+    script.write_text(
+        json.dumps(
+            {
+                "replies": [
+                    {"match": "You classify requests", "reply": intent("generate_component", "uppercase component")},
+                    {"match": "Langflow Assistant", "reply": fenced(GOOD)},
+                ]
+            }
+        )
+    )
     monkeypatch.setenv("LFASSIST_SCRIPT", str(script))
     from lfassist_jupyter import check_config
 
     assert check_config()["default_provider"] == "scripted"
     result = await Assistant(validator=sandbox, session_store=False).arun("uppercase component")
     assert result.validated and result.class_name == "UppercaseComponent" and result.code == GOOD
+
+
+async def test_component_pipeline_on_its_own_returns_an_outcome_and_writes_no_session(llm, make_assistant, sandbox):
+    """What a flow pipeline does for a custom node: call the component pipeline directly, with a
+    sink.  It emits the same progress as the assistant, returns a typed outcome whose complete
+    data is the spec's, and leaves the conversation alone."""
+    from lfassist_jupyter.core.component.pipeline import ComponentPipeline
+    from lfassist_jupyter.core.pipeline import Request
+
+    assistant = make_assistant("openai")
+    llm.queue(fenced(WRONG_IMPORT), fenced(GOOD))
+    events: list = []
+    request = Request(
+        text="uppercase component",
+        messages=[{"role": "user", "content": "uppercase component"}],
+        provider=assistant.provider,
+        model="gpt-4o",
+    )
+    outcome = await ComponentPipeline(sandbox, max_retries=2).run(request, events.append)
+    assert outcome.kind == "component" and outcome.validated and outcome.attempts == 2
+    assert outcome.code == GOOD and outcome.class_name == "UppercaseComponent"
+    assert [o.name for o in outcome.report.outputs] == ["output"]
+    assert steps(events)[-1] == "validated" and "validation_failed" in steps(events)
+    assert all(e.event == "progress" for e in events)  # the end of the stream is the assistant's
+    data = outcome.complete_data().model_dump()
+    assert data["validated"] is True and data["component_code"] == GOOD and data["validation_attempts"] == 2
+    assert data["intent"] == "generate_component" and "warnings" not in data
+    assert assistant.session.turns == [] and not list(assistant.session_store.directory.glob("*.json"))
+
+
+async def test_a_registered_pipeline_gets_its_intent(llm, make_assistant):
+    """How the flow pipeline plugs in: register it for an intent; the assistant routes to it and
+    records its outcome in the conversation."""
+    from lfassist_jupyter.core.result import AnswerOutcome
+
+    seen = []
+
+    class Echo:
+        async def run(self, request, sink):
+            seen.append(request)
+            return AnswerOutcome(result=f"echo: {request.text}")
+
+    assistant = make_assistant("openai")
+    assistant.register_pipeline("question", Echo())
+    llm.queue(intent("question", "what is a flow?"))
+    events = await collect(assistant, "¿qué es un flujo?")
+    assert events[-1].data.result == "echo: what is a flow?"
+    assert seen[0].messages[-1] == {"role": "user", "content": "what is a flow?"}
+    assert [t.kind for t in assistant.session.turns] == ["text", "answer"]

@@ -49,8 +49,20 @@ def _ensure_langflow() -> Path:
     uv = [sys.executable, "-m", "uv"]
     subprocess.run([*uv, "venv", "--quiet", "--python", sys.executable, str(VENV)], check=True)
     # --compile-bytecode: without it the server's start-up takes twice as long.
-    subprocess.run([*uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", str(VENV / "bin" / "python"),
-                    LANGFLOW_SPEC], check=True, timeout=1800)  # fmt: skip
+    subprocess.run(
+        [
+            *uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--compile-bytecode",
+            "--python",
+            str(VENV / "bin" / "python"),
+            LANGFLOW_SPEC,
+        ],
+        check=True,
+        timeout=1800,
+    )
     return exe
 
 
@@ -65,14 +77,31 @@ class Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LANGFLOW_"))}
-        env.update(LANGFLOW_AUTO_LOGIN="true", LANGFLOW_CONFIG_DIR=str(tmp / "config"),
-                   LANGFLOW_DATABASE_URL=f"sqlite:///{tmp / 'langflow.db'}", DO_NOT_TRACK="true",
-                   LITELLM_LOCAL_MODEL_COST_MAP="True", LANGFLOW_LOG_LEVEL="error")  # fmt: skip
+        env.update(
+            LANGFLOW_AUTO_LOGIN="true",
+            LANGFLOW_CONFIG_DIR=str(tmp / "config"),
+            LANGFLOW_DATABASE_URL=f"sqlite:///{tmp / 'langflow.db'}",
+            DO_NOT_TRACK="true",
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+            LANGFLOW_LOG_LEVEL="error",
+        )
         self.log = open(tmp / "langflow.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [str(_ensure_langflow()), "run", "--host", "127.0.0.1", "--port", str(self.port), "--backend-only",
-             "--no-open-browser"], env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(_ensure_langflow()),
+                "run",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--backend-only",
+                "--no-open-browser",
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.started = time.monotonic()
 
     def wait(self, timeout: float = 300) -> float:
@@ -167,9 +196,10 @@ def test_server_side_build_error_surfaces_clearly_and_saves_nothing(client):
 
 def test_server_validation_runs_after_the_local_one(client, llm, sandbox, tmp_path):
     llm.queue(intent("generate_component"), fenced(GOOD))
-    provider = create_provider("openai", api_key="test-key-123456", base_url=llm.openai_base_url, max_retries=0)
-    assistant = Assistant(provider=provider, validator=ChainValidator(sandbox, client.validator()),
-                          session_store=SessionStore(tmp_path))  # fmt: skip
+    provider = create_provider("openai", api_key="test-key-123456", base_url=llm.openai_base_url, http_retries=0)
+    assistant = Assistant(
+        provider=provider, validator=ChainValidator(sandbox, client.validator()), session_store=SessionStore(tmp_path)
+    )
     result = assistant.run("uppercase component")
     assert result.validated
     assert result.report.phases_run[-1] == "server" and "server" in result.report.timings_ms
@@ -195,8 +225,14 @@ def test_registered_component_runs_in_a_real_flow(client, server):
             tgt_field = nodes[tgt][1]["template"][field]
             sh = {"dataType": src_type, "id": src, "name": out, "output_types": out_types}
             th = {"fieldName": field, "id": tgt, "inputTypes": tgt_field.get("input_types"), "type": tgt_field["type"]}
-            return {"id": f"e-{src}-{tgt}", "source": src, "target": tgt, "sourceHandle": json.dumps(sh),
-                    "targetHandle": json.dumps(th), "data": {"sourceHandle": sh, "targetHandle": th}}  # fmt: skip
+            return {
+                "id": f"e-{src}-{tgt}",
+                "source": src,
+                "target": tgt,
+                "sourceHandle": json.dumps(sh),
+                "targetHandle": json.dumps(th),
+                "data": {"sourceHandle": sh, "targetHandle": th},
+            }
 
         flow = {
             "name": f"lfassist flow test {registered.id[:8]}",
@@ -296,13 +332,30 @@ def test_langflow_notebook_under_nbval(server, tmp_path):
     """notebooks/langflow.ipynb, validated with nbval against this real server (offline model)."""
     root = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "OLLAMA"))}
-    env.update(LANGFLOW_URL=server.url, LFASSIST_SCRIPT=str(root / "notebooks" / "demo-script.json"),
-               LFASSIST_DATA_DIR=str(tmp_path))  # fmt: skip
+    env.update(
+        LANGFLOW_URL=server.url,
+        LFASSIST_SCRIPT=str(root / "notebooks" / "demo-script.json"),
+        LFASSIST_DATA_DIR=str(tmp_path),
+    )
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval-lax",
-         str(root / "notebooks" / "langflow.ipynb")],
-        env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "--nbval-lax",
+            str(root / "notebooks" / "langflow.ipynb"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stdout[-3000:]
     assert " passed" in run.stdout
 

@@ -219,7 +219,7 @@ def test_live_progress_is_coalesced_and_ends_on_the_final_state(monkeypatch):
     import IPython.display
 
     from lfassist_jupyter.core.events import CompleteData, CompleteEvent, ProgressEvent, TokenEvent
-    from lfassist_jupyter.magics import LiveProgress
+    from lfassist_jupyter.ui.magics import LiveProgress
 
     shown: list[str] = []
 

@@ -28,8 +28,12 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_contains_the_bundle_and_the_worker(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    for required in ("lfassist_jupyter/static/widget.js", "lfassist_jupyter/static/widget.css",
-                     "lfassist_jupyter/validation/_worker.py", "lfassist_jupyter/magics.py"):  # fmt: skip
+    for required in (
+        "lfassist_jupyter/static/widget.js",
+        "lfassist_jupyter/static/widget.css",
+        "lfassist_jupyter/validation/_worker.py",
+        "lfassist_jupyter/magics.py",
+    ):
         assert required in names
     assert not [n for n in names if n.startswith(("tests/", "node_modules/", "js/"))]
 
@@ -40,11 +44,15 @@ def test_wheel_works_in_a_clean_environment_and_a_real_kernel(wheel, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([*UV, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run([*UV, "pip", "install", "--quiet", "--python", str(python), str(wheel), "ipykernel"],
-                   check=True, timeout=900)  # fmt: skip
+    subprocess.run(
+        [*UV, "pip", "install", "--quiet", "--python", str(python), str(wheel), "ipykernel"], check=True, timeout=900
+    )
     prefix = tmp_path / "kernels"
-    subprocess.run([str(python), "-m", "ipykernel", "install", "--prefix", str(prefix), "--name", "lfassist-wheel"],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [str(python), "-m", "ipykernel", "install", "--prefix", str(prefix), "--name", "lfassist-wheel"],
+        check=True,
+        capture_output=True,
+    )
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [
@@ -62,8 +70,9 @@ def test_wheel_works_in_a_clean_environment_and_a_real_kernel(wheel, tmp_path):
     os.environ.update(env)
     try:
         # Run outside the checkout, so `import lfassist_jupyter` cannot pick up the source tree.
-        NotebookClient(nb, timeout=120, kernel_name="lfassist-wheel",
-                       resources={"metadata": {"path": str(tmp_path)}}).execute()  # fmt: skip
+        NotebookClient(
+            nb, timeout=120, kernel_name="lfassist-wheel", resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
     finally:
         os.environ.clear()
         os.environ.update(old)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from components import GOOD
 
-from lfassist_jupyter.core.extract import defines_component, extract_component_code, guess_class_name
+from lfassist_jupyter.core.component.extract import defines_component, extract_component_code, guess_class_name
 from lfassist_jupyter.core.hygiene import clean_prompt, detect_injection, normalize
 from lfassist_jupyter.core.intent import parse_intent
 

@@ -28,7 +28,7 @@ KEY = "sk-test-abcdefghijklmnop123456"
 
 def provider_for(kind, llm, **kw):
     base = llm.openai_base_url if kind == "openai" else llm.url
-    return create_provider(kind, api_key=KEY, base_url=base, max_retries=kw.pop("max_retries", 0), **kw)
+    return create_provider(kind, api_key=KEY, base_url=base, http_retries=kw.pop("http_retries", 0), **kw)
 
 
 async def drain(provider, model="m"):
@@ -83,7 +83,7 @@ async def test_error_statuses_become_friendly_errors(llm, kind, status, error_ty
 async def test_retry_after_is_honoured_by_bounded_retries(llm, kind):
     llm.queue(Status(429, "slow down", headers={"Retry-After": "1"}), Reply("ok"))
     t0 = time.monotonic()
-    chunks = await drain(provider_for(kind, llm, max_retries=2))
+    chunks = await drain(provider_for(kind, llm, http_retries=2))
     assert "".join(chunks) == "ok"
     assert len(llm.requests) == 2 and time.monotonic() - t0 >= 0.9
 
@@ -92,7 +92,7 @@ async def test_retry_after_is_honoured_by_bounded_retries(llm, kind):
 async def test_retries_are_bounded(llm, kind):
     llm.queue(*[Status(503, "down", headers={"Retry-After": "0"})] * 5)
     with pytest.raises(ProviderHTTPError):
-        await drain(provider_for(kind, llm, max_retries=2))
+        await drain(provider_for(kind, llm, http_retries=2))
     assert len(llm.requests) == 3
 
 
@@ -121,7 +121,7 @@ async def test_dead_server_is_a_connection_error(kind):
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
     base = f"http://127.0.0.1:{port}" + ("/v1" if kind == "openai" else "")
-    provider = create_provider(kind, api_key=KEY, base_url=base, max_retries=0)
+    provider = create_provider(kind, api_key=KEY, base_url=base, http_retries=0)
     with pytest.raises(ProviderConnectionError) as info:
         await drain(provider)
     assert f"127.0.0.1:{port}" in str(info.value)

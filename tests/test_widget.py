@@ -11,7 +11,8 @@ import pytest
 from components import GOOD, WRONG_IMPORT, fenced, intent
 from fakellm import Reply
 
-from lfassist_jupyter.widget import FLUSH_INTERVAL, STATIC, ChatPanel
+from lfassist_jupyter.ui.panel import FLUSH_INTERVAL, STATIC, ChatPanel
+from lfassist_jupyter.ui.workspace import Workspace
 
 KEY = "sk-panel-secret-0123456789abcdef"
 
@@ -20,12 +21,7 @@ KEY = "sk-panel-secret-0123456789abcdef"
 def panel(llm, monkeypatch, sandbox, tmp_path):
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    from lfassist_jupyter import Assistant
-
-    def factory(**kwargs):
-        return Assistant(validator=sandbox, **kwargs)
-
-    return ChatPanel(assistant_factory=factory, data_dir=tmp_path / "panel")
+    return ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=sandbox))
 
 
 def view(panel: ChatPanel, msg: dict) -> None:
@@ -147,9 +143,10 @@ def test_sessions_new_switch_delete_and_restore_in_flight_as_cancelled(panel, ll
     # A request that never got its answer (kernel died mid-stream) comes back as cancelled.
     from lfassist_jupyter.core.session import Turn
 
-    session = panel._store.load(first)
+    store = panel.workspace.store
+    session = store.load(first)
     session.add(Turn("user", "Unanswered"), window=6)
-    panel._store.save(session)
+    store.save(session)
     view(panel, {"type": "switch_session", "id": first})
     assert panel.messages[-1]["kind"] == "cancelled"
     view(panel, {"type": "delete_session", "id": first})
@@ -178,7 +175,7 @@ def test_insert_uses_jupyterlab_commands_or_says_it_copied(panel, llm):
 
 
 def test_register_with_langflow_from_the_card(llm, monkeypatch, sandbox, tmp_path):
-    from lfassist_jupyter import Assistant, LangflowClient
+    from lfassist_jupyter import LangflowClient
 
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -195,8 +192,7 @@ def test_register_with_langflow_from_the_card(llm, monkeypatch, sandbox, tmp_pat
     lf_key = "lf-secret-key-0123456789"
     client = LangflowClient(url="http://langflow.test", api_key=lf_key, transport=httpx.MockTransport(server))
     client.version = "1.13.0"
-    panel = ChatPanel(assistant_factory=lambda **kw: Assistant(validator=sandbox, **kw), langflow=client,
-                      data_dir=tmp_path / "p")  # fmt: skip
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "p", local_validator=sandbox, langflow=client))
     assert panel.langflow_connected
     llm.queue(intent("generate_component"), fenced(GOOD))
     view(panel, {"type": "send", "text": "uppercase component"})
@@ -252,3 +248,82 @@ def test_stop_pressed_at_once_is_not_lost(panel, llm):
     wait_idle(panel)
     assert panel.messages[-1]["kind"] == "cancelled"
     assert not panel.busy
+
+
+class _FakeLangflow:
+    """Just enough of Langflow's HTTP API for `%assist connect` and server validation, on a real socket."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        built: list[str] = []
+        self.built = built
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _json(self, status: int, body: object) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path == "/health":
+                    self._json(200, {"status": "ok"})
+                elif self.path == "/api/v1/version":
+                    self._json(200, {"version": "1.13.0"})
+                else:
+                    self._json(200, [])
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/api/v1/custom_component":
+                    built.append(body["code"])
+                    self._json(200, {"data": {"display_name": "Uppercase", "outputs": []}, "type": "Uppercase"})
+                else:  # saving the component
+                    self._json(201, {"id": "abc-123", "name": body["name"]})
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_panel_opened_after_connect_validates_on_the_server_and_uses_the_configured_models(llm, monkeypatch):
+    """The magic and the panel share one workspace: `%assist panel` after `%assist connect` gets
+    the server's build check and `%config AssistMagics.intent_model`, exactly like %%assist."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    langflow = _FakeLangflow()
+    ip = InteractiveShell.instance()
+    try:
+        ip.run_line_magic("load_ext", "lfassist_jupyter")
+        ip.run_line_magic("config", 'AssistMagics.intent_model = "gpt-4.1-mini"')
+        ip.run_line_magic("assist", f"connect {langflow.url} --api-key lf-key-0123456789")
+        panel = ip.run_line_magic("assist", "panel")
+        assert panel.langflow_connected
+        llm.queue(intent("generate_component"), fenced(GOOD))
+        view(panel, {"type": "send", "text": "a component that uppercases text"})
+        wait_idle(panel, 60)
+        assert panel.messages[-1]["kind"] == "component" and panel.messages[-1]["validated"]
+        assert langflow.built == [GOOD]  # the server built the component before it was shown as validated
+        assert [r.body["model"] for r in llm.requests] == ["gpt-4.1-mini", "gpt-4o"]
+        # The magic registers through the same connection, and the result remembers it.
+        llm.queue(intent("generate_component"), fenced(GOOD))
+        result = ip.run_cell_magic("assist", "--register --quiet --no-insert", "uppercase component")
+        assert result.validated and result.registered is not None and result.registered.name == "Uppercase"
+        assert "server" in result.report.phases_run
+    finally:
+        ip.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+        langflow.close()

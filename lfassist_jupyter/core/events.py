@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 Step = Literal[
     "generating_component",  # a component request was recognised; generation starts
@@ -23,7 +23,26 @@ Step = Literal[
     "retrying",  # another attempt with the error as context
 ]
 
-STEPS: tuple[str, ...] = Step.__args__  # type: ignore[attr-defined]
+STEP_LABELS: dict[str, str] = {
+    "generating_component": "Generating component",
+    "generating": "Answering",
+    "generation_complete": "Generation complete",
+    "extracting_code": "Extracting code",
+    "validating": "Validating",
+    "validated": "Validated",
+    "validation_failed": "Validation failed",
+    "retrying": "Retrying",
+}
+"""The one registry of steps and what a person reads for them: the magic's live view uses it
+and the panel sends the label to the JavaScript view, which renders what it is sent."""
+
+ATTEMPT_STEPS: frozenset[str] = frozenset({"generating_component", "validating", "retrying"})
+"""Steps where the panel shows "attempt N of M" (the others repeat within an attempt)."""
+
+
+def step_label(step: str) -> str:
+    """The label of ``step``; an unknown step (from a newer pipeline) shows its own name."""
+    return STEP_LABELS.get(step, step)
 
 
 class _Event(BaseModel):
@@ -60,7 +79,7 @@ class CompleteData(_Event):
     validation_attempts: int = 0
     # Extensions of the spec, present only when they apply:
     validation_error: str | None = None  # why the last attempt failed (validated is False)
-    intent: str | None = None  # generate_component | question | off_topic
+    intent: str | None = None  # one of intent.INTENTS
     warnings: list[str] | None = None  # e.g. "your request was truncated"
 
 
@@ -83,12 +102,7 @@ Event = Annotated[
     ProgressEvent | TokenEvent | CompleteEvent | ErrorEvent | CancelledEvent,
     Field(discriminator="event"),
 ]
+"""Any event of a request's stream (discriminated by ``event``)."""
 
-EventAdapter: TypeAdapter[Any] = TypeAdapter(Event)
-
-
-def parse_event(data: dict[str, Any] | str | bytes) -> Any:
-    """Turn wire JSON (a dict or a string) back into a typed event."""
-    if isinstance(data, (str, bytes)):
-        return EventAdapter.validate_json(data)
-    return EventAdapter.validate_python(data)
+TERMINAL_EVENTS: frozenset[str] = frozenset({"complete", "error", "cancelled"})
+"""The events that end a stream: exactly one of them is always the last."""

@@ -18,26 +18,34 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+GENERATE_COMPONENT = "generate_component"
+QUESTION = "question"
+OFF_TOPIC = "off_topic"
 Intent = Literal["generate_component", "question", "off_topic"]
-INTENTS: tuple[str, ...] = ("generate_component", "question", "off_topic")
+INTENTS: tuple[str, ...] = (GENERATE_COMPONENT, QUESTION, OFF_TOPIC)
+"""Every intent the classifier may answer, defined here once (prompt, parsing and routing use it)."""
 
-INTENT_SYSTEM_PROMPT = """\
+ResultKind = Literal["component", "flow", "answer"]
+INTENT_KIND: dict[str, ResultKind] = {GENERATE_COMPONENT: "component", QUESTION: "answer", OFF_TOPIC: "answer"}
+"""What kind of result each intent produces (the discriminator of results and outcomes)."""
+
+INTENT_SYSTEM_PROMPT = f"""\
 You classify requests sent to the Langflow Assistant, which writes Langflow custom \
 components (Python classes built on lfx) and answers questions about Langflow.
 
 Reply with ONLY a JSON object, no prose, no code fence:
-{"translation": "<the request translated to English; unchanged if already English>", \
-"intent": "<generate_component | question | off_topic>"}
+{{"translation": "<the request translated to English; unchanged if already English>", \
+"intent": "<{" | ".join(INTENTS)}>"}}
 
-- generate_component: the user wants a Langflow component created or changed \
+- {GENERATE_COMPONENT}: the user wants a Langflow component created or changed \
 (e.g. "make a component that uppercases text", "add a separator input", "now return a DataFrame").
-- question: a question about Langflow, lfx, components, flows, or Python for components.
-- off_topic: anything else (other tools or platforms, general knowledge, chit-chat).
+- {QUESTION}: a question about Langflow, lfx, components, flows, or Python for components.
+- {OFF_TOPIC}: anything else (other tools or platforms, general knowledge, chit-chat).
 """
 
 _FENCE_JSON = re.compile(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", re.S)
 _EMBEDDED_JSON = re.compile(r"\{[^{}]*\"intent\"[^{}]*\}", re.S)
-_STRICT_INTENT = re.compile(r"[\"']intent[\"']\s*:\s*[\"'](generate_component|question|off_topic)[\"']", re.I)
+_STRICT_INTENT = re.compile(r"[\"']intent[\"']\s*:\s*[\"'](" + "|".join(INTENTS) + r")[\"']", re.I)
 _STRICT_TRANSLATION = re.compile(r"[\"']translation[\"']\s*:\s*\"((?:[^\"\\]|\\.)*)\"", re.S)
 
 
@@ -51,7 +59,7 @@ class IntentResult:
 def build_intent_messages(text: str, *, has_component: bool = False) -> tuple[str, list[dict[str, str]]]:
     """The system prompt and the single user message of the classification call."""
     context = (
-        "Context: the user already has a component in this session; requests to change it are generate_component.\n"
+        f"Context: the user already has a component in this session; requests to change it are {GENERATE_COMPONENT}.\n"
         if has_component
         else ""
     )
@@ -107,7 +115,7 @@ def parse_intent(reply: str, original: str) -> IntentResult:
             except ValueError:
                 translation = tmatch.group(1) or original
         return IntentResult(intent=match.group(1).lower(), translation=translation, parsed_by="pattern")
-    return IntentResult(intent="question", translation=original, parsed_by="default")
+    return IntentResult(intent=QUESTION, translation=original, parsed_by="default")
 
 
 OFF_TOPIC_REFUSAL = (

@@ -1,17 +1,102 @@
-"""``AssistResult``: what a finished request leaves behind, built from its events.
+"""What a request leaves behind: a pipeline's typed ``Outcome``, and the view-facing ``AssistResult``.
 
-Views (the magic, the panel) and blocking callers want one object, not a stream: the
-code, whether it validated, how many attempts, the report, the answer text.  It is
-assembled only from the events, so whatever a view shows live and what it gets at the
-end can never disagree.
+Outcomes are a discriminated union on ``kind`` (component | flow | answer): a pipeline
+returns one, the assistant writes the conversation from it and turns it into the spec's
+``complete`` event (``complete_data``), whose wire JSON for components is exactly the
+spec's.
+
+``AssistResult`` is what views and blocking callers get: one object, not a stream.  It is
+assembled from the events (so what a view shows live and what it gets at the end never
+disagree), plus the outcome and its validation report, which events do not carry.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lfassist_jupyter.core.events import CompleteData, Event
+from lfassist_jupyter.core.intent import GENERATE_COMPONENT, INTENT_KIND, QUESTION, ResultKind
+from lfassist_jupyter.validation.report import ValidationReport
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.langflow.client import RegisteredComponent
 
 Status = Literal["complete", "error", "cancelled", "running"]
+
+
+class _Outcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    result: str
+    """What the user reads: the answer, the model's whole reply, or why it failed."""
+
+    def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
+        raise NotImplementedError
+
+
+class ComponentOutcome(_Outcome):
+    """The component pipeline's answer.  ``code`` is None when the model wrote no code
+    (it answered in prose, e.g. asking for details) or the provider failed at once."""
+
+    kind: Literal["component"] = "component"
+    code: str | None = None
+    class_name: str | None = None
+    validated: bool = False
+    attempts: int = 0
+    error: str | None = None
+    """Why the last attempt failed, or the provider's error; None when validated."""
+    report: ValidationReport | None = None
+    """The validation report of the last attempt, when there was one."""
+
+    def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
+        return CompleteData(
+            result=self.result,
+            validated=self.validated,
+            class_name=self.class_name,
+            component_code=self.code,
+            validation_attempts=self.attempts,
+            validation_error=self.error,
+            intent=GENERATE_COMPONENT,
+            warnings=warnings or None,
+        )
+
+
+class AnswerOutcome(_Outcome):
+    """A streamed answer to a question, or the refusal of an off-topic request."""
+
+    kind: Literal["answer"] = "answer"
+    intent: str = QUESTION
+
+    def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
+        return CompleteData(result=self.result, validated=False, intent=self.intent, warnings=warnings or None)
+
+
+class FlowOutcome(_Outcome):
+    """A Langflow flow (the flow pipeline fills this in; kept minimal until it lands)."""
+
+    kind: Literal["flow"] = "flow"
+    intent: str
+    flow: dict[str, Any] | None = None
+    """The flow as Langflow JSON (nodes and edges)."""
+    validated: bool = False
+    attempts: int = 0
+    error: str | None = None
+
+    def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
+        return CompleteData(
+            result=self.result,
+            validated=self.validated,
+            validation_attempts=self.attempts,
+            validation_error=self.error,
+            intent=self.intent,
+            warnings=warnings or None,
+        )
+
+
+Outcome = Annotated[ComponentOutcome | AnswerOutcome | FlowOutcome, Field(discriminator="kind")]
 
 
 @dataclass
@@ -19,21 +104,32 @@ class AssistResult:
     status: Status = "running"
     result: str = ""  # the answer text, or the model's full reply for a component
     intent: str | None = None
+    kind: ResultKind | None = None  # component | flow | answer, once complete
     validated: bool = False
     class_name: str | None = None
     code: str | None = None
     attempts: int = 0
     error: str | None = None  # the error event's message, or the last validation error
     warnings: list[str] = field(default_factory=list)
-    report: Any = None  # ValidationReport of the last attempt, when there was one
+    report: ValidationReport | None = None  # of the last attempt, when there was one
     session_id: str | None = None
-    registered: Any = None  # RegisteredComponent, after %%assist --register
-    events: list[Any] = field(default_factory=list, repr=False)
+    outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = field(default=None, repr=False)
+    events: list[Event] = field(default_factory=list, repr=False)
     steps: list[str] = field(default_factory=list, repr=False)
+    _registered: RegisteredComponent | None = field(default=None, init=False, repr=False)
+
+    @property
+    def registered(self) -> RegisteredComponent | None:
+        """The Langflow component this result was saved as (``%%assist --register``)."""
+        return self._registered
+
+    def record_registration(self, registered: RegisteredComponent) -> None:
+        """Called by whoever registered the code (the workspace), so the result remembers it."""
+        self._registered = registered
 
     @property
     def ok(self) -> bool:
-        return self.status == "complete" and (self.intent != "generate_component" or self.validated)
+        return self.status == "complete" and (self.kind != "component" or self.validated)
 
     def __str__(self) -> str:
         return self.code or self.result or self.error or ""
@@ -59,11 +155,10 @@ class ResultBuilder:
         self._r = AssistResult(session_id=session_id)
         self._tokens: list[str] = []
 
-    def add(self, event: Any) -> None:
+    def add(self, event: Event) -> None:
         r = self._r
         r.events.append(event)
-        kind = event.event
-        if kind == "progress":
+        if event.event == "progress":
             r.steps.append(event.step)
             if event.class_name:
                 r.class_name = event.class_name
@@ -71,27 +166,34 @@ class ResultBuilder:
                 r.code = event.component_code
             if event.error:
                 r.error = event.error
-        elif kind == "token":
+        elif event.event == "token":
             self._tokens.append(event.chunk)
-        elif kind == "complete":
+        elif event.event == "complete":
             d = event.data
             r.status = "complete"
             r.result = d.result
             r.intent = d.intent
+            r.kind = INTENT_KIND.get(d.intent or "")
             r.validated = d.validated
             r.class_name = d.class_name or r.class_name
             r.code = d.component_code or r.code
             r.attempts = d.validation_attempts
             r.error = d.validation_error if not d.validated else None
             r.warnings = list(d.warnings or [])
-        elif kind == "error":
+        elif event.event == "error":
             r.status = "error"
             r.error = event.message
             r.result = "".join(self._tokens)
-        elif kind == "cancelled":
+        elif event.event == "cancelled":
             r.status = "cancelled"
             r.error = event.message or "Request cancelled"
             r.result = "".join(self._tokens)
+
+    def attach(self, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None) -> None:
+        """The outcome behind the ``complete`` event, and its report (events do not carry it)."""
+        self._r.outcome = outcome
+        if isinstance(outcome, ComponentOutcome):
+            self._r.report = outcome.report
 
     def result(self) -> AssistResult:
         return self._r

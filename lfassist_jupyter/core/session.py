@@ -51,6 +51,7 @@ class Turn:
     validated: bool | None = None
     ts: float = field(default_factory=time.time)
     original: str | None = None  # what the user typed, when the model was given a translation
+    attempts: int | None = None  # validation attempts of a component turn (None: not recorded)
 
 
 @dataclass

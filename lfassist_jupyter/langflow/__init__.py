@@ -1,16 +1,15 @@
-"""The connection to a running Langflow server (httpx)."""
+"""The connection to a running Langflow server (httpx), and the server as a validator."""
 
-from lfassist_jupyter.langflow.client import (
-    TAG,
+from lfassist_jupyter.errors import (
     LangflowAuthError,
     LangflowBuildError,
-    LangflowClient,
     LangflowConnectionError,
     LangflowDisabledError,
+    LangflowError,
     LangflowNotReadyError,
-    LangflowValidator,
-    RegisteredComponent,
 )
+from lfassist_jupyter.langflow.client import TAG, LangflowClient, RegisteredComponent
+from lfassist_jupyter.langflow.validator import LangflowValidator
 
 __all__ = [
     "TAG",
@@ -19,6 +18,7 @@ __all__ = [
     "LangflowClient",
     "LangflowConnectionError",
     "LangflowDisabledError",
+    "LangflowError",
     "LangflowNotReadyError",
     "LangflowValidator",
     "RegisteredComponent",

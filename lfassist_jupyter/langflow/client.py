@@ -24,41 +24,30 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from lfassist_jupyter._secrets import redact
-from lfassist_jupyter.errors import ConfigError, LangflowError
+from lfassist_jupyter.errors import (
+    ConfigError,
+    LangflowAuthError,
+    LangflowBuildError,
+    LangflowConnectionError,
+    LangflowDisabledError,
+    LangflowError,
+    LangflowNotReadyError,
+)
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.langflow.validator import LangflowValidator
+
+T = TypeVar("T")
 
 TAG = "lfassist-jupyter"  # marks the components registered from notebooks
-
-
-class LangflowConnectionError(LangflowError):
-    """The server could not be reached (wrong URL, down, timed out)."""
-
-
-class LangflowNotReadyError(LangflowConnectionError):
-    """The server answered 503: it is still starting."""
-
-
-class LangflowAuthError(LangflowError):
-    """The server refused our credentials."""
-
-
-class LangflowDisabledError(LangflowError):
-    """The server does not allow custom components."""
-
-
-class LangflowBuildError(LangflowError):
-    """The server could not build the component; ``error`` and ``traceback`` are the server's."""
-
-    def __init__(self, message: str, *, error: str = "", traceback: str = "") -> None:
-        super().__init__(message)
-        self.error = error
-        self.traceback = traceback
 
 
 @dataclass
@@ -157,13 +146,17 @@ class LangflowClient:
                     "`%assist connect URL --ask-key`."
                 )
             created = await self._request(
-                "POST", "/api/v1/api_key/", auth=False, json={"name": f"{TAG} {time.strftime('%Y-%m-%d %H:%M')}"},
+                "POST",
+                "/api/v1/api_key/",
+                auth=False,
+                json={"name": f"{TAG} {time.strftime('%Y-%m-%d %H:%M')}"},
                 headers={"Authorization": f"Bearer {token}"},
-            )  # fmt: skip
+            )
             if created.status_code not in (200, 201) or not created.json().get("api_key"):
                 self.version = None
-                raise LangflowAuthError(f"Auto-login worked but Langflow refused to create an API key "
-                                        f"({created.status_code}).")  # fmt: skip
+                raise LangflowAuthError(
+                    f"Auto-login worked but Langflow refused to create an API key ({created.status_code})."
+                )
             self.api_key = created.json()["api_key"]
             self.auth = "auto_login"
         check = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
@@ -187,8 +180,9 @@ class LangflowClient:
             error = str(detail.get("error") or "the server could not build the component")
             raise LangflowBuildError(
                 f"Langflow {self.version or ''} could not build the component: {error}".replace("  ", " "),
-                error=error, traceback=str(detail.get("traceback") or ""),
-            )  # fmt: skip
+                error=error,
+                traceback=str(detail.get("traceback") or ""),
+            )
         if response.status_code == 403 and "disabled" in str(detail).lower():
             raise LangflowDisabledError(
                 f"Langflow at {self.url} does not allow custom components ({detail}). Ask its administrator to "
@@ -223,10 +217,19 @@ class LangflowClient:
         template, type_name = built["data"], built.get("type") or "CustomComponent"
         name = name or template.get("display_name") or type_name
         node_id = f"{type_name}-{uuid.uuid4().hex[:5]}"
-        node = {"id": node_id, "type": "genericNode", "position": {"x": 0, "y": 0},
-                "data": {"id": node_id, "type": type_name, "node": {**template, "official": False}}}  # fmt: skip
-        body = {"name": name, "description": template.get("description") or "", "is_component": True,
-                "tags": [TAG], "data": {"nodes": [node], "edges": []}}  # fmt: skip
+        node = {
+            "id": node_id,
+            "type": "genericNode",
+            "position": {"x": 0, "y": 0},
+            "data": {"id": node_id, "type": type_name, "node": {**template, "official": False}},
+        }
+        body = {
+            "name": name,
+            "description": template.get("description") or "",
+            "is_component": True,
+            "tags": [TAG],
+            "data": {"nodes": [node], "edges": []},
+        }
         existing = [c for c in await self.list_components() if c.get("name") == name]
         if existing:
             component_id = existing[0]["id"]
@@ -241,16 +244,24 @@ class LangflowClient:
             detail = redact(str(self._detail(response)))
             raise LangflowError(f"Langflow refused to save the component ({response.status_code}): {detail}")
         saved = response.json()
-        return RegisteredComponent(id=str(saved["id"]), name=saved.get("name", name), class_name=type_name,
-                                   created=created, url=self.url)  # fmt: skip
+        return RegisteredComponent(
+            id=str(saved["id"]), name=saved.get("name", name), class_name=type_name, created=created, url=self.url
+        )
 
     async def delete_component(self, component_id: str) -> None:
         response = await self._request("DELETE", f"/api/v1/flows/{component_id}")
         if response.status_code not in (200, 204):
             raise LangflowError(f"Langflow could not delete component {component_id} ({response.status_code}).")
 
-    async def write_component_file(self, code: str, components_path: str | Path, *, category: str = "lfassist",
-                                   class_name: str | None = None, reload: bool = True) -> Path:  # fmt: skip
+    async def write_component_file(
+        self,
+        code: str,
+        components_path: str | Path,
+        *,
+        category: str = "lfassist",
+        class_name: str | None = None,
+        reload: bool = True,
+    ) -> Path:
         """The alternative to ``register``: write ``code`` under ``LANGFLOW_COMPONENTS_PATH/<category>/``
         and ask the server to reload that bundle (needs ``LANGFLOW_ENABLE_EXTENSION_RELOAD=true``)."""
         from lfassist_jupyter.core.extract import guess_class_name
@@ -270,7 +281,9 @@ class LangflowClient:
         return path
 
     def validator(self) -> LangflowValidator:
-        """This server as an extra ``Validator`` after the local one (catches lfx version skew)."""
+        """This server as an extra ``ComponentValidator`` after the local one (catches lfx version skew)."""
+        from lfassist_jupyter.langflow.validator import LangflowValidator
+
         return LangflowValidator(self)
 
     # -- blocking twins -------------------------------------------------------------------
@@ -291,32 +304,7 @@ class LangflowClient:
         return _sync(self.delete_component(component_id))
 
 
-def _sync(coro: Any) -> Any:
+def _sync(coro: Coroutine[Any, Any, T]) -> T:
     from lfassist_jupyter._runtime import run_sync
 
     return run_sync(coro)
-
-
-class LangflowValidator:
-    """Validation on the connected server, as one more phase after the local ones.
-
-    A build error there fails the component (the model gets the server's error); a server
-    that cannot be reached only adds a warning, since the component already passed locally.
-    """
-
-    def __init__(self, client: LangflowClient) -> None:
-        self.client = client
-
-    async def validate(self, code: str) -> Any:
-        from lfassist_jupyter.validation.report import ValidationReport
-
-        t0 = time.perf_counter()
-        report = ValidationReport(is_valid=True, phases_run=["server"])
-        try:
-            await self.client.validate_code(code)
-        except LangflowBuildError as exc:
-            report.is_valid, report.phase, report.error, report.traceback = False, "runtime", str(exc), exc.traceback
-        except LangflowError as exc:
-            report.warnings.append(f"Not checked on the Langflow server: {exc}")
-        report.timings_ms["server"] = round((time.perf_counter() - t0) * 1000, 3)
-        return report

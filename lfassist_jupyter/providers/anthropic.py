@@ -17,7 +17,9 @@ class AnthropicProvider(Provider):
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
     timeout: float = 120.0
-    max_retries: int = 2
+    http_retries: int = 2
+    """Retries of one HTTP call on 429/5xx, done by the SDK (not generation attempts: those are
+    the assistant's ``max_retries``)."""
     _client: Any = field(default=None, init=False, repr=False)
 
     def _get_client(self) -> Any:
@@ -28,7 +30,7 @@ class AnthropicProvider(Provider):
                 api_key=self.api_key,
                 base_url=self.base_url,
                 timeout=self.timeout,
-                max_retries=self.max_retries,
+                max_retries=self.http_retries,
             )
         return self._client
 

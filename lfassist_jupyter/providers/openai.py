@@ -14,7 +14,7 @@ from lfassist_jupyter.providers.base import Provider, Usage
 class OpenAIProvider(Provider):
     """Chat completions with streaming through the official ``openai`` SDK.
 
-    Retries on 429/5xx are the SDK's own (bounded by ``max_retries``, exponential
+    Retries on 429/5xx are the SDK's own (bounded by ``http_retries``, exponential
     backoff, ``Retry-After`` honoured); we translate what is left into friendly errors.
     """
 
@@ -23,7 +23,9 @@ class OpenAIProvider(Provider):
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
     timeout: float = 120.0
-    max_retries: int = 2
+    http_retries: int = 2
+    """Retries of one HTTP call on 429/5xx, done by the SDK (not generation attempts: those are
+    the assistant's ``max_retries``)."""
     _client: Any = field(default=None, init=False, repr=False)
 
     def _get_client(self) -> Any:
@@ -35,7 +37,7 @@ class OpenAIProvider(Provider):
                 api_key=self.api_key or "not-needed",
                 base_url=self.base_url,
                 timeout=self.timeout,
-                max_retries=self.max_retries,
+                max_retries=self.http_retries,
             )
         return self._client
 

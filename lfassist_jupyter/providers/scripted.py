@@ -66,10 +66,6 @@ class ScriptedProvider(Provider):
             kwargs.setdefault("delay", float(data.get("delay", 0.0)))
         return cls(replies=list(replies), **kwargs)
 
-    def enqueue(self, *replies: Any) -> ScriptedProvider:
-        self.replies.extend(replies)
-        return self
-
     def _take(self, haystack: str) -> Any:
         for i, entry in enumerate(self.replies):
             pattern = entry.get("match") if isinstance(entry, dict) else None

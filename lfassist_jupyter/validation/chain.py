@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from lfassist_jupyter.validation.ports import ComponentValidator, Reference
 from lfassist_jupyter.validation.report import ValidationReport
 
 
@@ -11,8 +10,10 @@ class ChainValidator:
     """Validators in order; the first failure decides, and every report's phases, timings and
     warnings are merged into the first one (which knows the inputs and outputs)."""
 
-    def __init__(self, *validators: Any) -> None:
-        self.validators = [v for v in validators if v is not None]
+    def __init__(self, *validators: ComponentValidator | None) -> None:
+        self.validators: list[ComponentValidator] = [v for v in validators if v is not None]
+        if not self.validators:
+            raise ValueError("ChainValidator needs at least one validator")
 
     async def validate(self, code: str) -> ValidationReport:
         merged: ValidationReport | None = None
@@ -29,12 +30,13 @@ class ChainValidator:
                     merged.traceback = report.traceback
             if not merged.is_valid:
                 break
-        assert merged is not None, "ChainValidator needs at least one validator"
+        assert merged is not None
         return merged
 
-    async def reference(self) -> dict[str, Any] | None:
+    async def reference(self) -> Reference | None:
+        """The first validator that can describe its lfx answers (the sandbox, normally)."""
         for validator in self.validators:
-            getter = getattr(validator, "reference", None)
-            if getter is not None:
-                return await getter()
+            reference = await validator.reference()
+            if reference is not None:
+                return reference
         return None

@@ -1,4 +1,4 @@
-"""Prompts for generation, answers and retries, grounded in the lfx actually installed.
+"""Prompts for component generation and repair, grounded in the lfx actually installed.
 
 The list of input classes and their parameters is not written by hand: the validation
 worker introspects ``lfx.io`` in the interpreter that will validate the code and hands
@@ -10,6 +10,8 @@ validator, or lfx missing), and says so in the prompt.
 from __future__ import annotations
 
 from typing import Any
+
+from lfassist_jupyter.validation.ports import Reference
 
 IMPORT_STYLE = """\
 from lfx.custom.custom_component.component import Component
@@ -92,7 +94,7 @@ FALLBACK_REFERENCE: dict[str, Any] = {
 }
 
 
-def render_reference(reference: dict[str, Any] | None) -> str:
+def render_reference(reference: Reference | None) -> str:
     """The input classes, one line each, with their own parameters."""
     ref = reference or FALLBACK_REFERENCE
     version = ref.get("lfx_version")
@@ -109,7 +111,7 @@ def render_reference(reference: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-def generation_system_prompt(reference: dict[str, Any] | None) -> str:
+def generation_system_prompt(reference: Reference | None) -> str:
     return (
         "You are the Langflow Assistant. You write Langflow custom components: Python classes built on lfx "
         "that appear as nodes on the Langflow canvas.\n\n"
@@ -121,12 +123,6 @@ def generation_system_prompt(reference: dict[str, Any] | None) -> str:
         "component, keeping what they did not ask to change."
     )
 
-
-ANSWER_SYSTEM_PROMPT = (
-    "You are the Langflow Assistant. Answer questions about Langflow, lfx and writing custom components "
-    "concisely and accurately, in Markdown. Use short code snippets only when they help; components import "
-    "from lfx (`from lfx.custom.custom_component.component import Component`, inputs from `lfx.io`)."
-)
 
 RETRY_TEMPLATE = """\
 The component you wrote failed validation (attempt {attempt} of {max_attempts}).

@@ -13,6 +13,10 @@ commands through ipylab (``notebook:insert-cell-below`` + ``notebook:replace-sel
 where ipylab's front end is absent (Notebook 7 without it, VS Code) the view copies the
 code to the clipboard and says so.
 
+Configuration, validators, the Langflow connection, sessions and registration come from the
+kernel's ``Workspace`` (shared with the magic); every message the view receives is built by
+``ui/messages.py``, for live results and restored sessions alike.
+
 No secret ever enters a trait: providers are listed by name and model only, and the
 Langflow key stays inside the ``LangflowClient``.
 """
@@ -22,64 +26,51 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets
 
-from lfassist_jupyter._display import STEP_LABELS, highlight
+from lfassist_jupyter.ui.messages import (
+    PanelMessage,
+    ProgressStep,
+    answer_message,
+    cancelled_message,
+    component_message,
+    error_message,
+    user_message,
+)
+from lfassist_jupyter.ui.workspace import Workspace, current_workspace
 
-STATIC = Path(__file__).parent / "static"
+if TYPE_CHECKING:
+    from lfassist_jupyter.core.assistant import Assistant
+    from lfassist_jupyter.core.events import CancelledEvent, CompleteEvent, ErrorEvent
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
 FLUSH_INTERVAL = 0.05  # seconds between streaming_text syncs (20 Hz)
-_PROGRESS_STEPS = ("generating_component", "generation_complete", "extracting_code", "validating", "validated")
-
-
-def render_markdown(text: str) -> str:
-    """Markdown to HTML with raw HTML disabled (model output is untrusted) and highlighted code."""
-    from markdown_it import MarkdownIt
-
-    def fence(code: str, lang: str, _attrs: str) -> str:
-        return highlight(code) if lang.strip().lower() in ("", "python", "py") else ""
-
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": fence})
-    return md.render(text)
-
-
-def _model_choices() -> tuple[list[dict[str, str]], str]:
-    from lfassist_jupyter.providers import check_config
-
-    cfg = check_config()
-    choices = []
-    for p in cfg["providers"]:
-        if p["name"] in cfg["configured_providers"]:
-            for m in p["models"]:
-                choices.append({"value": f"{p['name']}:{m['name']}", "label": f"{p['name']} · {m['display_name']}"})
-    default = f"{cfg['default_provider']}:{cfg['default_model']}" if cfg["configured"] else ""
-    if default and default not in {c["value"] for c in choices}:
-        provider, model = default.split(":", 1)
-        choices.insert(0, {"value": default, "label": f"{provider} · {model}"})
-    return choices, default
 
 
 class ChatPanel(anywidget.AnyWidget):
     """The Langflow Assistant chat panel.  ``ChatPanel()`` in a cell, or ``%assist panel``.
 
     Args:
-        assistant_factory: builds the ``Assistant`` for a (provider, model, session_id);
-            tests and the magic use it to share configuration.
-        langflow: a connected ``LangflowClient`` for **Register with Langflow**.
-        max_retries: total validation attempts for component requests.
+        workspace: what the panel shares with the magic (configuration, validators, the Langflow
+            connection, sessions); default: the kernel's.
+        data_dir: a standalone workspace over this directory instead (scripts, tests).
+        assistant_factory: with ``data_dir``, builds the assistants of that standalone workspace
+            (``Workspace(assistant_factory=...)``; the benchmarks use it).
     """
 
     _esm = STATIC / "widget.js"
     _css = STATIC / "widget.css"
 
     messages = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """The transcript: user and assistant messages, component and failure cards."""
+    """The transcript: ``PanelMessage.to_wire()`` dicts (user and assistant messages, cards)."""
     progress = traitlets.Dict().tag(sync=True)
-    """The request in flight: current step, attempt counter, steps done."""
+    """The request in flight: {"steps": [ProgressStep...], "current": ProgressStep | None}."""
     streaming_text = traitlets.Unicode("").tag(sync=True)
     """The answer so far, synced at most every 50 ms."""
     busy = traitlets.Bool(False).tag(sync=True)
@@ -94,23 +85,27 @@ class ChatPanel(anywidget.AnyWidget):
     """Whether the front end can insert cells (ipylab in JupyterLab); else copy instead."""
     notice = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, *, assistant_factory: Any = None, langflow: Any = None, max_retries: int = 3,
-                 data_dir: str | Path | None = None, **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        workspace: Workspace | None = None,
+        data_dir: str | Path | None = None,
+        assistant_factory: Callable[..., Assistant] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        from lfassist_jupyter.core.session import SessionStore, default_data_dir, new_session_id
-
-        self._factory = assistant_factory
-        self._max_retries = max_retries
-        self._data_dir = Path(data_dir) if data_dir else default_data_dir()
-        self._store = SessionStore(self._data_dir / "sessions")
-        self._assistant: Any = None
-        self._task: asyncio.Future[Any] | None = None
-        self.langflow = langflow
-        self.langflow_connected = bool(langflow is not None and langflow.connected)
-        self.models, default = _model_choices()
+        if workspace is None and (data_dir is not None or assistant_factory is not None):
+            workspace = Workspace(data_dir=data_dir, assistant_factory=assistant_factory)
+        workspace = workspace or current_workspace()
+        self.workspace = workspace
+        self._assistant: Assistant | None = None
+        self._task: Future[None] | None = None
+        self.langflow_connected = workspace.connected
+        choices, default = workspace.model_choices()
+        self.models = [c._asdict() for c in choices]
         saved = self._prefs().get("selected_model")
-        self.selected_model = saved if saved in {m["value"] for m in self.models} else default
-        self.session_id = new_session_id()
+        self.selected_model = saved if saved in {c.value for c in choices} else default
+        self.session_id = workspace.new_session_id()
         self._refresh_sessions()
         self._lab: Any = None
         self._connect_lab()
@@ -119,7 +114,7 @@ class ChatPanel(anywidget.AnyWidget):
     # -- preferences and sessions -------------------------------------------------------
 
     def _prefs_path(self) -> Path:
-        return self._data_dir / "panel.json"
+        return self.workspace.data_dir / "panel.json"
 
     def _prefs(self) -> dict[str, Any]:
         try:
@@ -135,7 +130,7 @@ class ChatPanel(anywidget.AnyWidget):
             pass
 
     def _refresh_sessions(self) -> None:
-        self.sessions = self._store.list()[:10]
+        self.sessions = self.workspace.store.list()[:10]
 
     def _connect_lab(self) -> None:
         try:
@@ -148,16 +143,9 @@ class ChatPanel(anywidget.AnyWidget):
         except Exception:
             self._lab = None
 
-    def _get_assistant(self) -> Any:
-        from lfassist_jupyter.core.engine import Assistant
-
+    def _get_assistant(self) -> Assistant:
         provider, _, model = self.selected_model.partition(":")
-        key = (self.selected_model, self.session_id)
-        if self._assistant is None or getattr(self._assistant, "_panel_key", None) != key:
-            factory = self._factory or (lambda **kw: Assistant(**kw))
-            self._assistant = factory(provider=provider or None, model=model or None, session_id=self.session_id,
-                                      max_retries=self._max_retries, session_store=self._store)  # fmt: skip
-            self._assistant._panel_key = key
+        self._assistant = self.workspace.assistant(self.session_id, provider=provider or None, model=model or None)
         return self._assistant
 
     # -- messages from the view ------------------------------------------------------------
@@ -185,10 +173,8 @@ class ChatPanel(anywidget.AnyWidget):
     def _message(self, message_id: str) -> dict[str, Any] | None:
         return next((m for m in self.messages if m.get("id") == message_id), None)
 
-    def _append(self, message: dict[str, Any]) -> dict[str, Any]:
-        message.setdefault("id", uuid.uuid4().hex[:10])
-        self.messages = [*self.messages, message]
-        return message
+    def _append(self, message: PanelMessage) -> None:
+        self.messages = [*self.messages, message.to_wire()]
 
     def send_prompt(self, text: str) -> None:
         """What the Send button does: run one request in the background."""
@@ -201,12 +187,13 @@ class ChatPanel(anywidget.AnyWidget):
         if not self.selected_model:
             from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
 
-            self._append({"role": "user", "kind": "text", "text": text})
-            self._append({"role": "assistant", "kind": "error", "text": NO_PROVIDER_MESSAGE})
+            self._append(user_message(text))
+            self._append(error_message(NO_PROVIDER_MESSAGE))
             return
         from lfassist_jupyter._runtime import get_loop
 
-        self._append({"role": "user", "kind": "text", "text": text})
+        self._append(user_message(text))
+        self.langflow_connected = self.workspace.connected
         self.busy = True
         self.notice = ""
         self.progress = {"steps": [], "current": None}
@@ -231,7 +218,7 @@ class ChatPanel(anywidget.AnyWidget):
     async def _run(self, text: str) -> None:
         tokens: list[str] = []
         last_flush = 0.0
-        steps: list[dict[str, Any]] = []
+        steps: list[ProgressStep] = []
         try:
             assistant = self._get_assistant()
             async for event in assistant.stream(text):
@@ -242,49 +229,54 @@ class ChatPanel(anywidget.AnyWidget):
                         self.streaming_text = "".join(tokens)
                         last_flush = now
                 elif event.event == "progress":
-                    for s in steps:
-                        s["done"] = True
-                    label = STEP_LABELS.get(event.step, event.step)
-                    steps.append({"step": event.step, "label": label, "attempt": event.attempt,
-                                  "max_attempts": event.max_attempts, "done": event.step == "validated",
-                                  "error": event.error})  # fmt: skip
-                    self.progress = {"steps": [dict(s) for s in steps], "current": steps[-1]}
+                    steps = [s.model_copy(update={"done": True}) for s in steps]
+                    steps.append(ProgressStep.from_event(event))
+                    wire = [s.model_dump() for s in steps]
+                    self.progress = {"steps": wire, "current": wire[-1]}
                 else:
                     self._finish(event, "".join(tokens), steps, assistant)
         except asyncio.CancelledError:  # stopped before the engine took the request
-            self._append({"role": "assistant", "kind": "cancelled", "text": "", "note": "Request cancelled"})
+            self._append(cancelled_message())
         except Exception as exc:  # the panel must always leave the busy state
-            self._append({"role": "assistant", "kind": "error", "text": f"Unexpected error: {exc}"})
+            self._append(error_message(f"Unexpected error: {exc}"))
         finally:
+            # The session list first, in the same sync as leaving busy: a view (or a script
+            # that waits for busy to drop) never sees the request done with the old list.
+            sessions = self.workspace.store.list()[:10]
             with self.hold_sync():
-                self.busy = False
+                self.sessions = sessions
                 self.streaming_text = ""
                 self.progress = {}
-            self._refresh_sessions()
+                self.busy = False
 
-    def _finish(self, event: Any, text: str, steps: list[dict[str, Any]], assistant: Any) -> None:
+    def _finish(
+        self,
+        event: CompleteEvent | ErrorEvent | CancelledEvent,
+        text: str,
+        steps: list[ProgressStep],
+        assistant: Assistant,
+    ) -> None:
         if event.event == "cancelled":
-            self._append({"role": "assistant", "kind": "cancelled", "text": text, "html": render_markdown(text) if
-                          text else "", "note": event.message or "Request cancelled"})  # fmt: skip
+            self._append(cancelled_message(text, event.message))
             return
         if event.event == "error":
-            self._append({"role": "assistant", "kind": "error", "text": event.message})
+            self._append(error_message(event.message))
             return
         data = event.data
-        if data.intent == "generate_component" and data.component_code:
-            report = assistant.last_report
-            self._append({
-                "role": "assistant", "kind": "component" if data.validated else "failure",
-                "class_name": data.class_name, "validated": data.validated, "attempts": data.validation_attempts,
-                "code": data.component_code, "code_html": highlight(data.component_code),
-                "error": data.validation_error or "", "steps": [s["label"] for s in steps],
-                "inputs": [i.model_dump() for i in report.inputs] if report else [],
-                "outputs": [o.model_dump() for o in report.outputs] if report else [],
-            })  # fmt: skip
-        else:
+        if data.component_code:
             self._append(
-                {"role": "assistant", "kind": "text", "text": data.result, "html": render_markdown(data.result)}
+                component_message(
+                    code=data.component_code,
+                    class_name=data.class_name,
+                    validated=data.validated,
+                    attempts=data.validation_attempts,
+                    error=data.validation_error,
+                    steps=[s.label for s in steps],
+                    report=assistant.last_report,
+                )
             )
+        else:
+            self._append(answer_message(data.result))
 
     # -- buttons ----------------------------------------------------------------------------
 
@@ -308,7 +300,7 @@ class ChatPanel(anywidget.AnyWidget):
         if not message or not message.get("code"):
             self.notice = "Nothing to register."
             return
-        if self.langflow is None:
+        if self.workspace.langflow is None:
             self.notice = "Not connected to Langflow: run `%assist connect URL` and reopen the panel."
             return
         from lfassist_jupyter._runtime import get_loop
@@ -317,7 +309,7 @@ class ChatPanel(anywidget.AnyWidget):
             from lfassist_jupyter.errors import LangflowError
 
             try:
-                registered = await self.langflow.register(message["code"])
+                registered = await self.workspace.register(message["code"])
                 self.notice = str(registered)
             except LangflowError as exc:
                 self.notice = f"Not registered: {exc}"
@@ -342,11 +334,9 @@ class ChatPanel(anywidget.AnyWidget):
         self._save_prefs()
 
     def new_session(self) -> None:
-        from lfassist_jupyter.core.session import new_session_id
-
         if self.busy:
             self.stop()
-        self.session_id = new_session_id()
+        self.session_id = self.workspace.new_session_id()
         self.messages = []
         self._refresh_sessions()
 
@@ -355,30 +345,12 @@ class ChatPanel(anywidget.AnyWidget):
         if self.busy:
             self.notice = "Stop the running request before switching sessions."
             return
-        session = self._store.load(session_id)
-        messages: list[dict[str, Any]] = []
-        for turn in session.turns:
-            if turn.role == "user":
-                messages.append({"role": "user", "kind": "text", "text": turn.original or turn.content})
-            elif turn.kind == "component":
-                messages.append({"role": "assistant", "kind": "component" if turn.validated else "failure",
-                                 "class_name": turn.class_name, "validated": bool(turn.validated), "code": turn.content,
-                                 "code_html": highlight(turn.content), "attempts": None, "error": "",
-                                 "inputs": [], "outputs": []})  # fmt: skip
-            elif turn.kind == "cancelled":
-                messages.append({"role": "assistant", "kind": "cancelled", "text": "", "note": "Request cancelled"})
-            else:
-                messages.append({"role": "assistant", "kind": "text", "text": turn.content,
-                                 "html": render_markdown(turn.content)})  # fmt: skip
-        if session.turns and session.turns[-1].role == "user":
-            messages.append({"role": "assistant", "kind": "cancelled", "text": "", "note": "Request cancelled"})
-        for m in messages:
-            m["id"] = uuid.uuid4().hex[:10]
+        messages = self.workspace.transcript(session_id)
         self.session_id = session_id
-        self.messages = messages
+        self.messages = [m.to_wire() for m in messages]
 
     def delete_session(self, session_id: str) -> None:
-        self._store.delete(session_id)
+        self.workspace.store.delete(session_id)
         if session_id == self.session_id:
             self.new_session()
         self._refresh_sessions()

@@ -1,0 +1,31 @@
+"""The answer pipeline: a question about Langflow, answered by streaming the model's reply.
+
+Answers are never mined for code (a snippet in an answer is an illustration, not a
+component to validate).  A provider failure is raised: the assistant then forgets the
+unanswered question and ends the stream with one ``error`` event.
+"""
+
+from __future__ import annotations
+
+from lfassist_jupyter.core.events import ProgressEvent, TokenEvent
+from lfassist_jupyter.core.intent import QUESTION
+from lfassist_jupyter.core.pipeline import Request, Sink
+from lfassist_jupyter.core.result import AnswerOutcome
+
+ANSWER_SYSTEM_PROMPT = (
+    "You are the Langflow Assistant. Answer questions about Langflow, lfx and writing custom components "
+    "concisely and accurately, in Markdown. Use short code snippets only when they help; components import "
+    "from lfx (`from lfx.custom.custom_component.component import Component`, inputs from `lfx.io`)."
+)
+
+
+class AnswerPipeline:
+    async def run(self, request: Request, sink: Sink) -> AnswerOutcome:
+        sink(ProgressEvent(step="generating", attempt=1, max_attempts=1, message="Thinking..."))
+        parts: list[str] = []
+        async for chunk in request.provider.stream(
+            system=ANSWER_SYSTEM_PROMPT, messages=request.messages, model=request.model, max_tokens=request.max_tokens
+        ):
+            parts.append(chunk)
+            sink(TokenEvent(chunk=chunk))
+        return AnswerOutcome(result="".join(parts), intent=QUESTION)

@@ -1,0 +1,392 @@
+"""The Langflow Assistant, UI-free: one request in, an async stream of typed events out.
+
+``Assistant`` owns the conversation and the request's life: hygiene, one stateless intent
+call, routing to the pipeline registered for the intent (``core/answer.py``,
+``core/component/pipeline.py``; a flow pipeline registers the same way), then writing the
+outcome into the session and ending the stream with the spec's ``complete`` event.
+``stream`` is the one implementation; ``run`` drives it from blocking code (including a
+Jupyter kernel, whose loop is already running) and ``cancel`` stops it from any thread.
+
+Why a producer task and a queue: the request runs as its own task so ``cancel()`` can
+cancel exactly it (closing the provider's HTTP stream through ``async with``) while the
+consumer still receives a final ``cancelled`` event; and if the consumer stops iterating,
+the ``finally`` cancels and awaits the producer, so no task outlives a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+from lfassist_jupyter._secrets import redact
+from lfassist_jupyter.core._log import log, log_event, log_request_error
+from lfassist_jupyter.core.answer import AnswerPipeline
+from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_max_retries
+from lfassist_jupyter.core.events import TERMINAL_EVENTS, CancelledEvent, CompleteEvent, ErrorEvent, Event
+from lfassist_jupyter.core.hygiene import (
+    EMPTY_PROMPT_MESSAGE,
+    INJECTION_REFUSAL,
+    MAX_PROMPT_CHARS,
+    clean_prompt,
+    detect_injection,
+)
+from lfassist_jupyter.core.intent import (
+    GENERATE_COMPONENT,
+    OFF_TOPIC,
+    OFF_TOPIC_REFUSAL,
+    IntentResult,
+    build_intent_messages,
+    parse_intent,
+)
+from lfassist_jupyter.core.pipeline import Pipeline, Request
+from lfassist_jupyter.core.result import (
+    AnswerOutcome,
+    AssistResult,
+    ComponentOutcome,
+    FlowOutcome,
+    ResultBuilder,
+)
+from lfassist_jupyter.core.session import Session, SessionStore, Turn, new_session_id
+from lfassist_jupyter.errors import LfAssistError, ProviderError
+from lfassist_jupyter.providers.base import Provider
+from lfassist_jupyter.validation.ports import ComponentValidator
+from lfassist_jupyter.validation.report import ValidationReport
+
+
+class _Default:
+    """Marks an argument left out (None means something else: no validator, no store)."""
+
+
+_DEFAULT = _Default()
+
+
+class Assistant:
+    """Turns a natural-language request into a validated Langflow component, or an answer.
+
+    Args:
+        provider: a provider name (``"openai"``, ``"anthropic"``, ``"ollama"``, ``"scripted"``),
+            a ``Provider`` instance, or None for the first configured one.
+        model: the generation model (default: the provider's default).
+        intent_model: the classification model (default: the provider's fast model).
+        max_retries: total validation attempts, 0..10; 0 skips validation.
+        session_id: conversation memory key; a new one is made when omitted.
+        validator: a ``ComponentValidator``; default: the sandboxed lfx validator.  ``None``
+            keeps the static and security phases only.
+        session_store: where sessions persist; default: the per-user data directory.
+            ``False`` keeps memory in this object only.
+    """
+
+    def __init__(
+        self,
+        provider: str | Provider | None = None,
+        model: str | None = None,
+        max_retries: int = 3,
+        session_id: str | None = None,
+        validator: ComponentValidator | _Default | None = _DEFAULT,
+        *,
+        intent_model: str | None = None,
+        session_store: SessionStore | bool | _Default | None = _DEFAULT,
+        max_prompt_chars: int = MAX_PROMPT_CHARS,
+        history_window: int = 6,
+        max_tokens: int = 4096,
+        api_key: str | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        self.max_retries = check_max_retries(max_retries)
+        self._provider_arg = provider
+        self._api_key = api_key
+        self._base_url = base_url
+        self._provider: Provider | None = provider if isinstance(provider, Provider) else None
+        self.model = model
+        self.intent_model = intent_model
+        self.session_id = session_id or new_session_id()
+        self._validator_arg = validator
+        self._validator: ComponentValidator | None = None if isinstance(validator, _Default) else validator
+        if isinstance(session_store, _Default) or session_store is True:
+            session_store = SessionStore()
+        self.session_store: SessionStore | None = session_store or None
+        self.max_prompt_chars = max_prompt_chars
+        self.history_window = history_window
+        self.max_tokens = max_tokens
+        self._session: Session | None = None
+        self._pipelines: dict[str, Pipeline] = {}
+        self.last_outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = None
+        self._inflight: tuple[asyncio.AbstractEventLoop, asyncio.Task[None]] | None = None
+        self._lock = threading.Lock()
+
+    # -- configuration ---------------------------------------------------------------
+
+    @property
+    def provider(self) -> Provider:
+        """The provider, created on first use (raises ``ConfigError`` with the fix)."""
+        if self._provider is None:
+            from lfassist_jupyter.providers import create_provider
+
+            name = self._provider_arg if isinstance(self._provider_arg, str) else None
+            self._provider = create_provider(name, api_key=self._api_key, base_url=self._base_url)
+        return self._provider
+
+    @property
+    def validator(self) -> ComponentValidator | None:
+        if self._validator is None and isinstance(self._validator_arg, _Default):
+            from lfassist_jupyter.validation.sandbox import default_validator
+
+            self._validator = default_validator()
+        return self._validator
+
+    @property
+    def session(self) -> Session:
+        if self._session is None or self._session.id != self.session_id:
+            self._session = self.session_store.load(self.session_id) if self.session_store else Session(self.session_id)
+        return self._session
+
+    @property
+    def last_report(self) -> ValidationReport | None:
+        """The validation report of the last component request's last attempt, for views."""
+        outcome = self.last_outcome
+        return outcome.report if isinstance(outcome, ComponentOutcome) else None
+
+    def new_session(self) -> str:
+        """Start a fresh conversation (the old one stays on disk)."""
+        self.session_id = new_session_id()
+        self._session = None
+        return self.session_id
+
+    def _save_session(self) -> None:
+        if self.session_store is None:
+            return
+        try:
+            self.session_store.save(self.session)
+        except OSError as exc:  # memory is a convenience: never fail a request over it
+            log.warning("Could not save session %s: %s", self.session_id, exc)
+
+    # -- pipelines ---------------------------------------------------------------------
+
+    def register_pipeline(self, intent: str, pipeline: Pipeline) -> None:
+        """Route ``intent`` to ``pipeline`` (how the flow pipeline plugs in), replacing the built-in."""
+        self._pipelines[intent] = pipeline
+
+    def component_pipeline(self) -> ComponentPipeline:
+        """The component pipeline with this assistant's validator and attempts (also for a flow
+        pipeline that needs a custom node)."""
+        return ComponentPipeline(self.validator, self.max_retries)
+
+    def pipeline_for(self, intent: str) -> Pipeline:
+        if intent in self._pipelines:
+            return self._pipelines[intent]
+        if intent == GENERATE_COMPONENT:
+            return self.component_pipeline()
+        return AnswerPipeline()
+
+    # -- public API ------------------------------------------------------------------
+
+    async def stream(self, prompt: str) -> AsyncIterator[Event]:
+        """Yield the request's events; the last one is complete, error or cancelled."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        producer = loop.create_task(self._guarded(prompt, queue.put_nowait), name="lfassist-request")
+        with self._lock:
+            self._inflight = (loop, producer)
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if event.event in TERMINAL_EVENTS:
+                    break
+        finally:
+            with self._lock:
+                self._inflight = None
+            if not producer.done():
+                producer.cancel()
+            # Wait for it to wind down; unlike `await producer` this neither raises the
+            # producer's outcome nor hides a cancellation aimed at this consumer.
+            await asyncio.wait({producer})
+
+    def cancel(self) -> bool:
+        """Cancel the request in flight, from any thread.  Returns whether one was running."""
+        with self._lock:
+            inflight = self._inflight
+        if inflight is None:
+            return False
+        loop, task = inflight
+        if loop.is_closed():
+            return False
+        loop.call_soon_threadsafe(task.cancel)
+        return True
+
+    @property
+    def busy(self) -> bool:
+        return self._inflight is not None
+
+    def run(
+        self, prompt: str, on_event: Callable[[Event], None] | None = None, *, raise_on_interrupt: bool = True
+    ) -> AssistResult:
+        """Blocking twin of ``stream``, safe inside a running Jupyter kernel.
+
+        The request runs on a private event-loop thread; events come back through a
+        thread-safe queue and ``on_event`` is called on *this* thread, so display code
+        works normally.  Ctrl-C / the kernel's stop button cancels the request cleanly,
+        then re-raises ``KeyboardInterrupt`` (or, with ``raise_on_interrupt=False``, returns
+        the result with status ``cancelled``).
+        """
+        from lfassist_jupyter._runtime import iterate_in_background
+
+        builder = ResultBuilder(session_id=self.session_id)
+        try:
+            for event in iterate_in_background(self.stream(prompt), on_interrupt=self.cancel):
+                builder.add(event)
+                if on_event is not None:
+                    on_event(event)
+        except KeyboardInterrupt:
+            if raise_on_interrupt:
+                raise
+            if builder.result().status == "running":
+                builder.add(CancelledEvent(message="Request cancelled"))
+        return self._finish_result(builder)
+
+    async def arun(self, prompt: str) -> AssistResult:
+        builder = ResultBuilder(session_id=self.session_id)
+        async for event in self.stream(prompt):
+            builder.add(event)
+        return self._finish_result(builder)
+
+    def _finish_result(self, builder: ResultBuilder) -> AssistResult:
+        if builder.result().status == "complete":
+            builder.attach(self.last_outcome)
+        return builder.result()
+
+    # -- one request -----------------------------------------------------------------
+
+    async def _guarded(self, prompt: str, emit: Callable[[Event], None]) -> None:
+        t0 = time.perf_counter()
+        request_id = uuid.uuid4().hex[:8]
+        try:
+            await self._handle(prompt, emit, request_id, t0)
+        except asyncio.CancelledError:
+            log_event(
+                logging.INFO,
+                "assistant.request.cancelled",
+                request_id=request_id,
+                reason="cancelled",
+                duration_ms=round((time.perf_counter() - t0) * 1000),
+            )
+            self._mark_cancelled()
+            emit(CancelledEvent(message="Request cancelled"))
+        except LfAssistError as exc:
+            log_request_error(request_id, exc)
+            emit(ErrorEvent(message=redact(str(exc))))
+        except Exception as exc:  # a bug of ours: still end the stream with a readable event
+            log.exception("Unexpected error in the assistant")
+            emit(ErrorEvent(message=redact(f"Unexpected error ({type(exc).__name__}): {exc}")))
+
+    def _mark_cancelled(self) -> None:
+        session = self._session
+        if session is not None and session.turns and session.turns[-1].role == "user":
+            session.add(Turn(role="assistant", content="(cancelled)", kind="cancelled"), window=self.history_window)
+            self._save_session()
+
+    async def _handle(self, prompt: str, emit: Callable[[Event], None], request_id: str, t0: float) -> None:
+        self.last_outcome = None
+        clean = clean_prompt(prompt, self.max_prompt_chars)
+        if not clean.text:
+            emit(ErrorEvent(message=EMPTY_PROMPT_MESSAGE))
+            return
+        if kind := detect_injection(clean.text):
+            log_event(logging.WARNING, "assistant.request.refused", request_id=request_id, reason=kind)
+            emit(ErrorEvent(message=INJECTION_REFUSAL.format(kind=kind)))
+            return
+        provider = self.provider
+        model = self.model or provider.default_model
+        session = self.session
+
+        intent = await self._classify(provider, clean.text, has_component=session.last_component is not None)
+        log_event(
+            logging.INFO,
+            "assistant.request.started",
+            request_id=request_id,
+            session_id=self.session_id,
+            provider=provider.name,
+            model_name=model,
+            intent=intent.intent,
+            prompt_chars=len(clean.text),
+        )
+
+        if intent.intent == OFF_TOPIC:
+            self._complete(AnswerOutcome(result=OFF_TOPIC_REFUSAL, intent=OFF_TOPIC), clean.warnings, emit)
+            self._log_completed(request_id, t0, validated=False, attempts=0)
+            return
+
+        original = clean.text if clean.text != intent.translation else None
+        session.add(Turn(role="user", content=intent.translation, original=original), window=self.history_window)
+        request = Request(
+            text=intent.translation,
+            messages=session.messages(),
+            provider=provider,
+            model=model,
+            request_id=request_id,
+            max_tokens=self.max_tokens,
+            warnings=list(clean.warnings),
+        )
+        try:
+            outcome = await self.pipeline_for(intent.intent).run(request, emit)
+        except ProviderError as exc:
+            session.turns.pop()  # the request was not answered; do not remember it as asked
+            self._save_session()
+            log_request_error(request_id, exc)
+            emit(ErrorEvent(message=exc.friendly))
+            return
+        self._record(session, outcome)
+        self._complete(outcome, clean.warnings, emit)
+        validated = bool(getattr(outcome, "validated", False))
+        self._log_completed(request_id, t0, validated=validated, attempts=getattr(outcome, "attempts", 0))
+        self._save_session()
+
+    def _record(self, session: Session, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome) -> None:
+        """The assistant's turn of the conversation, written from the outcome (only here)."""
+        if isinstance(outcome, ComponentOutcome):
+            if outcome.code:
+                turn = Turn(
+                    role="assistant",
+                    content=outcome.code,
+                    kind="component",
+                    class_name=outcome.class_name,
+                    validated=outcome.validated,
+                    attempts=outcome.attempts,
+                )
+            elif outcome.error is None:  # prose instead of code: remembered as an answer
+                turn = Turn(role="assistant", content=outcome.result, kind="answer")
+            else:  # the provider failed before any code: nothing was said
+                return
+        else:
+            turn = Turn(role="assistant", content=outcome.result, kind="answer")
+        session.add(turn, window=self.history_window)
+
+    def _complete(
+        self,
+        outcome: ComponentOutcome | AnswerOutcome | FlowOutcome,
+        warnings: list[str],
+        emit: Callable[[Event], None],
+    ) -> None:
+        self.last_outcome = outcome
+        emit(CompleteEvent(data=outcome.complete_data(warnings or None)))
+
+    async def _classify(self, provider: Provider, text: str, *, has_component: bool) -> IntentResult:
+        system, messages = build_intent_messages(text, has_component=has_component)
+        model = self.intent_model or provider.fast_model or self.model or provider.default_model
+        reply = await provider.complete(system=system, messages=messages, model=model, max_tokens=400, temperature=0)
+        return parse_intent(reply, text)
+
+    @staticmethod
+    def _log_completed(request_id: str, t0: float, *, validated: bool, attempts: int) -> None:
+        log_event(
+            logging.INFO,
+            "assistant.request.completed",
+            request_id=request_id,
+            duration_ms=round((time.perf_counter() - t0) * 1000),
+            validated=validated,
+            attempts=attempts,
+        )

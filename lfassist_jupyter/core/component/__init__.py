@@ -1,0 +1,1 @@
+"""The component pipeline: generate -> extract -> validate -> repair, one Langflow custom component."""

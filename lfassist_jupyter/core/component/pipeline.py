@@ -1,0 +1,199 @@
+"""The component pipeline: generate -> extract -> validate -> repair, as one typed outcome.
+
+Each attempt streams a reply from the provider, pulls the component code out of it,
+validates it (static and security phases in-process, then the ``ComponentValidator`` port:
+the sandbox, and the Langflow server when connected) and, when it fails, asks again with
+the error and the failing code as context.  ``max_retries`` is the spec's name for the
+total number of attempts (0: generate once, skip validation).
+
+The pipeline never touches the session or a view: it reads ``Request.messages``, reports
+through the sink, and returns a ``ComponentOutcome``.  That is what lets the flow pipeline
+call it for a custom node of a flow.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lfassist_jupyter.core._log import log, log_event, log_request_error
+from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
+from lfassist_jupyter.core.component.prompts import generation_system_prompt, retry_message
+from lfassist_jupyter.core.events import ProgressEvent
+from lfassist_jupyter.core.pipeline import Request, Sink
+from lfassist_jupyter.core.result import ComponentOutcome
+from lfassist_jupyter.errors import ConfigError, ProviderError
+from lfassist_jupyter.validation.ports import ComponentValidator, Reference
+from lfassist_jupyter.validation.report import ValidationReport
+from lfassist_jupyter.validation.static import validate_static
+
+MAX_RETRIES_LIMIT = 10
+NO_CODE_ERROR = "No ```python code block with a Component class was found."
+
+
+def check_max_retries(value: object) -> int:
+    """``max_retries`` as the spec defines it: total attempts, an integer from 0 to 10."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RETRIES_LIMIT:
+        raise ConfigError(
+            f"max_retries (total attempts) must be an integer between 0 and {MAX_RETRIES_LIMIT}, not {value!r}."
+        )
+    return value
+
+
+class ComponentPipeline:
+    """Generates one Langflow custom component and repairs it until it validates.
+
+    Args:
+        validator: the runtime validator port; None keeps the static and security phases only.
+        max_retries: total attempts (0..10); 0 skips validation.
+    """
+
+    def __init__(self, validator: ComponentValidator | None, max_retries: int = 3) -> None:
+        self.validator = validator
+        self.max_retries = check_max_retries(max_retries)
+
+    async def run(self, request: Request, sink: Sink) -> ComponentOutcome:
+        validate = self.max_retries > 0
+        max_attempts = self.max_retries if validate else 1
+        system = generation_system_prompt(await self._reference())
+        messages = list(request.messages)
+        code: str | None = None
+        class_name: str | None = None
+        report: ValidationReport | None = None
+
+        def progress(step: str, attempt: int, message: str, **extra: str | None) -> None:
+            sink(ProgressEvent(step=step, attempt=attempt, max_attempts=max_attempts, message=message, **extra))
+
+        for attempt in range(1, max_attempts + 1):
+            log_event(
+                logging.INFO,
+                "assistant.generation.attempt",
+                request_id=request.request_id,
+                attempt=attempt,
+                max_retries=self.max_retries,
+            )
+            first = "Generating component..."
+            progress(
+                "generating_component",
+                attempt,
+                first if attempt == 1 else f"Generating a fix (attempt {attempt} of {max_attempts})...",
+            )
+            try:
+                reply = await self._generate(request, system, messages)
+            except ProviderError as exc:
+                log_request_error(request.request_id, exc)
+                return ComponentOutcome(
+                    result=exc.friendly,
+                    code=code,
+                    class_name=class_name,
+                    attempts=attempt - 1 if validate else 0,
+                    error=exc.friendly,
+                    report=report,
+                )
+            progress("generation_complete", attempt, "Generation complete.")
+            progress("extracting_code", attempt, "Extracting code...")
+            new_code = extract_component_code(reply)
+            if new_code is None and attempt == 1:
+                # The model answered in prose (e.g. asked for details): show it as is.
+                return ComponentOutcome(result=reply)
+            if new_code is not None:
+                code, class_name = new_code, guess_class_name(new_code)
+            if not validate:
+                return ComponentOutcome(result=reply, code=code, class_name=class_name)
+            progress(
+                "validating",
+                attempt,
+                f"Validating (attempt {attempt} of {max_attempts})...",
+                class_name=class_name,
+            )
+            if new_code is None:
+                report = ValidationReport(is_valid=False, phase="static", error=NO_CODE_ERROR)
+            else:
+                report = await self._validate(new_code)
+                class_name = report.class_name or class_name
+            if report.is_valid:
+                log_event(
+                    logging.INFO,
+                    "assistant.validation.success",
+                    request_id=request.request_id,
+                    class_name=class_name,
+                    attempts=attempt,
+                )
+                progress("validated", attempt, f"{class_name} validated.", class_name=class_name)
+                return ComponentOutcome(
+                    result=reply, code=code, class_name=class_name, validated=True, attempts=attempt, report=report
+                )
+            error = report.error or "Validation failed."
+            progress(
+                "validation_failed",
+                attempt,
+                f"Validation failed ({report.phase}).",
+                error=error,
+                class_name=class_name,
+                component_code=code,
+            )
+            if attempt == max_attempts or not report.retryable:
+                log_event(
+                    logging.ERROR,
+                    "assistant.validation.exhausted",
+                    request_id=request.request_id,
+                    error=error,
+                    attempts=attempt,
+                    code_snippet=(code or "")[:200],
+                )
+                plural = "s" * (attempt > 1)
+                return ComponentOutcome(
+                    result=f"The component could not be validated after {attempt} attempt{plural}: {error}",
+                    code=code,
+                    class_name=class_name,
+                    attempts=attempt,
+                    error=error,
+                    report=report,
+                )
+            log_event(
+                logging.WARNING,
+                "assistant.validation.failed",
+                request_id=request.request_id,
+                error=error,
+                attempt=attempt,
+                class_name=class_name,
+            )
+            sink(
+                ProgressEvent(
+                    step="retrying",
+                    attempt=attempt + 1,
+                    max_attempts=max_attempts,
+                    message=f"Retrying with the error as context (attempt {attempt + 1} of {max_attempts})...",
+                )
+            )
+            messages = [
+                *messages,
+                {"role": "assistant", "content": reply},
+                {
+                    "role": "user",
+                    "content": retry_message(
+                        error=error, code=code or reply, attempt=attempt, max_attempts=max_attempts
+                    ),
+                },
+            ]
+        raise AssertionError("unreachable: the last attempt always returns")  # pragma: no cover
+
+    async def _generate(self, request: Request, system: str, messages: list[dict[str, str]]) -> str:
+        chunks = request.provider.stream(
+            system=system, messages=messages, model=request.model, max_tokens=request.max_tokens
+        )
+        return "".join([chunk async for chunk in chunks])
+
+    async def _reference(self) -> Reference | None:
+        if self.validator is None:
+            return None
+        try:
+            return await self.validator.reference()
+        except Exception as exc:
+            log.warning("Could not describe the installed lfx (%s); using the built-in reference.", exc)
+            return None
+
+    async def _validate(self, code: str) -> ValidationReport:
+        report = validate_static(code)
+        if not report.is_valid or self.validator is None:
+            return report
+        return await self.validator.validate(code)

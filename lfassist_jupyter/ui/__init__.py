@@ -1,0 +1,1 @@
+"""The views: the ``%%assist`` magics and the chat panel, over one ``Workspace`` per kernel."""

@@ -1,0 +1,450 @@
+"""IPython magics: ``%%assist``, ``%assist <subcommand>`` and ``%%assist_validate``.
+
+A thin view over the kernel's ``Workspace``: parse options (``magic_arguments``, so quoting
+works like a shell), drive ``Assistant.run`` and render its events.  Defaults are traitlets
+on the magics class, so ``%config AssistMagics.model = "gpt-4.1"`` and ``ipython_config.py``
+work; they are mirrored into the workspace, which the chat panel shares.  Heavy imports
+(engine, SDKs, lfx) happen on first use, not at ``%load_ext``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import string
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from traitlets import Bool, Float, Int, Unicode, observe
+
+from lfassist_jupyter.ui.workspace import AssistConfig, current_workspace, reset_workspace
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.core.assistant import Assistant
+    from lfassist_jupyter.core.events import Event
+    from lfassist_jupyter.core.result import AssistResult
+    from lfassist_jupyter.langflow.client import LangflowClient
+
+HELP = """\
+%%assist [options]       the cell body is your request: a component to build, or a question
+  --provider NAME        openai | anthropic | ollama | scripted (default: first configured)
+  --model NAME           the generation model
+  --max-retries N        total validation attempts, 0..10 (0 skips validation)
+  --session NAME         continue a named conversation;  --new-session starts a fresh one
+  --interpolate          replace {name} in the request with notebook variables (never done silently)
+  --no-insert            do not put the code in a new cell below
+  --out VAR              bind the result (AssistResult) to VAR
+  --register             also save the validated component in the connected Langflow
+  --quiet                no live progress, only the result
+
+%assist status           providers, models, validator and session
+%assist models           configured providers and their models
+%assist new              start a new conversation
+%assist history          this conversation's turns and the stored sessions
+%assist connect URL [--api-key KEY | --ask-key] [--no-server-validation]
+                         connect to a running Langflow (or set LANGFLOW_URL / LANGFLOW_API_KEY);
+                         without a key, Langflow's auto-login is used when it is on
+%assist disconnect       forget the Langflow connection
+%assist components       the components registered in Langflow from notebooks
+%assist panel            the chat panel (a widget driving the same assistant)
+%assist help             this text
+%%assist_validate        validate the component code in the cell body (same validator)
+
+Defaults: %config AssistMagics.model = "..." (also provider, intent_model, max_retries, insert,
+server_validation).
+"""
+
+_UPDATE_INTERVAL = 0.05  # at most 20 display updates a second: below Jupyter's IOPub rate limit
+
+
+def _parse(magic: Any, line: str) -> Any:
+    """Options parsed like a shell would (quotes removed), errors as ``UsageError``.
+
+    IPython's ``parse_argstring`` keeps quotes on POSIX (``--session "my project"`` would
+    name the session ``"my project"`` with its quotes), so split with ``shlex`` instead."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"Could not parse the options: {exc}") from exc
+    return magic.parser.parse_args(argv)
+
+
+class _Namespace(dict):
+    """``str.format_map`` over the user's namespace that fails clearly on unknown names."""
+
+    def __missing__(self, key: str) -> Any:
+        raise UsageError(f"--interpolate: the variable '{key}' is not defined in the notebook.")
+
+
+class LiveProgress:
+    """The live view of one request: step lines with attempt counters and streamed tokens.
+
+    Rendered as an HTML block updated in place in Jupyter front ends, and as plain printed
+    lines in a terminal.  Updates are coalesced to ``_UPDATE_INTERVAL`` so a fast token
+    stream never trips the IOPub rate limit; the final state is always flushed.
+    """
+
+    def __init__(self, *, rich: bool, quiet: bool) -> None:
+        self.rich = rich
+        self.quiet = quiet
+        self.lines: list[str] = []
+        self.tokens: list[str] = []
+        self._handle: Any = None
+        self._last = 0.0
+        self._dirty = False
+        self.updates_sent = 0
+
+    def on_event(self, event: Event) -> None:
+        if self.quiet:
+            return
+        if event.event == "progress":
+            from lfassist_jupyter.core.events import step_label
+
+            label = step_label(event.step)
+            counter = f" ({event.attempt}/{event.max_attempts})" if event.max_attempts > 1 else ""
+            line = f"{label}{counter}"
+            if event.error:
+                line += f": {event.error.splitlines()[0][:200]}"
+            self.lines.append(line)
+            if not self.rich:
+                print(f"· {line}", flush=True)
+        elif event.event == "token":
+            self.tokens.append(event.chunk)
+            if not self.rich:
+                print(event.chunk, end="", flush=True)
+        elif self.tokens:
+            # The result (the cell's value) shows the whole answer: stop repeating it here.
+            if self.rich:
+                self.tokens = []
+            else:
+                print(flush=True)
+        self._dirty = True
+        self.refresh(force=event.event in ("complete", "error", "cancelled"))
+
+    def _html(self) -> str:
+        import html
+
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines)
+        body = html.escape("".join(self.tokens))
+        tokens = f'<div style="white-space:pre-wrap">{body}</div>' if body else ""
+        return f'<div style="font-size:12px;opacity:.85"><ul style="margin:2px 0">{items}</ul>{tokens}</div>'
+
+    def refresh(self, *, force: bool = False) -> None:
+        if not self.rich or not self._dirty:
+            return
+        now = time.monotonic()
+        if not force and now - self._last < _UPDATE_INTERVAL:
+            return
+        from IPython.display import HTML, display
+
+        if self._handle is None:
+            self._handle = display(HTML(self._html()), display_id=True)
+        else:
+            self._handle.update(HTML(self._html()))
+        self.updates_sent += 1
+        self._last = now
+        self._dirty = False
+
+
+@magics_class
+class AssistMagics(Magics):
+    """Configurable defaults for the assistant magics (``%config AssistMagics``)."""
+
+    provider = Unicode(None, allow_none=True, help="Provider name; default: the first configured.").tag(config=True)
+    model = Unicode(None, allow_none=True, help="Generation model; default: the provider's.").tag(config=True)
+    intent_model = Unicode(None, allow_none=True, help="Intent classification model.").tag(config=True)
+    max_retries = Int(3, help="Total validation attempts (0..10); 0 skips validation.").tag(config=True)
+    insert = Bool(True, help="Insert validated code as a new cell below.").tag(config=True)
+    validator_timeout = Float(10.0, help="Seconds one validation may take in the sandbox.").tag(config=True)
+    server_validation = Bool(
+        True, help="When connected to Langflow, also build each component on the server (catches lfx version skew)."
+    ).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.workspace = current_workspace()
+        self._push_config()
+        self._assistant: Assistant | None = None  # the conversation %assist history shows
+        self._session_id: str | None = None
+        self.last_result: AssistResult | None = None
+
+    @observe("provider", "model", "intent_model", "max_retries", "server_validation", "validator_timeout")
+    def _on_config_change(self, _change: Any) -> None:
+        self._push_config()
+
+    def _push_config(self) -> None:
+        """The traitlets are the configuration's public face; the workspace holds it for both views."""
+        cfg = self.workspace.config
+        for name in AssistConfig.__dataclass_fields__:
+            setattr(cfg, name, getattr(self, name))
+
+    @property
+    def langflow(self) -> LangflowClient | None:
+        """The connected ``LangflowClient``, or None."""
+        return self.workspace.langflow
+
+    # -- helpers ------------------------------------------------------------------------
+
+    @property
+    def _rich(self) -> bool:
+        """Whether a front end renders HTML (a kernel), as opposed to a terminal shell."""
+        return getattr(self.shell, "kernel", None) is not None
+
+    def _get_assistant(self, args: Any) -> Assistant:
+        from lfassist_jupyter.errors import ConfigError
+
+        if args.session:
+            self._session_id = self.workspace.new_session_id(args.session)
+        elif args.new_session or self._session_id is None:
+            self._session_id = self.workspace.new_session_id()
+        try:
+            assistant = self.workspace.assistant(
+                self._session_id, provider=args.provider, model=args.model, max_retries=args.max_retries
+            )
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from exc
+        self._assistant = assistant
+        return assistant
+
+    def _register(self, result: AssistResult) -> None:
+        """Send a validated component to the connected Langflow; failures are one clear line."""
+        from lfassist_jupyter.errors import LangflowError
+
+        if self.workspace.langflow is None:
+            print(
+                "Not registered: no Langflow connection. Use `%assist connect URL` first; the code is in the next cell."
+            )
+            return
+        try:
+            registered = self.workspace.register_result(result)
+        except LangflowError as exc:
+            print(f"Not registered: {exc}")
+            return
+        print(str(registered))
+
+    # -- %%assist / %assist ----------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--provider", default=None, help="openai | anthropic | ollama | scripted")
+    @argument("--model", default=None, help="the generation model")
+    @argument("--max-retries", type=int, default=None, help="total validation attempts, 0..10")
+    @argument("--session", default=None, help="continue a named conversation")
+    @argument("--new-session", action="store_true", help="start a fresh conversation")
+    @argument("--interpolate", action="store_true", help="replace {name} with notebook variables")
+    @argument("--no-insert", action="store_true", help="do not insert the code as a new cell")
+    @argument("--out", default=None, help="bind the AssistResult to this variable")
+    @argument("--register", action="store_true", help="save the validated component in the connected Langflow")
+    @argument("--quiet", action="store_true", help="no live progress")
+    @line_cell_magic
+    def assist(self, line: str, cell: str | None = None) -> Any:
+        """Ask the Langflow Assistant: build a validated component, or answer a question.
+
+        As a cell magic the body is the request; as a line magic the first word is a
+        subcommand (status, models, new, history, help).  See ``%assist help``.
+        """
+        if cell is None:
+            return self._subcommand(line)
+        args = _parse(self.assist, line)
+        prompt = cell
+        if args.interpolate:
+            try:
+                prompt = string.Formatter().vformat(cell, (), _Namespace(self.shell.user_ns))
+            except (ValueError, IndexError, AttributeError, KeyError) as exc:
+                raise UsageError(f"--interpolate could not fill the request: {exc}") from exc
+        assistant = self._get_assistant(args)
+        progress = LiveProgress(rich=self._rich, quiet=args.quiet)
+        result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False)
+        self.last_result = result
+        if result.status == "complete" and result.validated and result.code and self.insert and not args.no_insert:
+            self.shell.set_next_input(result.code, replace=False)
+        if args.out:
+            self.shell.user_ns[args.out] = result
+        if args.register and result.status == "complete" and result.validated and result.code:
+            self._register(result)
+        if result.status != "complete" and not self._rich:
+            print(result.error)
+        return result
+
+    def _subcommand(self, line: str) -> Any:
+        words = line.split()
+        command = words[0] if words else "help"
+        if command == "help":
+            print(HELP)
+            return None
+        if command == "status":
+            return self._status()
+        if command == "models":
+            return self._models()
+        if command == "new":
+            self._session_id = self.workspace.new_session_id()  # the next request builds an assistant for it
+            print("Started a new conversation.")
+            return None
+        if command == "history":
+            return self._history()
+        if command == "connect":
+            return self._connect(words[1:])
+        if command == "disconnect":
+            self.workspace.disconnect()
+            print("Disconnected from Langflow.")
+            return None
+        if command == "components":
+            return self._components()
+        if command == "panel":
+            from lfassist_jupyter.ui.panel import ChatPanel
+
+            return ChatPanel(workspace=self.workspace)
+        raise UsageError(
+            f"Unknown %assist subcommand '{command}'. "
+            "Try: status, models, new, history, connect, disconnect, components, panel, help."
+        )
+
+    def _models(self) -> None:
+        providers = self.workspace.configured_providers()
+        if not providers:
+            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+
+            print(NO_PROVIDER_MESSAGE)
+        for p in providers:
+            print(f"{p.name}: {', '.join(name for name, _ in p.models)}  (default {p.default_model})")
+
+    def _status(self) -> None:
+        from lfassist_jupyter.providers import check_config
+        from lfassist_jupyter.validation.sandbox import default_validator
+
+        cfg = check_config()
+        if cfg["configured"]:
+            print(
+                f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}, "
+                f"model {self.model or cfg['default_model']})"
+            )
+        else:
+            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+
+            print(f"Providers: none. {NO_PROVIDER_MESSAGE}")
+        if _warmup is not None:
+            _warmup.join(2)  # the spawn itself takes milliseconds; do not report "stopped" while it runs
+        info = default_validator().info()
+        version = f", lfx {info['lfx_version']}" if info["lfx_version"] else ""
+        print(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
+        if info["error"]:
+            print(f"  {info['error']}")
+        print(f"Session: {self._session_id or 'new on first request'}")
+        if self.langflow is None:
+            print("Langflow: not connected (%assist connect URL)")
+        else:
+            checks = "server validation on" if self.server_validation else "server validation off"
+            print(
+                f"Langflow: connected to {self.langflow.url} (Langflow {self.langflow.version}, "
+                f"{self.langflow.auth}, {checks})"
+            )
+
+    def _connect(self, words: list[str]) -> Any:
+        import argparse
+
+        from lfassist_jupyter.errors import LfAssistError
+        from lfassist_jupyter.langflow import LangflowClient
+
+        parser = argparse.ArgumentParser(prog="%assist connect", add_help=False)
+        parser.add_argument("url", nargs="?")
+        parser.add_argument("--api-key")
+        parser.add_argument("--ask-key", action="store_true")
+        parser.add_argument("--no-server-validation", action="store_true")
+        try:
+            args = parser.parse_args(words)
+        except SystemExit as exc:
+            raise UsageError("Usage: %assist connect URL [--api-key KEY | --ask-key] [--no-server-validation]") from exc
+        key = args.api_key
+        if key:
+            print("Note: the key is now part of this cell's source; prefer LANGFLOW_API_KEY or --ask-key.")
+        if args.ask_key:
+            import getpass
+
+            key = getpass.getpass("Langflow API key: ")
+        try:
+            client = LangflowClient(url=args.url, api_key=key or None).connect_sync()
+        except LfAssistError as exc:
+            print(f"Not connected: {exc}")
+            return None
+        self.server_validation = not args.no_server_validation
+        self.workspace.connect(client, server_validation=self.server_validation)
+        print(f"Connected to Langflow {client.version} at {client.url} ({client.auth}).")
+        return None
+
+    def _components(self) -> Any:
+        from lfassist_jupyter.errors import LfAssistError
+
+        if self.langflow is None:
+            print("Not connected: use `%assist connect URL` first.")
+            return None
+        try:
+            components = self.langflow.list_components_sync()
+        except LfAssistError as exc:
+            print(f"Could not list components: {exc}")
+            return None
+        if not components:
+            print("No components registered from notebooks yet (use %%assist --register).")
+        for c in components:
+            print(f"  {c['name']}  (id {c['id']})")
+        return components
+
+    def _history(self) -> None:
+        if self._assistant is not None:
+            print(f"Session {self._assistant.session_id}:")
+            for message in self.workspace.transcript(self._assistant.session_id):
+                print(f"  {message.role:9} {message.summary()}")
+        stored = self.workspace.store.list()
+        if stored:
+            print("Stored sessions (newest first):")
+            for s in stored:
+                print(f"  {s['id']}  {s['turns']} turns  {s['title']}")
+        elif self._assistant is None:
+            print("No conversation yet.")
+
+    # -- %%assist_validate ----------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--no-smoke", action="store_true", help="skip calling the outputs with sample inputs")
+    @argument("--timeout", type=float, default=None, help="seconds the validation may take")
+    @cell_magic
+    def assist_validate(self, line: str, cell: str) -> Any:
+        """Validate the Langflow component in the cell body, in the sandbox, and show the report."""
+        args = _parse(self.assist_validate, line)
+        from lfassist_jupyter.validation.sandbox import validate_component
+
+        timeout = args.timeout or self.validator_timeout
+        return validate_component(cell, smoke=not args.no_smoke, timeout=timeout)
+
+
+_warmup: threading.Thread | None = None
+
+
+def _warm_up_in_background() -> None:
+    """Start the validation worker so the first validation does not wait for lfx to import."""
+    global _warmup
+
+    def start() -> None:
+        try:
+            from lfassist_jupyter.validation.sandbox import warm_up
+
+            warm_up()
+        except Exception:
+            pass
+
+    _warmup = threading.Thread(target=start, name="lfassist-warmup", daemon=True)
+    _warmup.start()
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    ipython.register_magics(AssistMagics)
+    _warm_up_in_background()
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    reset_workspace()
+    magics = ipython.magics_manager.magics
+    for kind, name in (("line", "assist"), ("cell", "assist"), ("cell", "assist_validate")):
+        magics[kind].pop(name, None)
+    ipython.magics_manager.registry.pop("AssistMagics", None)

@@ -1,0 +1,158 @@
+"""The panel's wire protocol to its JavaScript view, typed: transcript messages and progress steps.
+
+Both the live results of a request and the restore of a stored session build their
+messages here, so the view always gets the same fields with the same types.  Keys whose
+value is None are left out (the view treats a missing key as "not known").
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from lfassist_jupyter.core.events import ATTEMPT_STEPS, ProgressEvent, step_label
+from lfassist_jupyter.core.session import Session, Turn
+from lfassist_jupyter.validation.report import FieldSummary, ValidationReport
+
+MessageKind = Literal["text", "component", "failure", "cancelled", "error"]
+CANCELLED_NOTE = "Request cancelled"
+
+
+class PanelMessage(BaseModel):
+    """One entry of ``ChatPanel.messages``."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:10])
+    role: Literal["user", "assistant"]
+    kind: MessageKind
+    text: str | None = None
+    html: str | None = None  # rendered by Python from escaped Markdown, never raw model output
+    note: str | None = None  # cancelled messages: why
+    # component and failure cards:
+    class_name: str | None = None
+    validated: bool | None = None
+    attempts: int | None = None
+    code: str | None = None
+    code_html: str | None = None
+    error: str | None = None
+    steps: list[str] | None = None  # labels of the steps the request went through
+    inputs: list[dict[str, Any]] | None = None
+    outputs: list[dict[str, Any]] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+    def summary(self) -> str:
+        """One line for a listing (``%assist history``)."""
+        if self.class_name:
+            return self.class_name
+        lines = (self.text or self.note or "").strip().splitlines() or [""]
+        return lines[0][:80]
+
+
+class ProgressStep(BaseModel):
+    """One step of the request in flight, as the view renders it (the label comes from Python)."""
+
+    step: str
+    label: str
+    attempt: int
+    max_attempts: int
+    show_attempt: bool  # render "attempt N of M"
+    failed: bool
+    done: bool
+    error: str | None = None
+
+    @classmethod
+    def from_event(cls, event: ProgressEvent) -> ProgressStep:
+        return cls(
+            step=event.step,
+            label=step_label(event.step),
+            attempt=event.attempt,
+            max_attempts=event.max_attempts,
+            show_attempt=event.step in ATTEMPT_STEPS and event.max_attempts > 1,
+            failed=event.step == "validation_failed",
+            done=event.step == "validated",
+            error=event.error,
+        )
+
+
+def render_markdown(text: str) -> str:
+    """Markdown to HTML with raw HTML disabled (model output is untrusted) and highlighted code."""
+    from markdown_it import MarkdownIt
+
+    from lfassist_jupyter._display import highlight
+
+    def fence(code: str, lang: str, _attrs: str) -> str:
+        return highlight(code) if lang.strip().lower() in ("", "python", "py") else ""
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": fence})
+    return md.render(text)
+
+
+def user_message(text: str) -> PanelMessage:
+    return PanelMessage(role="user", kind="text", text=text)
+
+
+def answer_message(text: str) -> PanelMessage:
+    return PanelMessage(role="assistant", kind="text", text=text, html=render_markdown(text))
+
+
+def error_message(text: str) -> PanelMessage:
+    return PanelMessage(role="assistant", kind="error", text=text)
+
+
+def cancelled_message(text: str = "", note: str | None = None) -> PanelMessage:
+    html = render_markdown(text) if text else ""
+    return PanelMessage(role="assistant", kind="cancelled", text=text, html=html, note=note or CANCELLED_NOTE)
+
+
+def component_message(
+    *,
+    code: str,
+    class_name: str | None,
+    validated: bool,
+    attempts: int | None,
+    error: str | None = None,
+    steps: list[str] | None = None,
+    report: ValidationReport | None = None,
+) -> PanelMessage:
+    from lfassist_jupyter._display import highlight
+
+    def fields(items: list[FieldSummary]) -> list[dict[str, Any]]:
+        return [item.model_dump() for item in items]
+
+    return PanelMessage(
+        role="assistant",
+        kind="component" if validated else "failure",
+        class_name=class_name,
+        validated=validated,
+        attempts=attempts,
+        code=code,
+        code_html=highlight(code),
+        error=error or "",
+        steps=steps or [],
+        inputs=fields(report.inputs) if report else [],
+        outputs=fields(report.outputs) if report else [],
+    )
+
+
+def turn_message(turn: Turn) -> PanelMessage:
+    if turn.role == "user":
+        return user_message(turn.original or turn.content)
+    if turn.kind == "component":
+        return component_message(
+            code=turn.content, class_name=turn.class_name, validated=bool(turn.validated), attempts=turn.attempts
+        )
+    if turn.kind == "cancelled":
+        return cancelled_message()
+    return answer_message(turn.content)
+
+
+def transcript(session: Session) -> list[PanelMessage]:
+    """A stored session as the panel shows it; an unanswered last request shows as cancelled
+    (the kernel stopped mid-request)."""
+    messages = [turn_message(turn) for turn in session.turns]
+    if session.turns and session.turns[-1].role == "user":
+        messages.append(cancelled_message())
+    return messages

@@ -1,0 +1,260 @@
+"""The ``Workspace``: what the views of one kernel share.
+
+The magic and the chat panel are two views of the same assistant, so everything they must
+agree on lives here, once: the configuration (``%config AssistMagics.*`` writes it), the
+validators (the sandbox, chained with the connected Langflow server's build check), the
+Langflow connection, the assistants (cached per configuration and session), registration,
+the list of configured models and the session store with its conversion to a transcript.
+A panel opened with ``%assist panel`` after ``%assist connect`` therefore validates on the
+server and classifies with the configured ``intent_model``, exactly like ``%%assist``.
+
+``current_workspace()`` is the kernel's one workspace; tests and scripts may build their
+own (``Workspace(data_dir=..., local_validator=...)``).  Imports stay lazy: building a
+workspace must not load the engine, the SDKs or lfx (``%load_ext`` stays fast).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.core.assistant import Assistant
+    from lfassist_jupyter.core.result import AssistResult
+    from lfassist_jupyter.core.session import SessionStore
+    from lfassist_jupyter.langflow.client import LangflowClient, RegisteredComponent
+    from lfassist_jupyter.ui.messages import PanelMessage
+    from lfassist_jupyter.validation.ports import ComponentValidator
+
+_MAX_ASSISTANTS = 8  # a few conversations (the magic's, the panel's) stay warm; memory is on disk anyway
+
+
+@dataclass
+class AssistConfig:
+    """The defaults both views use; ``%config AssistMagics.<name>`` sets them."""
+
+    provider: str | None = None
+    model: str | None = None
+    intent_model: str | None = None
+    max_retries: int = 3
+    server_validation: bool = True
+    validator_timeout: float = 10.0
+
+
+class ModelChoice(NamedTuple):
+    value: str  # "provider:model"
+    label: str
+
+
+class ProviderModels(NamedTuple):
+    name: str
+    default_model: str
+    models: list[tuple[str, str]]  # (name, display name)
+
+
+class _AssistantKey(NamedTuple):
+    provider: str | None
+    model: str | None
+    intent_model: str | None
+    max_retries: int
+    session_id: str
+    server: int  # id() of the Langflow client validating on the server, 0 when none
+
+
+class Workspace:
+    """One per kernel: configuration, validators, Langflow, assistants and sessions for every view."""
+
+    def __init__(
+        self,
+        *,
+        data_dir: str | Path | None = None,
+        config: AssistConfig | None = None,
+        local_validator: ComponentValidator | None = None,
+        langflow: LangflowClient | None = None,
+        assistant_factory: Callable[..., Assistant] | None = None,
+    ) -> None:
+        """``assistant_factory`` (benchmarks, scripts) builds each assistant itself from the keyword
+        arguments provider, model, intent_model, max_retries, session_id and session_store."""
+        from lfassist_jupyter.core.session import default_data_dir
+
+        self.config = config or AssistConfig()
+        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        self._local_validator = local_validator
+        self.langflow = langflow
+        self._store: SessionStore | None = None
+        self._factory = assistant_factory
+        self._assistants: OrderedDict[_AssistantKey, Assistant] = OrderedDict()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @property
+    def store(self) -> SessionStore:
+        if self._store is None:
+            from lfassist_jupyter.core.session import SessionStore
+
+            self._store = SessionStore(self.data_dir / "sessions")
+        return self._store
+
+    @staticmethod
+    def new_session_id(name: str | None = None) -> str:
+        """A fresh session id, or the id of the named conversation (``--session NAME``)."""
+        from lfassist_jupyter.core.session import SESSION_PREFIX, new_session_id
+
+        return f"{SESSION_PREFIX}{name}" if name else new_session_id()
+
+    def transcript(self, session_id: str) -> list[PanelMessage]:
+        """A stored session as transcript messages (the panel shows them; ``%assist history`` lists them)."""
+        from lfassist_jupyter.ui.messages import transcript
+
+        return transcript(self.store.load(session_id))
+
+    # -- validation and Langflow ----------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self.langflow is not None and self.langflow.connected
+
+    def connect(self, client: LangflowClient, *, server_validation: bool = True) -> None:
+        self.langflow = client
+        self.config.server_validation = server_validation
+
+    def disconnect(self) -> None:
+        self.langflow = None
+
+    @property
+    def _server(self) -> LangflowClient | None:
+        return self.langflow if self.langflow is not None and self.config.server_validation else None
+
+    def local_validator(self) -> ComponentValidator:
+        if self._local_validator is None:
+            from lfassist_jupyter.validation.sandbox import default_validator
+
+            self._local_validator = default_validator()
+        return self._local_validator
+
+    def validator(self) -> ComponentValidator:
+        """The sandbox, then the connected Langflow server when server validation is on."""
+        local = self.local_validator()
+        server = self._server
+        if server is None:
+            return local
+        from lfassist_jupyter.validation.chain import ChainValidator
+
+        return ChainValidator(local, server.validator())
+
+    # -- assistants -------------------------------------------------------------------------
+
+    def assistant(
+        self,
+        session_id: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        max_retries: int | None = None,
+    ) -> Assistant:
+        """The assistant for this configuration and session, reused while neither changes (so
+        a conversation keeps its memory in-process).  A bad ``max_retries`` raises ``ConfigError``."""
+        from lfassist_jupyter.core.assistant import Assistant
+
+        cfg = self.config
+        key = _AssistantKey(
+            provider=provider or cfg.provider,
+            model=model or cfg.model,
+            intent_model=cfg.intent_model,
+            max_retries=cfg.max_retries if max_retries is None else max_retries,
+            session_id=session_id,
+            server=id(self._server) if self._server is not None else 0,
+        )
+        assistant = self._assistants.get(key)
+        if assistant is None:
+            settings = dict(
+                provider=key.provider,
+                model=key.model,
+                intent_model=key.intent_model,
+                max_retries=key.max_retries,
+                session_id=session_id,
+                session_store=self.store,
+            )
+            if self._factory is not None:
+                assistant = self._factory(**settings)
+            else:
+                assistant = Assistant(**settings, validator=self.validator())
+            self._assistants[key] = assistant
+            while len(self._assistants) > _MAX_ASSISTANTS:
+                self._assistants.popitem(last=False)
+        self._assistants.move_to_end(key)
+        return assistant
+
+    # -- registration -----------------------------------------------------------------------
+
+    def _client(self) -> LangflowClient:
+        from lfassist_jupyter.errors import LangflowError
+
+        if self.langflow is None:
+            raise LangflowError("no Langflow connection. Use `%assist connect URL` first.")
+        return self.langflow
+
+    async def register(self, code: str) -> RegisteredComponent:
+        """Save ``code`` as a component in the connected Langflow (``LangflowError`` when it cannot)."""
+        return await self._client().register(code)
+
+    def register_result(self, result: AssistResult) -> RegisteredComponent:
+        """Blocking: register a result's code, and record it on the result."""
+        from lfassist_jupyter.errors import LangflowError
+
+        if not result.code:
+            raise LangflowError("there is no component code to register.")
+        registered = self._client().register_sync(result.code)
+        result.record_registration(registered)
+        return registered
+
+    # -- models -----------------------------------------------------------------------------
+
+    @staticmethod
+    def configured_providers() -> list[ProviderModels]:
+        """The configured providers with their models (no secrets), in preference order."""
+        from lfassist_jupyter.providers import check_config
+
+        cfg = check_config()
+        return [
+            ProviderModels(p["name"], p["default_model"], [(m["name"], m["display_name"]) for m in p["models"]])
+            for p in cfg["providers"]
+            if p["name"] in cfg["configured_providers"]
+        ]
+
+    @classmethod
+    def model_choices(cls) -> tuple[list[ModelChoice], str]:
+        """Every configured model as a choice, and the default ("provider:model", or "" when none)."""
+        from lfassist_jupyter.providers import check_config
+
+        choices = [
+            ModelChoice(f"{p.name}:{name}", f"{p.name} · {display}")
+            for p in cls.configured_providers()
+            for name, display in p.models
+        ]
+        cfg = check_config()
+        default = f"{cfg['default_provider']}:{cfg['default_model']}" if cfg["configured"] else ""
+        if default and default not in {c.value for c in choices}:
+            provider, model = default.split(":", 1)
+            choices.insert(0, ModelChoice(default, f"{provider} · {model}"))
+        return choices, default
+
+
+_current: Workspace | None = None
+
+
+def current_workspace() -> Workspace:
+    """The kernel's workspace, made on first use."""
+    global _current
+    if _current is None:
+        _current = Workspace()
+    return _current
+
+
+def reset_workspace() -> None:
+    """Forget the kernel's workspace (``%unload_ext``): the next view starts from defaults."""
+    global _current
+    _current = None
