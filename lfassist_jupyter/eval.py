@@ -353,7 +353,9 @@ async def arun_suite(
     for i, case in enumerate(cases):
         if on_progress:
             on_progress(i, len(cases), None, case)
-        assistant = first if i == 0 else factory(provider=chosen, model=model, max_retries=max_retries, session_store=False)
+        assistant = (
+            first if i == 0 else factory(provider=chosen, model=model, max_retries=max_retries, session_store=False)
+        )
         suite.cases.append(await run_case(case, assistant, runner))
         if on_progress:
             on_progress(i + 1, len(cases), suite.cases[-1], None)

@@ -11,11 +11,12 @@ for whoever wants one.  Nothing here holds a prompt, code, a key or an error mes
 names (intent, provider, model, error *type*), counts and durations.
 
 One ``RequestRecord`` per request, filled by the engine while the request runs (the model
-calls through ``metered``) and closed with ``finish``; ``Metrics`` aggregates the records.
+calls through ``MeteredProvider``) and closed with ``finish``; ``Metrics`` aggregates the records.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 import time
@@ -45,6 +46,7 @@ class RequestRecord:
     completion_tokens: int = 0
     prompt_chars: int = 0
     error_type: str | None = None
+    provider_error: str | None = field(default=None, repr=False)  # the type of a provider call's failure
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
     def add_call(self, *, prompt_chars: int, usage: Any = None) -> None:
@@ -58,6 +60,7 @@ class RequestRecord:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("_t0", None)
+        data.pop("provider_error", None)
         return data
 
 
@@ -66,7 +69,7 @@ def prompt_chars(system: str, messages: list[dict[str, str]]) -> int:
     return len(system or "") + sum(len(str(m.get("content") or "")) for m in messages)
 
 
-async def metered(record: RequestRecord | None, stream: AsyncIterator[str], *, chars: int, provider: Any) -> Any:
+async def _metered(record: RequestRecord, stream: AsyncIterator[str], *, chars: int, provider: Any) -> Any:
     """Pass a provider's stream through, counting the call once it ends (or is abandoned).
 
     The provider's ``last_usage`` is read at the end because the SDKs report usage in the
@@ -74,9 +77,33 @@ async def metered(record: RequestRecord | None, stream: AsyncIterator[str], *, c
     try:
         async for chunk in stream:
             yield chunk
+    except Exception as exc:
+        record.provider_error = type(exc).__name__
+        raise
     finally:
-        if record is not None:
-            record.add_call(prompt_chars=chars, usage=getattr(provider, "last_usage", None))
+        record.add_call(prompt_chars=chars, usage=getattr(provider, "last_usage", None))
+
+
+class MeteredProvider:
+    """A provider seen through one request's record: every call is counted, nothing else changes.
+
+    Pipelines take whatever provider their ``Request`` holds, so metering the request's
+    provider meters every call a pipeline makes (a flow pipeline's sub-requests included)
+    without a line of metrics code in any pipeline."""
+
+    def __init__(self, provider: Any, record: RequestRecord) -> None:
+        self._inner = provider
+        self._record = record
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def stream(self, *, system: str, messages: list[dict[str, str]], **kwargs: Any) -> AsyncIterator[str]:
+        inner = self._inner.stream(system=system, messages=messages, **kwargs)
+        return _metered(self._record, inner, chars=prompt_chars(system, messages), provider=self._inner)
+
+    async def complete(self, **kwargs: Any) -> str:
+        return "".join([chunk async for chunk in self.stream(**kwargs)])
 
 
 class _Histogram:
@@ -156,6 +183,9 @@ class Metrics:
         record.status = status
         record.validated = validated
         record.attempts = attempts
+        # A provider failure the pipeline turned into an outcome is still an error of that type.
+        if error_type is None and status != "cancelled" and not validated:
+            error_type = record.provider_error
         record.error_type = error_type
         record.duration_s = round(time.perf_counter() - record._t0, 6)
         with self._lock:
@@ -182,10 +212,8 @@ class Metrics:
             self.records.append(record)
             hooks = list(self.on_record)
         for hook in hooks:
-            try:
+            with contextlib.suppress(Exception):  # an exporter's bug must never fail a request
                 hook(record)
-            except Exception:  # an exporter's bug must never fail a request
-                pass
         return record
 
     def snapshot(self) -> dict[str, Any]:

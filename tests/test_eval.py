@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -147,5 +146,25 @@ def test_shipped_suites_are_large_enough_and_well_formed():
     assert len(flows) >= 30 and {c.kind for c in flows} == {"flow"}
     # Deterministic checks wherever one exists: most component cases carry one.
     assert sum(c.check is not None for c in components) >= 30
-    raw = tomllib.loads((ROOT / "evals" / "components.toml").read_text())
-    assert len(raw["case"]) == len(components)
+    assert (ROOT / "evals" / "components.toml").read_text().count("[[case]]") == len(components)
+
+
+@pytest.mark.slow
+def test_assist_eval_in_a_real_shell_returns_the_table(llm, monkeypatch, tmp_path, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-123456")
+    cases = tmp_path / "cases.toml"
+    cases.write_text(CASES)
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    try:
+        suite = shell.run_line_magic("assist", f"eval {cases} -k uppercase --json {tmp_path / 'r.json'}")
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+    assert [c.status for c in suite.cases] == ["pass"] and suite.cases[0].output == "HELLO"
+    assert "1/1 passed (100%)" in repr(suite) and "[1/1] uppercase: pass" in capsys.readouterr().out
+    assert json.loads((tmp_path / "r.json").read_text())["totals"]["passed"] == 1

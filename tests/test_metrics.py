@@ -90,3 +90,23 @@ async def test_errors_by_type_and_cancellations(llm, make_assistant):
     assert s["assistant_cancellations_total"] == 1
     assert s["assistant_requests_total"] == 2
     assert [r["status"] for r in s["requests"]] == ["error", "cancelled"]
+
+
+def test_assist_stats_in_a_real_shell_shows_the_table_and_charts(llm, monkeypatch, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-stats-test-key-0123456789")
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    try:
+        llm.queue(intent("question"), "An answer.")
+        shell.run_cell_magic("assist", "--quiet", "what is a component?")
+        view = shell.run_line_magic("assist", "stats")
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+    text = repr(view)
+    assert "requests                       1" in text and "question 1" in text and "model calls" in text
+    html = view._repr_html_()
+    assert html.count("<svg") == 2 and "<script" not in html and "sk-stats" not in html + text
