@@ -30,6 +30,7 @@ _LAZY = {
     "CancelledEvent": "lfassist_jupyter.core.events",
     "Event": "lfassist_jupyter.core.events",
     "check_config": "lfassist_jupyter.providers._registry",
+    "stats": "lfassist_jupyter.metrics",
     "ScriptedProvider": "lfassist_jupyter.providers.scripted",
     "ValidationReport": "lfassist_jupyter.validation.report",
     "validate_component": "lfassist_jupyter.validation.sandbox",

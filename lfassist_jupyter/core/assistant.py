@@ -36,6 +36,7 @@ from lfassist_jupyter.core.hygiene import (
 )
 from lfassist_jupyter.core.intent import (
     GENERATE_COMPONENT,
+    INTENT_METRIC,
     OFF_TOPIC,
     OFF_TOPIC_REFUSAL,
     IntentResult,
@@ -52,6 +53,7 @@ from lfassist_jupyter.core.result import (
 )
 from lfassist_jupyter.core.session import Session, SessionStore, Turn, new_session_id
 from lfassist_jupyter.errors import LfAssistError, ProviderError
+from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
 from lfassist_jupyter.providers.base import Provider
 from lfassist_jupyter.validation.ports import ComponentValidator
 from lfassist_jupyter.validation.report import ValidationReport
@@ -115,6 +117,8 @@ class Assistant:
         self._session: Session | None = None
         self._pipelines: dict[str, Pipeline] = {}
         self.last_outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = None
+        self.last_record: RequestRecord | None = None
+        """The metrics record of the last request (calls, tokens, duration), for views and evals."""
         self._inflight: tuple[asyncio.AbstractEventLoop, asyncio.Task[None]] | None = None
         self._lock = threading.Lock()
 
@@ -257,6 +261,7 @@ class Assistant:
     def _finish_result(self, builder: ResultBuilder) -> AssistResult:
         if builder.result().status == "complete":
             builder.attach(self.last_outcome)
+        builder.result().usage = self.last_record
         return builder.result()
 
     # -- one request -----------------------------------------------------------------
@@ -264,8 +269,22 @@ class Assistant:
     async def _guarded(self, prompt: str, emit: Callable[[Event], None]) -> None:
         t0 = time.perf_counter()
         request_id = uuid.uuid4().hex[:8]
+        record = METRICS.start()
+
+        def counted(event: Event) -> None:
+            # The request's terminal event closes its metrics record, whichever path sent it.
+            if event.event == "complete":
+                data = event.data
+                METRICS.finish(record, "complete", validated=data.validated, attempts=data.validation_attempts)
+            elif event.event == "error":
+                METRICS.finish(record, "error", error_type=record.error_type or record.provider_error or "Error")
+            elif event.event == "cancelled":
+                METRICS.finish(record, "cancelled")
+            emit(event)
+
+        self.last_record = record
         try:
-            await self._handle(prompt, emit, request_id, t0)
+            await self._handle(prompt, counted, request_id, t0, record)
         except asyncio.CancelledError:
             log_event(
                 logging.INFO,
@@ -275,13 +294,15 @@ class Assistant:
                 duration_ms=round((time.perf_counter() - t0) * 1000),
             )
             self._mark_cancelled()
-            emit(CancelledEvent(message="Request cancelled"))
+            counted(CancelledEvent(message="Request cancelled"))
         except LfAssistError as exc:
             log_request_error(request_id, exc)
-            emit(ErrorEvent(message=redact(str(exc))))
+            record.error_type = type(exc).__name__
+            counted(ErrorEvent(message=redact(str(exc))))
         except Exception as exc:  # a bug of ours: still end the stream with a readable event
             log.exception("Unexpected error in the assistant")
-            emit(ErrorEvent(message=redact(f"Unexpected error ({type(exc).__name__}): {exc}")))
+            record.error_type = type(exc).__name__
+            counted(ErrorEvent(message=redact(f"Unexpected error ({type(exc).__name__}): {exc}")))
 
     def _mark_cancelled(self) -> None:
         session = self._session
@@ -289,21 +310,28 @@ class Assistant:
             session.add(Turn(role="assistant", content="(cancelled)", kind="cancelled"), window=self.history_window)
             self._save_session()
 
-    async def _handle(self, prompt: str, emit: Callable[[Event], None], request_id: str, t0: float) -> None:
+    async def _handle(
+        self, prompt: str, emit: Callable[[Event], None], request_id: str, t0: float, record: RequestRecord
+    ) -> None:
         self.last_outcome = None
         clean = clean_prompt(prompt, self.max_prompt_chars)
         if not clean.text:
+            record.kind, record.error_type = "refused", "EmptyPrompt"
             emit(ErrorEvent(message=EMPTY_PROMPT_MESSAGE))
             return
         if kind := detect_injection(clean.text):
             log_event(logging.WARNING, "assistant.request.refused", request_id=request_id, reason=kind)
+            record.kind, record.error_type = "refused", "InjectionRefused"
             emit(ErrorEvent(message=INJECTION_REFUSAL.format(kind=kind)))
             return
-        provider = self.provider
-        model = self.model or provider.default_model
+        real_provider = self.provider
+        model = self.model or real_provider.default_model
+        record.provider, record.model = real_provider.name, model
+        provider = MeteredProvider(real_provider, record)  # type: ignore[assignment]  # a Provider in all but name
         session = self.session
 
         intent = await self._classify(provider, clean.text, has_component=session.last_component is not None)
+        record.kind = INTENT_METRIC.get(intent.intent, intent.intent)
         log_event(
             logging.INFO,
             "assistant.request.started",
@@ -337,6 +365,7 @@ class Assistant:
             session.turns.pop()  # the request was not answered; do not remember it as asked
             self._save_session()
             log_request_error(request_id, exc)
+            record.error_type = type(exc).__name__
             emit(ErrorEvent(message=exc.friendly))
             return
         self._record(session, outcome)

@@ -27,6 +27,8 @@ INTENTS: tuple[str, ...] = (GENERATE_COMPONENT, QUESTION, OFF_TOPIC)
 
 ResultKind = Literal["component", "flow", "answer"]
 INTENT_KIND: dict[str, ResultKind] = {GENERATE_COMPONENT: "component", QUESTION: "answer", OFF_TOPIC: "answer"}
+# How usage metrics name each intent ("requests by intent"): what was asked for, in a word.
+INTENT_METRIC: dict[str, str] = {GENERATE_COMPONENT: "component", QUESTION: "question", OFF_TOPIC: "off_topic"}
 """What kind of result each intent produces (the discriminator of results and outcomes)."""
 
 INTENT_SYSTEM_PROMPT = f"""\

@@ -23,6 +23,7 @@ from lfassist_jupyter.validation.report import ValidationReport
 
 if TYPE_CHECKING:
     from lfassist_jupyter.langflow.client import RegisteredComponent
+    from lfassist_jupyter.metrics import RequestRecord
 
 Status = Literal["complete", "error", "cancelled", "running"]
 
@@ -116,6 +117,8 @@ class AssistResult:
     outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = field(default=None, repr=False)
     events: list[Event] = field(default_factory=list, repr=False)
     steps: list[str] = field(default_factory=list, repr=False)
+    usage: RequestRecord | None = field(default=None, repr=False)
+    """What the request cost: model calls, tokens, prompt characters, seconds (``metrics``)."""
     _registered: RegisteredComponent | None = field(default=None, init=False, repr=False)
 
     @property

@@ -50,6 +50,9 @@ HELP = """\
 %assist disconnect       forget the Langflow connection
 %assist components       the components registered in Langflow from notebooks
 %assist panel            the chat panel (a widget driving the same assistant)
+%assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
+%assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
+                         run eval cases and check each result by running it in the sandbox
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
 
@@ -58,6 +61,33 @@ server_validation).
 """
 
 _UPDATE_INTERVAL = 0.05  # at most 20 display updates a second: below Jupyter's IOPub rate limit
+
+
+class _EvalProgress:
+    """``%assist eval``'s progress: an HTML bar updated in place, or a printed line per case."""
+
+    def __init__(self, *, rich: bool) -> None:
+        self.rich = rich
+        self._handle: Any = None
+
+    def __call__(self, done: int, total: int, result: Any, case: Any) -> None:
+        label = f"running {case.name}" if case is not None else f"{result.name}: {result.status}"
+        if not self.rich:
+            if result is not None:
+                print(f"[{done}/{total}] {label}", flush=True)
+            return
+        import html
+
+        from IPython.display import HTML, display
+
+        body = HTML(
+            f"<progress value='{done}' max='{max(total, 1)}' style='width:240px'></progress> "
+            f"<span style='font-size:12px'>{done}/{total} {html.escape(label)}</span>"
+        )
+        if self._handle is None:
+            self._handle = display(body, display_id=True)
+        else:
+            self._handle.update(body)
 
 
 def _parse(magic: Any, line: str) -> Any:
@@ -296,10 +326,55 @@ class AssistMagics(Magics):
             from lfassist_jupyter.ui.panel import ChatPanel
 
             return ChatPanel(workspace=self.workspace)
+        if command == "stats":
+            from lfassist_jupyter.metrics import StatsView, stats
+
+            return StatsView(stats())
+        if command == "eval":
+            return self._eval(line.split(None, 1)[1] if len(words) > 1 else "")
         raise UsageError(
             f"Unknown %assist subcommand '{command}'. "
-            "Try: status, models, new, history, connect, disconnect, components, panel, help."
+            "Try: status, models, new, history, connect, disconnect, components, panel, stats, eval, help."
         )
+
+    def _eval(self, rest: str) -> Any:
+        """``%assist eval CASES.toml``: the eval harness in the notebook, with a live progress bar."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.eval import build_parser, load_cases, run_suite
+
+        parser = build_parser()
+        parser.prog = "%assist eval"
+        try:
+            args = parser.parse_args(shlex.split(rest))
+        except SystemExit as exc:  # argparse already printed the usage line
+            raise UsageError("usage: %assist eval CASES.toml [--provider P] [--model M] [--json OUT]") from exc
+        except ValueError as exc:
+            raise UsageError(f"Could not parse the options: {exc}") from exc
+        try:
+            cases = load_cases(args.cases)
+            if args.k:
+                cases = [c for c in cases if args.k in c.name]
+                if not cases:
+                    raise ConfigError(f"No case name contains {args.k!r}.")
+            progress = _EvalProgress(rich=self._rich)
+            suite = run_suite(
+                cases,
+                provider=args.provider or self.provider,
+                model=args.model or self.model,
+                max_retries=args.max_retries,
+                on_progress=progress,
+            )
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from exc
+        if args.json:
+            import json
+            from pathlib import Path
+
+            try:
+                Path(args.json).write_text(json.dumps(suite.to_json(), indent=2), encoding="utf-8")
+            except OSError as exc:
+                print(f"Could not write {args.json}: {exc.strerror or exc}")
+        return suite
 
     def _models(self) -> None:
         providers = self.workspace.configured_providers()
