@@ -67,6 +67,7 @@ class Catalog:
             entry["description"] = description
         entry["category"] = category
         entry["custom"] = True
+        entry["legacy"] = False  # listed by light(): what the session made is what the user wants used
         self.registry[name] = entry
 
     def add_all(self, all_types: dict[str, dict[str, dict[str, Any]]]) -> int:
