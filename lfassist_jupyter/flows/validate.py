@@ -155,6 +155,10 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
                 )
         if src is None or tgt is None:
             continue
+        is_loop_edge = "fieldName" not in th
+        connected.add((tgt_id, port))  # one error per cause: a wrong edge still means "meant to connect"
+        if not is_loop_edge:
+            graph[src_id].append((tgt_id, index))
         outputs = {o.get("name"): o for o in src["data"]["node"].get("outputs", []) if isinstance(o, dict)}
         output = outputs.get(out_name)
         if output is None:
@@ -186,6 +190,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
                 loop_edges.add(index)
                 graph[src_id].append((tgt_id, index))
                 continue
+            graph[src_id].append((tgt_id, index))  # not a loop port after all: an ordinary edge
         if not isinstance(field, dict):
             inputs = [k for k, v in template.items() if isinstance(v, dict) and v.get("input_types")]
             add(
@@ -213,8 +218,6 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
             )
         elif not types_compatible(out_types, accepted):
             add(_mismatch(src, tgt, out_name, port, out_types, accepted, tgt_id))
-        connected.add((tgt_id, port))
-        graph[src_id].append((tgt_id, index))
     return connected, loop_edges, graph
 
 
