@@ -223,3 +223,13 @@ def test_cycles_are_rejected_except_langflow_loops(starters):
     feedback = next(e for e in broken["data"]["edges"] if "fieldName" not in e["data"]["targetHandle"])
     feedback["data"]["targetHandle"] = {"fieldName": "data", "id": feedback["target"], "inputTypes": ["Message"]}
     assert any(e.code == "cycle" for e in validate_flow(broken).errors)
+
+
+@pytest.mark.langflow
+def test_probe_run_of_a_starter_project_stubs_its_model(starters):
+    from lfassist_jupyter.flows.run import probe_run
+
+    result = probe_run(starters["Basic Prompting"], "hello probe")
+    assert result["ok"], result["error"]
+    assert result["text"].startswith("[stub Language Model] hello probe")
+    assert [s["name"] for s in result["stubbed"]] == ["Language Model"]

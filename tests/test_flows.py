@@ -298,3 +298,67 @@ def test_picture_is_safe_self_contained_svg():
     assert "Message" in texts  # an edge labelled with its type
     lowered = html.lower()
     assert "<script" not in lowered and 'href="http' not in lowered and "src=" not in lowered
+
+
+# -- probe run -------------------------------------------------------------------------------
+
+LLM_SPEC = """\
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  M: LanguageModelComponent
+  C: ChatOutput
+edges:
+  A.message -> B.question
+  B.prompt -> M.input_value
+  M.text_output -> C.input_value
+config:
+  B.template: Be brief. {question}
+"""
+
+
+def test_probe_run_stubs_the_model_and_runs_the_rest():
+    from lfassist_jupyter.flows.run import probe_run
+
+    flow = build_flow(LLM_SPEC).flow
+    result = probe_run(flow, "What is Langflow?")
+    assert result["ok"], result["error"]
+    # The prompt really ran; only the model is a deterministic echo.
+    assert result["text"] == "[stub Language Model] Be brief. What is Langflow?"
+    assert [(s["name"], s["reason"]) for s in result["stubbed"]] == [("Language Model", "calls a language model")]
+    assert node(flow, "LanguageModelComponent")["data"]["type"] == "LanguageModelComponent"  # input untouched
+
+
+def test_probe_run_without_models_equals_lfx_run():
+    from lfassist_jupyter.flows.run import probe_run
+
+    flow = build_flow(QA_SPEC).flow
+    result = probe_run(flow, "same?")
+    assert result["stubbed"] == []
+    assert result["text"] == lfx_run(flow, "same?")
+
+
+def test_probe_run_reports_a_failing_flow():
+    from lfassist_jupyter.flows.run import probe_run
+
+    flow = build_flow("nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n").flow
+    result = probe_run(flow, "x")
+    assert not result["ok"] and result["error"]
+
+
+def test_probe_run_module_imports_only_stdlib_and_lfx():
+    """It runs inside the sandbox worker, which has lfx and nothing of this package's stack."""
+    import ast
+    import sys
+    from pathlib import Path
+
+    import lfassist_jupyter.flows.run as run
+
+    tree = ast.parse(Path(run.__file__).read_text(encoding="utf-8"))
+    roots = set()
+    for item in ast.walk(tree):
+        if isinstance(item, ast.Import):
+            roots |= {a.name.split(".")[0] for a in item.names}
+        elif isinstance(item, ast.ImportFrom) and item.level == 0 and item.module:
+            roots.add(item.module.split(".")[0])
+    assert roots - set(sys.stdlib_module_names) <= {"lfx"}
