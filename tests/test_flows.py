@@ -87,6 +87,40 @@ def test_built_flow_passes_lfx_structural_validation(tmp_path):
     assert validate_flow_file(Path(path), level=1).errors == []
 
 
+UPPER_SPEC = """\
+nodes:
+  A: ChatInput
+  X: TextOperations
+  C: ChatOutput
+edges:
+  A.message -> X.text_input
+  X.message -> C.input_value
+config:
+  X.operation: Case Conversion
+  X.case_type: uppercase
+"""
+
+
+def test_components_are_updated_like_the_canvas_does():
+    """Text Operations has no output until an operation is chosen: its own update creates it."""
+    from lfx.graph.flow_builder.builder import build_flow_from_spec
+
+    assert "error" in build_flow_from_spec(UPPER_SPEC)
+    result = build_flow(UPPER_SPEC)
+    assert result.ok, result.errors
+    assert lfx_run(result.flow, "shout this") == "SHOUT THIS"
+    again = build_flow(flow_to_spec(result.flow))
+    assert again.ok, again.errors
+    assert lfx_run(again.flow, "and this") == "AND THIS"
+
+
+def test_build_works_inside_a_running_event_loop():
+    async def inside() -> bool:
+        return build_flow(UPPER_SPEC).ok
+
+    assert asyncio.run(inside())
+
+
 @pytest.mark.parametrize(
     "reply",
     [

@@ -26,6 +26,21 @@ def fix_component_name(name: str, catalog: Catalog) -> str | None:
 def coerce_value(field: dict[str, Any], value: Any) -> Any:
     """A value read as its field's type: "3" -> 3 for an int, "true" -> True for a bool, "0.5" -> 0.5."""
     kind = field.get("type")
+    options = field.get("options")
+    if isinstance(value, str) and isinstance(options, list) and options and all(isinstance(o, dict) for o in options):
+        # A sortable list (Text Operations' operation) holds the chosen option objects:
+        # "Case Conversion" -> [{"name": "Case Conversion", "icon": "type"}].
+        wanted = value.strip().lower()
+        match = [o for o in options if str(o.get("name", "")).lower() == wanted]
+        if match and kind == "sortableList":
+            return match[:1]
+    if isinstance(value, str) and value.strip()[:1] in "[{" and kind not in ("str", "prompt", "mustache", "code"):
+        import json
+
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
     if isinstance(value, str):
         text = value.strip()
         if kind == "bool":
@@ -48,7 +63,6 @@ def coerce_value(field: dict[str, Any], value: Any) -> Any:
             except ValueError:
                 return value
     elif kind == "str" and isinstance(value, (int, float)) and not isinstance(value, bool) and not field.get("list"):
-        options = field.get("options")
         # A dropdown of strings given a number ("1" parsed as 1 by the spec reader).
         if isinstance(options, list) and str(value) in options:
             return str(value)

@@ -133,6 +133,61 @@ def update_dynamic_fields(node_data: dict[str, Any]) -> list[str]:
     return [k for k in template if k not in before]
 
 
+def _run_coroutine(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, even when the caller is inside an event loop."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+async def _refresh(node_data: dict[str, Any], field: str, value: Any) -> None:
+    """What Langflow's ``/custom_component/update`` does when a real-time-refresh field changes.
+
+    The component is instantiated from the node's code, its ``update_build_config`` and
+    ``update_outputs`` run on the node, and the node takes the resulting fields and outputs
+    (a Type Convert set to Table shows its Table output; a Text Operations operation shows
+    its inputs). Secrets are not loaded: this only reshapes the form, as the endpoint does.
+    """
+    from lfx.custom.custom_component.component import Component
+    from lfx.custom.utils import build_custom_component_template, update_component_build_config
+    from lfx.schema.dotdict import dotdict
+
+    template = node_data["template"]
+    code = (template.get("code") or {}).get("value")
+    if not code:
+        return
+    component_node, instance = build_custom_component_template(Component(_code=code))
+    params = {
+        k: v.get("value")
+        for k, v in template.items()
+        if isinstance(v, dict) and k != "code" and not v.get("password") and not v.get("load_from_db")
+    }
+    if hasattr(instance, "set_attributes"):
+        instance.set_attributes(params)
+    build_config = dotdict(template)
+    await update_component_build_config(instance, build_config=build_config, field_value=value, field_name=field)
+    component_node["template"] = build_config
+    if isinstance(instance, Component):
+        await instance.run_and_validate_update_outputs(
+            frontend_node=component_node, field_name=field, field_value=value
+        )
+    node_data["template"] = dict(component_node["template"])
+    if isinstance(component_node.get("outputs"), list):
+        node_data["outputs"] = component_node["outputs"]
+
+
+def refresh_field(node_data: dict[str, Any], field: str) -> None:
+    """Run the component's own update for ``field`` (a ``real_time_refresh`` field) on a node."""
+    _run_coroutine(_refresh(node_data, field, node_data["template"][field].get("value")))
+
+
 def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True) -> BuildResult:
     """Build Langflow flow JSON from spec text or a model reply holding one.
 
@@ -231,6 +286,11 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
                 value = coerced
         try:
             configure_component(flow, ids[spec_id], {field: value})
+            if template[field].get("real_time_refresh") and field != "api_key":
+                try:
+                    refresh_field(_template(flow, ids[spec_id]), field)
+                except Exception as exc:  # the component's own update failed: keep the static form
+                    warnings.append(f"{spec_id}.{field}: the component's update did not run ({exc}).")
         except ValueError as exc:
             errors.append(
                 FlowError(
