@@ -233,3 +233,11 @@ def test_probe_run_of_a_starter_project_stubs_its_model(starters):
     assert result["ok"], result["error"]
     assert result["text"].startswith("[stub Language Model] hello probe")
     assert [s["name"] for s in result["stubbed"]] == ["Language Model"]
+
+
+def test_report_displays_errors_and_needs_escaped():
+    report = validate_flow(LLM_SPEC.replace("M.text_output -> C.input_value", "M.text_output -> C.<b>"))
+    html = report._repr_html_()
+    assert "error" in html and "<b>" not in html
+    ok = validate_flow(LLM_SPEC)._repr_html_()
+    assert "Flow valid" in ok and "Choose a model for Language Model." in ok

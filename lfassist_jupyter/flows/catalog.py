@@ -177,10 +177,15 @@ def describe_component(key: str, entry: dict[str, Any]) -> str:
     """One component's ports, in the words the spec uses (``Node.field``, ``Node.output``)."""
     lines = [f"{key} ({entry.get('display_name', key)}): {_one_line(str(entry.get('description') or ''))}"]
     ins = []
+    advanced = []
     for fname, field in (entry.get("template") or {}).items():
         if fname.startswith("_") or not isinstance(field, dict) or fname == "code":
             continue
-        if not field.get("show", True) or (field.get("advanced") and not field.get("required")):
+        if not field.get("show", True):
+            continue
+        if field.get("advanced") and not field.get("required"):
+            if not field.get("password"):
+                advanced.append(fname)
             continue
         types = field.get("input_types") or []
         desc = f"  {fname}: {field.get('type', 'str')}"
@@ -196,6 +201,8 @@ def describe_component(key: str, entry: dict[str, Any]) -> str:
         ins.append(desc)
     outs = [f"  {o.get('name')}: {'|'.join(o.get('types') or [])}" for o in entry.get("outputs") or []]
     lines.append("inputs:\n" + ("\n".join(ins) if ins else "  (none)"))
+    if advanced:
+        lines.append(f"also settable in config: {', '.join(advanced)}")
     lines.append("outputs:\n" + ("\n".join(outs) if outs else "  (none)"))
     return "\n".join(lines)
 
