@@ -1,0 +1,64 @@
+"""Flows: from lfx's compact spec to a validated Langflow flow, and back.
+
+A low-level package: it imports lfx, ``lfassist_jupyter.errors`` and nothing of the engine
+or the views, so the flow pipeline, the views and the sandbox worker can all use it.
+Heavy imports (lfx) happen inside the functions, so importing this package is cheap.
+
+Public API::
+
+    build_flow(text, *, catalog=None, repair=True) -> BuildResult     # spec or model reply -> flow JSON
+    extract_spec(reply) -> str                                        # the spec inside a model reply
+    flow_to_spec(flow) -> str                                         # flow JSON -> spec text
+    validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
+    repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
+    default_catalog() -> Catalog                                      # lfx's bundled components (+ add())
+    flow_picture(flow) -> FlowPicture                                 # inline SVG, _repr_html_
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .models import BuildResult, Change, FlowError, FlowReport, FlowSpecError, Need, RepairResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .catalog import Catalog
+
+__all__ = [
+    "BuildResult",
+    "Catalog",
+    "Change",
+    "FlowError",
+    "FlowReport",
+    "FlowSpecError",
+    "Need",
+    "RepairResult",
+    "build_flow",
+    "default_catalog",
+    "extract_spec",
+    "flow_picture",
+    "flow_to_spec",
+    "repair_flow",
+    "validate_flow",
+]
+
+_LAZY = {
+    "Catalog": "catalog",
+    "default_catalog": "catalog",
+    "build_flow": "spec",
+    "extract_spec": "spec",
+    "flow_to_spec": "spec",
+    "validate_flow": "validate",
+    "repair_flow": "repair",
+    "flow_picture": "picture",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the lfx-heavy modules on first use, so `import lfassist_jupyter.flows` stays fast."""
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(name)

@@ -1,0 +1,219 @@
+"""The catalogue of components a flow may use, shown to a model in two phases.
+
+Phase one (`light`) is a name and one line per component, small enough for every planning
+prompt; phase two (`interfaces`) gives the full typed ports only for the few the model chose.
+Discovery in two phases keeps a prompt far under the size of a full component dump.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+_DESC_MAX = 80
+
+
+def _one_line(text: str) -> str:
+    """The first sentence of a description, cut to a prompt-friendly length."""
+    text = " ".join((text or "").split())
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    return first if len(first) <= _DESC_MAX else first[: _DESC_MAX - 1].rstrip() + "…"
+
+
+def _norm(name: str) -> str:
+    """Case, spaces, underscores and a trailing 'Component' do not distinguish two names."""
+    n = re.sub(r"[\s_\-]", "", name).lower()
+    return n.removesuffix("component") or n
+
+
+class Catalog:
+    """Component templates by type name (lfx's registry shape: ``{type: node template}``)."""
+
+    def __init__(self, registry: dict[str, dict[str, Any]]) -> None:
+        # A shallow copy: add() must never change lfx's module-level registry cache.
+        self.registry: dict[str, dict[str, Any]] = dict(registry)
+
+    # -- contents -------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return list(self.registry)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.registry
+
+    def __len__(self) -> int:
+        return len(self.registry)
+
+    def add(
+        self, name: str, template: dict[str, Any], *, description: str | None = None, category: str = "custom"
+    ) -> None:
+        """Add a component (generated in this session, or from a Langflow server).
+
+        ``template`` is a component's node template as Langflow serves it (the object with
+        ``template``, ``outputs``, ``display_name``...), e.g. one entry of ``GET /api/v1/all``.
+        Added components are marked custom, so lfx's builder places them as ``CustomComponent``
+        nodes that carry their own code, as Langflow's canvas does.
+        """
+        if not isinstance(template, dict) or not isinstance(template.get("template"), dict):
+            raise ValueError(f"component {name!r}: a template needs a 'template' dict of fields and 'outputs'")
+        entry = copy.deepcopy(template)
+        entry.setdefault("outputs", [])
+        entry.setdefault("display_name", name)
+        if description is not None:
+            entry["description"] = description
+        entry["category"] = category
+        entry["custom"] = True
+        entry["legacy"] = False  # listed by light(): what the session made is what the user wants used
+        self.registry[name] = entry
+
+    def add_all(self, all_types: dict[str, dict[str, dict[str, Any]]]) -> int:
+        """Add every component of a Langflow server's ``GET /api/v1/all`` answer not already here."""
+        added = 0
+        for category, components in all_types.items():
+            if not isinstance(components, dict):
+                continue
+            for name, template in components.items():
+                if name not in self.registry and isinstance(template, dict) and "template" in template:
+                    self.add(name, template, category=category)
+                    self.registry[name]["custom"] = False
+                    added += 1
+        return added
+
+    # -- finding a name ---------------------------------------------------------------------
+    def resolve(self, name: str) -> str | None:
+        """The catalogue name meant by ``name``: exact, case-insensitive, display name, or a near miss."""
+        name = (name or "").strip().strip("`'\"*")
+        if not name:
+            return None
+        if name in self.registry:
+            return name
+        by_norm: dict[str, str] = {}
+        for key, entry in self.registry.items():
+            by_norm.setdefault(_norm(key), key)
+            by_norm.setdefault(_norm(str(entry.get("display_name") or "")), key)
+        if _norm(name) in by_norm:
+            return by_norm[_norm(name)]
+        close = difflib.get_close_matches(_norm(name), list(by_norm), n=1, cutoff=0.8)
+        return by_norm[close[0]] if close else None
+
+    def parse_choice(self, reply: str) -> list[str]:
+        """The components a model chose, from a JSON list, a bulleted list, or names in prose.
+
+        Unknown names are dropped (near misses are resolved); the order of the reply is kept.
+        """
+        candidates: list[str] = []
+        for match in re.finditer(r"\[[^\[\]]*\]", reply or ""):
+            try:
+                value = json.loads(match.group(0))
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, list):
+                candidates += [str(v) for v in value if isinstance(v, (str, int))]
+        if not candidates:
+            for line in (reply or "").splitlines():
+                m = re.match(r"^\s*(?:[-*•+]|\d+[.)])\s+(.+)$", line)
+                if m:
+                    # "- ChatInput: reads the question" / "- **ChatInput** — ..." -> the name part
+                    item = re.split(r"\s+[—–-]\s+|:\s|\s\(", m.group(1), maxsplit=1)[0]
+                    candidates.append(item.strip().strip("`*"))
+        chosen: list[str] = []
+        for cand in candidates:
+            resolved = self.resolve(cand)
+            if resolved and resolved not in chosen:
+                chosen.append(resolved)
+        if chosen:
+            return chosen
+        return self._names_in_prose(reply or "")
+
+    def _names_in_prose(self, text: str) -> list[str]:
+        """Catalogue names (or display names) mentioned anywhere in free text, in order of mention."""
+        found: list[tuple[int, str]] = []
+        lowered = text.lower()
+        for key, entry in self.registry.items():
+            positions = []
+            for label in {key, str(entry.get("display_name") or "")}:
+                if len(label) < 3:
+                    continue
+                m = re.search(r"(?<![\w])" + re.escape(label.lower()) + r"(?![\w])", lowered)
+                if m:
+                    positions.append(m.start())
+            if positions:
+                found.append((min(positions), key))
+        found.sort()
+        out: list[str] = []
+        for _, key in found:
+            if key not in out:
+                out.append(key)
+        return out
+
+    # -- what a model sees --------------------------------------------------------------------
+    def light(self) -> str:
+        """Names and one line each, grouped by category: the compact list a planner chooses from."""
+        groups: dict[str, list[str]] = {}
+        for key, entry in self.registry.items():
+            if entry.get("legacy"):
+                continue
+            line = f"{key}: {_one_line(str(entry.get('description') or entry.get('display_name') or ''))}"
+            groups.setdefault(str(entry.get("category") or "other"), []).append(line)
+        return "\n".join(f"[{cat}]\n" + "\n".join(lines) for cat, lines in groups.items())
+
+    def interfaces(self, names: list[str]) -> str:
+        """Full inputs and outputs with their types, for the chosen components only."""
+        blocks = []
+        for raw in names:
+            key = self.resolve(raw)
+            if key is None:
+                blocks.append(f"{raw}: not in the catalogue")
+                continue
+            blocks.append(describe_component(key, self.registry[key]))
+        return "\n\n".join(blocks)
+
+
+def describe_component(key: str, entry: dict[str, Any]) -> str:
+    """One component's ports, in the words the spec uses (``Node.field``, ``Node.output``)."""
+    lines = [f"{key} ({entry.get('display_name', key)}): {_one_line(str(entry.get('description') or ''))}"]
+    ins = []
+    advanced = []
+    for fname, field in (entry.get("template") or {}).items():
+        if fname.startswith("_") or not isinstance(field, dict) or fname == "code":
+            continue
+        if not field.get("show", True):
+            continue
+        if field.get("advanced") and not field.get("required"):
+            if not field.get("password"):
+                advanced.append(fname)
+            continue
+        types = field.get("input_types") or []
+        desc = f"  {fname}: {field.get('type', 'str')}"
+        if types:
+            desc += f" <- {'|'.join(types)}"
+        if field.get("required"):
+            desc += " (required)"
+        opts = field.get("options")
+        if isinstance(opts, list) and opts and all(isinstance(o, str) for o in opts):
+            desc += f" one of {opts[:8]}" + ("…" if len(opts) > 8 else "")
+        if field.get("type") in ("prompt", "mustache"):
+            desc += " ({variables} in it become inputs named after them)"
+        ins.append(desc)
+    outs = [f"  {o.get('name')}: {'|'.join(o.get('types') or [])}" for o in entry.get("outputs") or []]
+    lines.append("inputs:\n" + ("\n".join(ins) if ins else "  (none)"))
+    if advanced:
+        lines.append(f"also settable in config: {', '.join(advanced)}")
+    lines.append("outputs:\n" + ("\n".join(outs) if outs else "  (none)"))
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> dict[str, dict[str, Any]]:
+    from lfx.graph.flow_builder.builder import load_local_registry
+
+    return load_local_registry()
+
+
+def default_catalog() -> Catalog:
+    """A fresh catalogue of lfx's bundled components (about 130), ready for `add`."""
+    return Catalog(_bundled())

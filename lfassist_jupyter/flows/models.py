@@ -1,0 +1,124 @@
+"""The typed results of the flow functions (pydantic, so events and views can serialise them)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from lfassist_jupyter.errors import ConfigError
+
+ErrorCode = Literal[
+    "spec_syntax",
+    "unknown_component",
+    "unknown_node",
+    "missing_output",
+    "missing_input",
+    "type_mismatch",
+    "cycle",
+    "required_input",
+    "bad_value",
+    "bad_prompt",
+    "structure",
+]
+
+
+class FlowSpecError(ConfigError):
+    """No usable spec in the text (no fenced block or bare spec with a `nodes:` section)."""
+
+
+class FlowError(BaseModel):
+    """One thing that stops the flow from running, with where it is and how to fix it."""
+
+    code: ErrorCode
+    node: str | None = None
+    """The node as the user knows it: the spec id (``B``) or the display name."""
+    node_id: str | None = None
+    """The node's id in the flow JSON (``Prompt Template-x1Y2z``), when it exists."""
+    field: str | None = None
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.node}.{self.field}" if self.node and self.field else (self.node or "flow")
+        return f"{where}: {self.message}" + (f" Fix: {self.fix}" if self.fix else "")
+
+
+class Need(BaseModel):
+    """Something the user must still provide before a real run; not a wiring error."""
+
+    kind: Literal["model", "secret", "file", "choice", "value"]
+    node: str
+    node_id: str | None = None
+    field: str
+    message: str
+
+
+class FlowReport(BaseModel):
+    """What `validate_flow` found: errors block the flow; needs are for the user to provide."""
+
+    ok: bool
+    errors: list[FlowError] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    needs: list[Need] = Field(default_factory=list)
+    node_count: int = 0
+    edge_count: int = 0
+
+    def _repr_html_(self) -> str:
+        """A compact verdict for a notebook: errors with their fixes, then what the user must provide."""
+        from html import escape
+
+        head = "valid" if self.ok else f"{len(self.errors)} error(s)"
+        color = "#15803d" if self.ok else "#b91c1c"
+        parts = [
+            f'<div class="lfassist-flow-report"><b style="color:{color}">Flow {head}</b> '
+            f"({self.node_count} nodes, {self.edge_count} edges)"
+        ]
+        if self.errors:
+            parts.append("<ul>" + "".join(f"<li>{escape(str(e))}</li>" for e in self.errors) + "</ul>")
+        if self.needs:
+            parts.append(
+                "<div>Needs before a real run:</div><ul>"
+                + "".join(f"<li>{escape(n.kind)}: {escape(n.message)}</li>" for n in self.needs)
+                + "</ul>"
+            )
+        if self.warnings:
+            parts.append("<details><summary>warnings</summary><ul>")
+            parts.append("".join(f"<li>{escape(w)}</li>" for w in self.warnings) + "</ul></details>")
+        return "".join(parts) + "</div>"
+
+    def feedback(self, limit: int = 5) -> str:
+        """The top errors as plain lines, for a repair prompt to a model."""
+        return "\n".join(f"- {e}" for e in self.errors[:limit])
+
+
+class Change(BaseModel):
+    """One deterministic repair, shown to the user so nothing changes silently."""
+
+    kind: Literal["port", "component", "value", "quote"]
+    node: str
+    field: str | None = None
+    before: Any = None
+    after: Any = None
+    message: str
+
+
+class BuildResult(BaseModel):
+    """The flow built from a spec (even a partial one), and everything that happened on the way."""
+
+    ok: bool
+    flow: dict[str, Any] | None = None
+    spec: str = ""
+    """The spec as built (extracted from the reply, malformed lines dropped, repairs applied)."""
+    errors: list[FlowError] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    changes: list[Change] = Field(default_factory=list)
+    node_ids: dict[str, str] = Field(default_factory=dict)
+    """Spec id -> flow node id."""
+
+
+class RepairResult(BaseModel):
+    """A repaired copy of a flow and the list of what changed (empty when nothing needed fixing)."""
+
+    flow: dict[str, Any]
+    changes: list[Change] = Field(default_factory=list)

@@ -1,0 +1,199 @@
+"""Probe-run a flow headless with lfx's own runner, model and API components stubbed.
+
+This module runs inside the sandbox worker: it imports only the standard library and lfx
+(load it by path if the package's own imports are unwanted there). In the sandbox there are
+no keys and no network, so a component that calls a model or a keyed API cannot run; it is
+replaced, in a copy of the flow, by a stub component with the same ports whose outputs echo
+their inputs deterministically (``[stub Language Model] <prompt text>``). Everything else
+runs for real, so the wiring, the prompts and the parsing are exercised, and the result says
+which nodes were stubbed and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import time
+from typing import Any
+
+_STUB_PREFIX = "[stub {name}]"
+
+_STUB_HEAD = """\
+from lfx.custom.custom_component.component import Component
+from lfx.io import HandleInput, Output
+from lfx.schema.data import Data
+from lfx.schema.dataframe import DataFrame
+from lfx.schema.message import Message
+
+
+class ProbeStub(Component):
+    display_name = {display!r}
+    description = "Deterministic stand-in used by a probe run (no model, no network)."
+    inputs = [HandleInput(name=n, display_name=n, input_types=t or ["Message"]) for n, t in {inputs!r}]
+    outputs = [Output(name=n, display_name=n, method=m, types=t) for n, t, m in {outputs!r}]
+
+    def _text(self, value):
+        if value is None:
+            return ""
+        if isinstance(value, list):
+            return " ".join(self._text(v) for v in value)
+        got = getattr(value, "text", None)
+        if isinstance(got, str):
+            return got
+        data = getattr(value, "data", None)
+        if isinstance(data, dict):
+            return str(data.get("text", data))
+        return str(value)
+
+    def _echo(self):
+        parts = [self._text(getattr(self, n, None)) for n in {names!r}]
+        text = ({label!r} + " " + " ".join(p for p in parts if p)).strip()
+        self.status = text
+        return text
+"""
+
+# lfx compiles a component's class body only (module-level code is dropped), so every stub
+# method is written out inside the class.
+_STUB_METHOD = """
+    def {method}(self) -> {kind}:
+        text = self._echo()
+        return {value}
+"""
+
+
+def _stub_code(name: str, inputs: list[tuple[str, list[str]]], outputs: list[tuple[str, list[str], str]]) -> str:
+    code = _STUB_HEAD.format(
+        display=name,
+        inputs=inputs,
+        outputs=outputs,
+        # Tools and models wired in are not text: the echo leaves them out.
+        names=[n for n, t in inputs if not set(t) & {"Tool", "LanguageModel", "Embeddings", "Memory"}],
+        label=_STUB_PREFIX.format(name=name),
+    )
+    for _, types, method in outputs:
+        if set(types) & {"DataFrame", "Table"}:
+            kind, value = "DataFrame", 'DataFrame([{"text": text}])'
+        elif set(types) & {"Data", "JSON"}:
+            kind, value = "Data", 'Data(data={"text": text})'
+        else:
+            kind, value = "Message", "Message(text=text)"
+        code += _STUB_METHOD.format(method=method, kind=kind, value=value)
+    return code
+
+
+def _stub_reason(node_data: dict[str, Any]) -> str | None:
+    """Why a node cannot run in the sandbox: it calls a model, or an API that needs a key."""
+    node = node_data.get("node") or {}
+    template = node.get("template") or {}
+    outputs = node.get("outputs") or []
+    if any(isinstance(f, dict) and f.get("type") == "model" for f in template.values()):
+        return "calls a language model"
+    if any(set(o.get("types") or []) & {"LanguageModel", "Embeddings"} for o in outputs if isinstance(o, dict)):
+        return "builds a model"
+    if any(
+        isinstance(f, dict) and (f.get("password") or f.get("display_password")) and f.get("show", True)
+        for f in template.values()
+    ):
+        return "needs an API key"
+    return None
+
+
+def stub_flow(flow: dict[str, Any], extra: set[str] | None = None) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """A copy of ``flow`` whose model/API nodes (and the ``extra`` node ids) are stubs; and which ones."""
+    flow = copy.deepcopy(flow)
+    data = flow.get("data", flow)
+    edges = data.get("edges", [])
+    stubbed: list[dict[str, str]] = []
+    for node in data.get("nodes", []):
+        nd = node.get("data") or {}
+        if node.get("type", "genericNode") != "genericNode":
+            continue
+        reason = "asked for" if extra and node.get("id") in extra else _stub_reason(nd)
+        if reason is None:
+            continue
+        spec = nd.get("node") or {}
+        name = str(spec.get("display_name") or nd.get("type") or node.get("id"))
+        connected = []
+        for e in edges:
+            th = (e.get("data") or {}).get("targetHandle") or {}
+            if e.get("target") == node.get("id") and th.get("fieldName"):
+                field = (spec.get("template") or {}).get(th["fieldName"]) or {}
+                connected.append((th["fieldName"], list(field.get("input_types") or th.get("inputTypes") or [])))
+        # The stub keeps each output's name and method: lfx calls the method the flow JSON names.
+        outputs = [
+            (str(o.get("name")), list(o.get("types") or ["Message"]), str(o.get("method") or f"build_{o.get('name')}"))
+            for o in spec.get("outputs") or []
+            if isinstance(o, dict)
+        ]
+        code = _stub_code(name, connected, outputs)
+        template = {k: copy.deepcopy(v) for k, v in (spec.get("template") or {}).items() if k in dict(connected)}
+        for fname, types in connected:
+            template[fname] = {
+                **template.get(fname, {}),
+                "_input_type": "HandleInput",
+                "type": "other",
+                "input_types": types or ["Message"],
+                "value": "",
+                "required": False,
+                "show": True,
+                "name": fname,
+            }
+        template["code"] = {"type": "code", "value": code, "name": "code", "show": True, "dynamic": True}
+        template["_type"] = "Component"
+        spec["template"] = template
+        spec["field_order"] = [n for n, _ in connected]
+        spec.setdefault("metadata", {}).pop("module", None)
+        nd["type"] = "CustomComponent"
+        stubbed.append({"node_id": str(node.get("id")), "name": name, "reason": reason})
+    return flow, stubbed
+
+
+async def aprobe_run(flow: dict[str, Any], input_text: str, *, stub: set[str] | None = None) -> dict[str, Any]:
+    """Async `probe_run` (for a caller already inside an event loop)."""
+    from lfx.run.base import RunError, run_flow
+
+    probe, stubbed = stub_flow(flow, stub)
+    started = time.perf_counter()
+    try:
+        out = await run_flow(
+            flow_json=json.dumps(probe),
+            input_value=input_text,
+            output_format="json",
+            check_variables=False,
+            check_dependencies=False,
+        )
+    except RunError as exc:
+        return {
+            "ok": False,
+            "text": "",
+            "stubbed": stubbed,
+            "error": str(exc),
+            "seconds": time.perf_counter() - started,
+        }
+    except Exception as exc:  # a component's own failure: reported, never raised into the worker
+        return {
+            "ok": False,
+            "text": "",
+            "stubbed": stubbed,
+            "error": f"{type(exc).__name__}: {exc}",
+            "seconds": time.perf_counter() - started,
+        }
+    ok = bool(out.get("success", True))
+    return {
+        "ok": ok,
+        "text": str(out.get("result", "")) if ok else "",
+        "component": out.get("component"),
+        "stubbed": stubbed,
+        "error": None if ok else str(out.get("error") or out),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def probe_run(flow: dict[str, Any], input_text: str, *, stub: set[str] | None = None) -> dict[str, Any]:
+    """Run ``flow`` on ``input_text`` with lfx's runner, models and keyed APIs stubbed.
+
+    Returns ``{"ok", "text", "component", "stubbed": [{"node_id", "name", "reason"}], "error", "seconds"}``.
+    Never raises for a failing flow. Must not be called from a running event loop (use `aprobe_run`).
+    """
+    return asyncio.run(aprobe_run(flow, input_text, stub=stub))
