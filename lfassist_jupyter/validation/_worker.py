@@ -1323,7 +1323,9 @@ def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
                     setattr(module, attr, _refuse_fork_exec)
         # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
         # caches) now, rather than one copy-on-write fault at a time during the request.
-        if not select.select([0], [], [], 0)[0]:  # unless the request is already there
+        # Not when requests come back to back (the build would compete with the request for
+        # the CPU): only when none arrived within 50 ms, i.e. while someone waits for a model.
+        if not select.select([0], [], [], 0.05)[0]:
             with contextlib.suppress(Exception):
                 build_custom_component_template(Component(_code=_WARMUP))
         raw = _read_all(0, 64 * 1024 * 1024)
