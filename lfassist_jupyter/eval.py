@@ -406,29 +406,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def select_cases(path: str | Path, k: str | None = None) -> list[Case]:
+    """The cases of ``path``, only those whose name contains ``k`` when given (shared by the
+    command line and ``%assist eval``)."""
+    cases = load_cases(path)
+    if k:
+        cases = [c for c in cases if k in c.name]
+        if not cases:
+            raise ConfigError(f"No case name contains {k!r}.")
+    return cases
+
+
+def write_json(suite: SuiteResult, path: str | Path) -> None:
+    """Save the results, totals and versions; a write failure is one ``ConfigError`` line."""
+    try:
+        Path(path).write_text(json.dumps(suite.to_json(), indent=2), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"Could not write {path}: {exc.strerror or exc}.") from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        cases = load_cases(args.cases)
-        if args.k:
-            cases = [c for c in cases if args.k in c.name]
-            if not cases:
-                raise ConfigError(f"No case name contains {args.k!r}.")
+        cases = select_cases(args.cases, args.k)
         if not 0 <= args.max_retries <= 10:
             raise ConfigError("--max-retries must be between 0 and 10.")
         suite = run_suite(
             cases, provider=args.provider, model=args.model, max_retries=args.max_retries, on_progress=_Bar()
         )
+        print(suite.table())
+        if args.json:
+            write_json(suite, args.json)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(suite.table())
-    if args.json:
-        try:
-            Path(args.json).write_text(json.dumps(suite.to_json(), indent=2), encoding="utf-8")
-        except OSError as exc:
-            print(f"error: could not write {args.json}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
     totals = suite.totals()
     if totals["errored"] or (args.strict and totals["failed"]):
         return 1

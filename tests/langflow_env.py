@@ -1,7 +1,7 @@
 """The cached real-Langflow test environment, shared by the tests that need Langflow's files.
 
-The same environment and install logic as tests/test_langflow.py (kept in step by hand: that
-module is not imported here, to avoid collecting its server fixtures twice).
+One place for the environment and its install logic: tests/test_langflow.py (the server) and the
+flow tests (Langflow's starter projects) import it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,13 @@ def ensure_langflow() -> Path:
     VENV.parent.mkdir(parents=True, exist_ok=True)
     uv = [sys.executable, "-m", "uv"]
     subprocess.run([*uv, "venv", "--quiet", "--python", sys.executable, str(VENV)], check=True)
-    subprocess.run([*uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", str(VENV / "bin" / "python"),
-                    LANGFLOW_SPEC], check=True, timeout=1800)  # fmt: skip
+    # --compile-bytecode: without it the server's start-up takes twice as long.
+    python = str(VENV / "bin" / "python")
+    subprocess.run(
+        [*uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, LANGFLOW_SPEC],
+        check=True,
+        timeout=1800,
+    )
     return exe
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from components import GOOD, LOWER_AND_UPPER, WRONG_IMPORT, fenced, intent
+from langflow_env import ensure_langflow as _ensure_langflow
 
 from lfassist_jupyter import Assistant, ChainValidator
 from lfassist_jupyter._runtime import run_sync
@@ -35,35 +36,6 @@ from lfassist_jupyter.langflow import (
 from lfassist_jupyter.providers import create_provider
 
 pytestmark = pytest.mark.langflow
-
-LANGFLOW_SPEC = os.environ.get("LFASSIST_LANGFLOW_SPEC", "langflow>=1.13,<1.14")
-VENV = Path(os.environ.get("LFASSIST_LANGFLOW_VENV", Path.home() / ".cache" / "lfassist-jupyter" / "langflow-venv"))
-
-
-def _ensure_langflow() -> Path:
-    """The cached Langflow environment, created with uv on first use (about a minute)."""
-    exe = VENV / "bin" / "langflow"
-    if exe.exists():
-        return exe
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    uv = [sys.executable, "-m", "uv"]
-    subprocess.run([*uv, "venv", "--quiet", "--python", sys.executable, str(VENV)], check=True)
-    # --compile-bytecode: without it the server's start-up takes twice as long.
-    subprocess.run(
-        [
-            *uv,
-            "pip",
-            "install",
-            "--quiet",
-            "--compile-bytecode",
-            "--python",
-            str(VENV / "bin" / "python"),
-            LANGFLOW_SPEC,
-        ],
-        check=True,
-        timeout=1800,
-    )
-    return exe
 
 
 def _free_port() -> int:

@@ -340,7 +340,7 @@ class AssistMagics(Magics):
     def _eval(self, rest: str) -> Any:
         """``%assist eval CASES.toml``: the eval harness in the notebook, with a live progress bar."""
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.eval import build_parser, load_cases, run_suite
+        from lfassist_jupyter.eval import build_parser, run_suite, select_cases, write_json
 
         parser = build_parser()
         parser.prog = "%assist eval"
@@ -351,29 +351,17 @@ class AssistMagics(Magics):
         except ValueError as exc:
             raise UsageError(f"Could not parse the options: {exc}") from exc
         try:
-            cases = load_cases(args.cases)
-            if args.k:
-                cases = [c for c in cases if args.k in c.name]
-                if not cases:
-                    raise ConfigError(f"No case name contains {args.k!r}.")
-            progress = _EvalProgress(rich=self._rich)
             suite = run_suite(
-                cases,
+                select_cases(args.cases, args.k),
                 provider=args.provider or self.provider,
                 model=args.model or self.model,
                 max_retries=args.max_retries,
-                on_progress=progress,
+                on_progress=_EvalProgress(rich=self._rich),
             )
+            if args.json:
+                write_json(suite, args.json)
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc
-        if args.json:
-            import json
-            from pathlib import Path
-
-            try:
-                Path(args.json).write_text(json.dumps(suite.to_json(), indent=2), encoding="utf-8")
-            except OSError as exc:
-                print(f"Could not write {args.json}: {exc.strerror or exc}")
         return suite
 
     def _models(self) -> None:
