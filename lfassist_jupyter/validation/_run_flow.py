@@ -1,4 +1,4 @@
-"""Worker op ``run_flow``: run a (stubbed) flow headless with lfx's own runner on one input text.
+"""Worker ops ``run_flow`` (a flow, headless, on one input text) and ``component_template``.
 
 A sibling script of ``_worker.py`` (stdlib + lfx only), imported by path in the zygote
 before its first fork; the op runs in a fresh, sandboxed child like every validation.
@@ -8,6 +8,10 @@ and keyed-API nodes by deterministic stubs (``flows/run.py``'s ``stub_flow``: pl
 work, no code runs there), so this child needs no key and no network. Whatever the flow
 does, the answer is ``{"ok", "text", "error", "outputs"}``: a flow that raises is a failed
 run, never an exception out of the child.
+
+``component_template`` answers the node template lfx builds for component code, so a
+component generated for a flow joins the flow catalogue exactly as Langflow's canvas would
+place it (the code is built here, in the sandbox, never in the kernel).
 """
 
 from __future__ import annotations
@@ -68,4 +72,22 @@ def register(ops: dict, worker: object) -> None:
             "seconds": seconds,
         }
 
+    def component_template(req: dict) -> dict:
+        """The node template lfx builds for component code (what a flow's custom node carries)."""
+        import time
+
+        code = str(req.get("code", ""))
+        deadline = time.monotonic() + float(req.get("timeout", 10))
+        try:
+            with w._Armed(deadline):
+                template, _instance = w.build_custom_component_template(w.Component(_code=code))
+        except w._Timeout:
+            return {"ok": False, "error": "Building the component did not finish in time."}
+        except BaseException as exc:
+            return {"ok": False, "error": w._error_text(exc)}
+        if not isinstance(template, dict):
+            return {"ok": False, "error": "lfx built no template for the component."}
+        return {"ok": True, "template": template}
+
     ops["run_flow"] = run_flow
+    ops["component_template"] = component_template

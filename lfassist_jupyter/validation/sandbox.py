@@ -510,6 +510,27 @@ class SandboxValidator:
                 failure = "The sandbox's answer was not a flow run; it was discarded."
         return FlowRun(ok=False, error=failure, stubbed=stubbed).model_dump()
 
+    def component_template_sync(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+        """The node template lfx builds for ``code`` (built in a sandboxed child, never here).
+
+        Returns ``{"ok": True, "template": {...}}`` (the frontend node a flow's custom node
+        carries; its ``code`` value is the code we sent, not what came back) or ``{"ok": False,
+        "error": ...}``; redacted, never raises.
+        """
+        timeout = self.timeout if timeout is None else timeout
+        answer, failure = self._call({"op": "component_template", "code": code, "timeout": timeout}, timeout)
+        if failure == "fatal":
+            return {"ok": False, "error": self._unavailable_report().error}
+        if answer is not None:
+            template = answer.get("template")
+            if answer.get("ok") and isinstance(template, dict) and isinstance(template.get("template"), dict):
+                template = _redact_tree(template)
+                if isinstance(template["template"].get("code"), dict):
+                    template["template"]["code"]["value"] = code
+                return {"ok": True, "template": template}
+            failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
+        return {"ok": False, "error": failure}
+
     def reference_sync(self) -> dict[str, Any] | None:
         """What the worker's lfx offers (input classes and parameters), for the prompt.
 
