@@ -301,3 +301,69 @@ def test_load_flow_rejects_what_is_not_a_flow(make_assistant, tmp_path):
     with pytest.raises(ConfigError, match="Not a Langflow flow"):
         assistant.load_flow({"data": {"edges": []}})
     assert assistant.session.last_flow is None
+
+
+async def test_a_component_made_earlier_in_the_session_is_offered_to_the_flow(llm, make_assistant):
+    assistant = make_assistant("openai")
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    assert (await assistant.arun("a component that uppercases text")).validated
+
+    upper_spec = (
+        "nodes:\n  A: ChatInput\n  U: UppercaseComponent\n  C: ChatOutput\n"
+        "edges:\n  A.message -> U.input_text\n  U.output -> C.input_value\n"
+    )
+    llm.queue(intent("build_flow"), plan("ChatInput", "UppercaseComponent", "ChatOutput"), spec_reply(upper_spec))
+    result = await assistant.arun("now use it in a chat flow")
+
+    assert result.ok, result.error
+    assert "UppercaseComponent:" in llm.requests[3].text  # in the plan's catalogue
+    assert "UppercaseComponent (Uppercase)" in llm.requests[4].text  # and its real ports in the write prompt
+    assert lfx_run(result.flow, "loud") == "LOUD"
+    assert result.outcome.components == []  # reused, not generated again: 2 model calls after classification
+
+
+async def test_server_components_join_the_catalogue_within_the_prompt_budget(llm, make_assistant):
+    base = default_catalog().registry["ChatOutput"]
+    server = {f"ServerWidget{i}": {**base, "description": f"Server component number {i}."} for i in range(400)}
+    assistant = make_assistant("openai", max_retries=1)  # a copied template need not run: the prompts matter
+    assistant.flow_components = server
+    spec = "nodes:\n  A: ChatInput\n  W: ServerWidget7\nedges:\n  A.message -> W.input_value\n"
+    llm.queue(intent("build_flow"), plan("ChatInput", "ServerWidget7"), spec_reply(spec))
+    result = await assistant.arun("show the chat input with the server's widget")
+
+    assert result.flow_report is not None and result.flow is not None
+    assert "ServerWidget399" in llm.requests[1].text  # a big catalogue falls back to names only
+    assert "Server component number" not in llm.requests[1].text
+    assert "ServerWidget7 (Chat Output)" in llm.requests[2].text
+    assert all(len(r.text.encode()) <= MAX_PROMPT_BYTES for r in llm.requests), [len(r.text) for r in llm.requests]
+
+
+async def test_the_last_flow_survives_a_kernel_restart(llm, make_assistant, tmp_path):
+    from lfassist_jupyter.core.session import SessionStore
+
+    store = SessionStore(tmp_path / "restart")
+    first = make_assistant("openai", session_store=store)
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(PROMPT_SPEC))
+    assert (await first.arun("a flow that answers with a prompt")).ok
+
+    again = make_assistant("openai", session_store=store, session_id=first.session_id)
+    llm.queue(intent("build_flow"), plan("ChatInput"), spec_reply(PROMPT_SPEC.replace("Answer this", "Reply to")))
+    result = await again.arun("say 'Reply to' instead")
+    assert result.ok, result.error
+    assert "Answer this: {question}" in llm.requests[5].text
+    assert lfx_run(result.flow, "x") == "Reply to: x"
+
+
+async def test_max_retries_zero_builds_once_without_validation(llm, make_assistant):
+    llm.queue(intent("build_flow"), plan("ChatInput", "ChatOutput"), spec_reply(PROMPT_SPEC))
+    result = await make_assistant("openai", max_retries=0).arun("a flow")
+    assert result.flow is not None and not result.validated and result.run is None
+    assert steps(result) == ["planning_flow", "generating_flow", "building_flow"]
+    assert "not validated" in result.result
+
+
+async def test_a_prose_reply_is_an_answer_not_a_broken_flow(llm, make_assistant):
+    llm.queue(intent("build_flow"), plan("ChatInput"), "Which model provider do you want to use?")
+    result = await make_assistant("openai").arun("a flow")
+    assert result.status == "complete" and result.flow is None
+    assert result.result == "Which model provider do you want to use?"

@@ -123,6 +123,7 @@ class Assistant:
         self.max_tokens = max_tokens
         self._session: Session | None = None
         self._pipelines: dict[str, Pipeline] = {}
+        self._templates: dict[str, dict[str, Any]] = {}  # component code -> its node template
         self.flow_components: dict[str, Any] | None = None
         """Extra flow catalogue entries (name -> node template, or Langflow's ``/api/v1/all``
         answer): a workspace connected to Langflow sets the server's components here."""
@@ -228,10 +229,14 @@ class Assistant:
             extra.update(components)
         turn = self.session.last_component
         if turn is not None and turn.validated and turn.class_name and turn.class_name not in extra:
-            sandbox = self._flow_sandbox()
-            made = sandbox.component_template_sync(turn.content) if sandbox is not None else {}
-            if made.get("ok"):
-                extra[turn.class_name] = made["template"]
+            template = self._templates.get(turn.content)
+            if template is None:
+                made = self._flow_sandbox().component_template_sync(turn.content)
+                template = made["template"] if made.get("ok") else None
+                if template is not None:
+                    self._templates = {turn.content: template}  # the last one is the one reused
+            if template is not None:
+                extra[turn.class_name] = template
         return extra or None
 
     def pipeline_for(self, intent: str) -> Pipeline:

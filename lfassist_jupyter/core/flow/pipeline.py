@@ -40,6 +40,8 @@ PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
 MAX_CUSTOM_NODES = 2
 """At most this many components are generated for one flow (each costs model calls)."""
+MAX_CHOSEN = 14
+"""At most this many full interfaces go into the write prompt (it stays within 16 KB)."""
 PLAN_TOKENS = 600
 
 
@@ -251,7 +253,7 @@ class FlowPipeline:
                 chosen.append(key)
 
         # 3. Write, build, validate, probe-run; repair with the top errors.
-        interfaces = catalog.interfaces(chosen) if chosen else "(none chosen: use ChatInput and ChatOutput)"
+        interfaces = self._interfaces(catalog, chosen, custom_names)
         first = {
             "role": "user",
             "content": prompts.write_message(request.text, interfaces, current_spec, custom_names),
@@ -353,6 +355,21 @@ class FlowPipeline:
         if self.sandbox is None:
             return {"ok": False, "text": None, "error": "No sandbox to probe-run the flow in.", "stubbed": []}
         return await asyncio.to_thread(self.sandbox.run_flow_sync, flow, PROBE_TEXT, self.probe_timeout)
+
+    @staticmethod
+    def _interfaces(catalog: Any, chosen: list[str], custom: list[str]) -> str:
+        """Full interfaces of the chosen components, custom ones first, within the prompt budget."""
+        if not chosen:
+            return catalog.interfaces(["ChatInput", "ChatOutput"])
+        ordered = [*custom, *(c for c in chosen if c not in custom)][:MAX_CHOSEN]
+        budget = prompts.MAX_PROMPT_CHARS - len(prompts.WRITE_SYSTEM) - 4_000  # room for the request and spec
+        blocks: list[str] = []
+        for name in ordered:
+            block = catalog.interfaces([name])
+            if sum(len(b) + 2 for b in blocks) + len(block) > budget:
+                break
+            blocks.append(block)
+        return "\n\n".join(blocks)
 
     @staticmethod
     def _hint(problems: list[str], catalog: Any, chosen: list[str]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 MAX_PROMPT_CHARS = 16_000
 """The budget of one call's prompt (system + messages): the issue's goal is at most 16 KB."""
-LIGHT_BUDGET = 9_000
+LIGHT_BUDGET = 12_500
 """What the light catalogue may take of a plan prompt; beyond it, names only."""
 
 PLAN_SYSTEM = """\
