@@ -367,3 +367,19 @@ async def test_a_prose_reply_is_an_answer_not_a_broken_flow(llm, make_assistant)
     result = await make_assistant("openai").arun("a flow")
     assert result.status == "complete" and result.flow is None
     assert result.result == "Which model provider do you want to use?"
+
+
+async def test_a_loaded_flow_key_never_reaches_the_session_file_or_a_prompt(llm, make_assistant, tmp_path):
+    flow = build_flow(LLM_SPEC).flow
+    model = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "LanguageModelComponent")
+    field = model["data"]["node"]["template"]["api_key"]
+    assert field["password"]
+    field.update(value="sk-live-secret-abcdef123456", load_from_db=False)
+    assistant = make_assistant("openai")
+    assistant.load_flow(json.dumps(flow))
+
+    llm.queue(intent("build_flow"), plan("ChatInput"), spec_reply(LLM_SPEC))
+    assert (await assistant.arun("make it briefer")).ok
+    stored = "".join(p.read_text() for p in (tmp_path / "sessions").glob("*.json"))
+    assert "LanguageModelComponent" in stored and "sk-live-secret" not in stored
+    assert all("sk-live-secret" not in r.text for r in llm.requests)

@@ -255,7 +255,7 @@ class Assistant:
         spec text. Returns the flow JSON. Raises ``ConfigError`` with the reason when it is
         none of these or cannot be built; the session is unchanged then.
         """
-        from lfassist_jupyter.core.flow.pipeline import custom_templates
+        from lfassist_jupyter.core.flow.pipeline import custom_templates, without_secrets
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows import FlowSpecError, build_flow, default_catalog, flow_to_spec
 
@@ -280,6 +280,7 @@ class Assistant:
             data = built.flow
         if not isinstance(data, dict) or not isinstance(data.get("data", data).get("nodes"), list):
             raise ConfigError("Not a Langflow flow: expected a JSON object with data.nodes and data.edges.")
+        data = without_secrets(data)  # the session is written to disk: no key goes with it
         catalog = default_catalog()
         for name, template in custom_templates(data).items():
             if name not in catalog:
@@ -507,11 +508,13 @@ class Assistant:
             else:  # the provider failed before any code: nothing was said
                 return
         elif isinstance(outcome, FlowOutcome) and outcome.flow is not None and outcome.spec:
+            from lfassist_jupyter.core.flow.pipeline import without_secrets
+
             turn = Turn(
                 role="assistant",
                 content=outcome.spec,
                 kind="flow",
-                flow=outcome.flow,
+                flow=without_secrets(outcome.flow),
                 validated=outcome.validated,
                 attempts=outcome.attempts,
             )

@@ -73,6 +73,22 @@ def custom_templates(flow: Mapping[str, Any] | None) -> dict[str, dict[str, Any]
     return out
 
 
+def without_secrets(flow: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``flow`` whose password fields are empty (a global variable's *name* stays):
+    what the session keeps on disk and the prompts see never holds a key."""
+    import copy
+
+    clean = copy.deepcopy(flow)
+    data = clean.get("data", clean)
+    for node in data.get("nodes", []) if isinstance(data, dict) else []:
+        template = ((node.get("data") or {}).get("node") or {}).get("template") if isinstance(node, dict) else None
+        for field in (template or {}).values():
+            secret = isinstance(field, dict) and field.get("password") and not field.get("load_from_db")
+            if secret and field.get("value"):
+                field["value"] = ""
+    return clean
+
+
 def _parse_plan(reply: str, catalog: Any) -> tuple[list[str], list[dict[str, str]]]:
     """Chosen catalogue names and the custom components to generate, read tolerantly.
 
