@@ -383,3 +383,12 @@ async def test_a_loaded_flow_key_never_reaches_the_session_file_or_a_prompt(llm,
     stored = "".join(p.read_text() for p in (tmp_path / "sessions").glob("*.json"))
     assert "LanguageModelComponent" in stored and "sk-live-secret" not in stored
     assert all("sk-live-secret" not in r.text for r in llm.requests)
+
+
+async def test_prose_in_a_repair_round_is_a_failed_attempt_not_the_old_flow(llm, make_assistant):
+    broken = COMBINE_SPEC.replace("A.message -> D.text2", "A.message -> D.txt")
+    llm.queue(intent("build_flow"), plan("ChatInput"), spec_reply(broken), "Sorry, I cannot fix that.")
+    result = await make_assistant("openai", max_retries=2).arun("a flow")
+    assert not result.validated and result.attempts == 2
+    assert "held no spec" in result.error
+    assert steps(result).count("flow_validated") == 0

@@ -301,9 +301,12 @@ class FlowPipeline:
                 )
             progress("building_flow", attempt, "Building the flow with lfx...")
             built, problems, notes = await asyncio.to_thread(self._build, reply, catalog)
-            if built is None and attempt == 1 and not problems:
-                # No spec at all: the model answered in prose (e.g. asked which model to use).
-                return FlowOutcome(result=reply, intent=self.intent, components=components)
+            report = run = None  # the outcome describes the last attempt
+            if built is None and not problems:
+                if attempt == 1:
+                    # No spec at all: the model answered in prose (e.g. asked which model to use).
+                    return FlowOutcome(result=reply, intent=self.intent, components=components)
+                problems = ["flow: the reply held no spec (a fenced block with 'nodes:' and 'edges:')."]
             if built is not None:
                 flow, spec = built.flow, built.spec
                 if not built.ok:
