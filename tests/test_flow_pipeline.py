@@ -392,3 +392,14 @@ async def test_prose_in_a_repair_round_is_a_failed_attempt_not_the_old_flow(llm,
     assert not result.validated and result.attempts == 2
     assert "held no spec" in result.error
     assert steps(result).count("flow_validated") == 0
+
+
+async def test_a_probe_run_missing_only_a_file_is_a_need_not_a_repair(llm, make_assistant):
+    file_spec = "nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n"
+    llm.queue(intent("build_flow"), plan("File", "ChatOutput"), spec_reply(file_spec))
+    result = await make_assistant("openai").arun("show a file's text in the chat")
+
+    assert result.ok and len(llm.requests) == 3  # no repair round spent on it
+    assert result.run["ok"] is False and "No files" in result.run["error"]
+    assert [(n.kind, n.node) for n in result.flow_report.needs] == [("file", "Read File")]
+    assert "Before a real run, provide: Give Read File a file" in result.result

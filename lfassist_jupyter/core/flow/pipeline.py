@@ -34,7 +34,7 @@ from lfassist_jupyter.core.intent import COMPONENT_THEN_FLOW
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome
 from lfassist_jupyter.errors import ProviderError
-from lfassist_jupyter.flows.models import FlowReport
+from lfassist_jupyter.flows.models import FlowReport, Need
 
 PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
@@ -87,6 +87,29 @@ def without_secrets(flow: dict[str, Any]) -> dict[str, Any]:
             if secret and field.get("value"):
                 field["value"] = ""
     return clean
+
+
+def file_needs(flow: dict[str, Any], error: str) -> list[Need]:
+    """Files the probe run lacked: a node with an empty file field that the run's error names.
+
+    A File component's path is optional in its template (a file may arrive by an edge), so
+    ``validate_flow`` cannot call it a need; when the probe run fails in exactly such a node,
+    the missing file is what the user must provide, not something a model repair can fix.
+    """
+    out: list[Need] = []
+    data = flow.get("data", flow)
+    for node in data.get("nodes", []):
+        spec = (node.get("data") or {}).get("node") or {}
+        name = str(spec.get("display_name") or node.get("id"))
+        if not name or name not in error:
+            continue
+        for fname, field in (spec.get("template") or {}).items():
+            if not isinstance(field, dict) or field.get("show") is False:
+                continue
+            if (field.get("type") == "file" or field.get("_input_type") == "FileInput") and not field.get("value"):
+                message = f"Give {name} a file ({fname}): the probe run had none."
+                out.append(Need(kind="file", node=name, node_id=str(node.get("id")), field=fname, message=message))
+    return out
 
 
 def _parse_plan(reply: str, catalog: Any) -> tuple[list[str], list[dict[str, str]]]:
@@ -322,6 +345,8 @@ class FlowPipeline:
                 if not problems:
                     progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")
                     run = await self._probe(flow)
+                    if not run.get("ok"):
+                        report.needs += file_needs(flow, str(run.get("error") or ""))
                     if not run.get("ok") and not report.needs:
                         problems = [f"flow: the probe run failed: {run.get('error')}"]
             if not problems and flow is not None:
