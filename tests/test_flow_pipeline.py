@@ -403,3 +403,18 @@ async def test_a_probe_run_missing_only_a_file_is_a_need_not_a_repair(llm, make_
     assert result.run["ok"] is False and "No files" in result.run["error"]
     assert [(n.kind, n.node) for n in result.flow_report.needs] == [("file", "Read File")]
     assert "Before a real run, provide: Give Read File a file" in result.result
+
+
+def test_sandbox_run_flow_is_time_capped(sandbox):
+    from lfassist_jupyter.flows import default_catalog
+
+    slow = GOOD.replace("return Message(text=", "import time\n        time.sleep(60)\n        return Message(text=")
+    made = sandbox.component_template_sync(slow)
+    assert made["ok"], made
+    catalog = default_catalog()
+    catalog.add("SlowComponent", made["template"])
+    spec = "nodes:\n  A: ChatInput\n  U: SlowComponent\n  C: ChatOutput\nedges:\n  A.message -> U.input_text\n"
+    flow = build_flow(spec + "  U.output -> C.input_value\n", catalog=catalog).flow
+    run = sandbox.run_flow_sync(flow, "x", timeout=2)
+    assert run["ok"] is False and "in time" in run["error"]
+    assert sandbox.run_flow_sync(build_flow(UPPER_SPEC).flow, "after")["text"] == "AFTER"
