@@ -204,6 +204,7 @@ async def test_component_then_flow_generates_the_custom_node_and_uses_it(llm, ma
     assert steps(result)[:2] == ["planning_flow", "generating_component"]
     assert "validated" in steps(result) and steps(result)[-1] == "flow_validated"
     assert result.code == GOOD and result.class_name == "UppercaseComponent"
+    assert str(result) == result.spec  # a flow's text is its spec, not the custom node's code
     # The write prompt offered the generated component with its real ports.
     assert "UppercaseComponent (Uppercase)" in llm.requests[3].text and "input_text" in llm.requests[3].text
     assert result.run["text"] == PROBE_TEXT.upper()

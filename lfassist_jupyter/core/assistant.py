@@ -2,7 +2,7 @@
 
 ``Assistant`` owns the conversation and the request's life: hygiene, one stateless intent
 call, routing to the pipeline registered for the intent (``core/answer.py``,
-``core/component/pipeline.py``; a flow pipeline registers the same way), then writing the
+``core/component/pipeline.py``, ``core/flow/pipeline.py``), then writing the
 outcome into the session and ending the stream with the spec's ``complete`` event.
 ``stream`` is the one implementation; ``run`` drives it from blocking code (including a
 Jupyter kernel, whose loop is already running) and ``cancel`` stops it from any thread.
@@ -74,7 +74,7 @@ _DEFAULT = _Default()
 
 
 class Assistant:
-    """Turns a natural-language request into a validated Langflow component, or an answer.
+    """Turns a natural-language request into a validated Langflow component, a flow, or an answer.
 
     Args:
         provider: a provider name (``"openai"``, ``"anthropic"``, ``"ollama"``, ``"scripted"``),
