@@ -49,8 +49,8 @@ from lfassist_jupyter.validation.report import Finding, ValidationReport
 from lfassist_jupyter.validation.static import SecurityMode, validate_static
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
-# Sibling op scripts the worker imports by path (stdlib + lfx only); a flow runner goes here too.
-OP_MODULES: tuple[Path, ...] = (Path(__file__).with_name("_run_component.py"),)
+# Sibling op scripts the worker imports by path (stdlib + lfx only).
+OP_MODULES: tuple[Path, ...] = (Path(__file__).with_name("_run_component.py"), Path(__file__).with_name("_run_flow.py"))
 MAX_TIMEOUT = 3600.0  # validate_component's bound on ``timeout``: an hour is already a hang
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer
 LINE_CAP = 8 * 1024 * 1024  # the longest line we read from the zygote (its own caps are lower)
@@ -129,6 +129,28 @@ class _Reference(BaseModel):
     lfx_version: str | None = Field(default=None, max_length=40)
     common_params: list[str] = Field(default_factory=list, max_length=40)
     inputs: list[_ReferenceInput] = Field(default_factory=list, max_length=300)
+
+
+class _Stubbed(BaseModel):
+    node: str = Field(max_length=200)
+    name: str = Field(max_length=200)
+    reason: str = Field(max_length=200)
+
+
+class _FlowOutput(BaseModel):
+    component: str = Field(default="", max_length=200)
+    text: str = ""
+
+
+class FlowRun(BaseModel):
+    """What ``run_flow`` answers: the flow's chat output for one input text, and what was stubbed."""
+
+    ok: bool
+    text: str | None = None
+    error: str | None = None
+    stubbed: list[_Stubbed] = Field(default_factory=list, max_length=500)
+    outputs: list[_FlowOutput] = Field(default_factory=list, max_length=100)
+    seconds: float | None = None
 
 
 class ComponentRun(BaseModel):
@@ -455,6 +477,59 @@ class SandboxValidator:
             except ValidationError:
                 failure = "The sandbox's answer was not a component run; it was discarded."
         return ComponentRun(ok=False, error=failure).model_dump()
+
+    def run_flow_sync(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> dict[str, Any]:
+        """Probe-run ``flow`` (Langflow flow JSON) on ``input_text`` in a fresh sandboxed child.
+
+        Model and keyed-API nodes are replaced by deterministic stubs first (here: it is data
+        work, no code of the flow runs in this process), so the child needs no key and no
+        network; lfx's own runner runs the rest. Returns ``{"ok", "text", "error", "stubbed":
+        [{"node", "name", "reason"}], "outputs", "seconds"}`` (see ``FlowRun``), schema-checked
+        and redacted; never raises: a flow that fails is ``ok=False`` with the reason.
+        """
+        from lfassist_jupyter.flows.run import stub_flow
+
+        timeout = self.timeout if timeout is None else timeout
+        if not isinstance(flow, dict):
+            return FlowRun(ok=False, error="run_flow needs a Langflow flow JSON object (a dict).").model_dump()
+        try:
+            probe, stubs = stub_flow(flow)
+        except Exception as exc:  # a malformed flow: its shape, not ours
+            return FlowRun(ok=False, error=f"The flow could not be prepared for a run: {exc}").model_dump()
+        stubbed = [{"node": s["node_id"], "name": s["name"], "reason": s["reason"]} for s in stubs]
+        answer, failure = self._call(
+            {"op": "run_flow", "flow": probe, "input_text": str(input_text), "timeout": timeout}, timeout
+        )
+        if failure == "fatal":
+            return FlowRun(ok=False, error=self._unavailable_report().error, stubbed=stubbed).model_dump()
+        if answer is not None:
+            answer.pop("id", None)
+            try:
+                return FlowRun.model_validate({**_redact_tree(answer), "stubbed": stubbed}).model_dump()
+            except ValidationError:
+                failure = "The sandbox's answer was not a flow run; it was discarded."
+        return FlowRun(ok=False, error=failure, stubbed=stubbed).model_dump()
+
+    def component_template_sync(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+        """The node template lfx builds for ``code`` (built in a sandboxed child, never here).
+
+        Returns ``{"ok": True, "template": {...}}`` (the frontend node a flow's custom node
+        carries; its ``code`` value is the code we sent, not what came back) or ``{"ok": False,
+        "error": ...}``; redacted, never raises.
+        """
+        timeout = self.timeout if timeout is None else timeout
+        answer, failure = self._call({"op": "component_template", "code": code, "timeout": timeout}, timeout)
+        if failure == "fatal":
+            return {"ok": False, "error": self._unavailable_report().error}
+        if answer is not None:
+            template = answer.get("template")
+            if answer.get("ok") and isinstance(template, dict) and isinstance(template.get("template"), dict):
+                template = _redact_tree(template)
+                if isinstance(template["template"].get("code"), dict):
+                    template["template"]["code"]["value"] = code
+                return {"ok": True, "template": template}
+            failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
+        return {"ok": False, "error": failure}
 
     def reference_sync(self) -> dict[str, Any] | None:
         """What the worker's lfx offers (input classes and parameters), for the prompt.

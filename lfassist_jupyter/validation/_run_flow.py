@@ -1,0 +1,96 @@
+"""Worker ops ``run_flow`` (a flow, headless, on one input text) and ``component_template``.
+
+A sibling script of ``_worker.py`` (stdlib + lfx only), imported by path in the zygote
+before its first fork; the op runs in a fresh, sandboxed child like every validation.
+
+The kernel side (``SandboxValidator.run_flow_sync``) has already replaced the flow's model
+and keyed-API nodes by deterministic stubs (``flows/run.py``'s ``stub_flow``: plain data
+work, no code runs there), so this child needs no key and no network. Whatever the flow
+does, the answer is ``{"ok", "text", "error", "outputs"}``: a flow that raises is a failed
+run, never an exception out of the child.
+
+``component_template`` answers the node template lfx builds for component code, so a
+component generated for a flow joins the flow catalogue exactly as Langflow's canvas would
+place it (the code is built here, in the sandbox, never in the kernel).
+"""
+
+from __future__ import annotations
+
+
+def _text_of(value: object) -> str:
+    text = getattr(value, "text", None)
+    if isinstance(text, str):
+        return text
+    return "" if value is None else str(value)
+
+
+def register(ops: dict, worker: object) -> None:
+    """Add ``run_flow`` to the worker's op registry."""
+    w = worker
+
+    def run_flow(req: dict) -> dict:
+        import asyncio
+        import json
+        import time
+
+        flow, text = req.get("flow"), str(req.get("input_text", ""))
+        if not isinstance(flow, dict):
+            return {"ok": False, "error": "The flow to run must be a Langflow flow JSON object."}
+        deadline = time.monotonic() + float(req.get("timeout", 30))
+        started = time.perf_counter()
+        try:
+            from lfx.run.base import RunError
+            from lfx.run.base import run_flow as lfx_run_flow
+
+            # Not asyncio.run: on a timeout it would wait for lfx's executor threads (a component
+            # blocked in one never returns); this child answers and exits instead.
+            loop = asyncio.new_event_loop()
+            with w._Armed(deadline):
+                out = loop.run_until_complete(
+                    lfx_run_flow(
+                        flow_json=json.dumps(flow),
+                        input_value=text,
+                        output_format="json",
+                        check_variables=False,
+                        check_dependencies=False,
+                    )
+                )
+        except w._Timeout:
+            return {"ok": False, "error": "The flow did not finish in time; its run was stopped."}
+        except RunError as exc:
+            return {"ok": False, "error": f"The flow failed: {exc}"}
+        except BaseException as exc:
+            return {"ok": False, "error": f"The flow failed: {w._error_text(exc)}"}
+        seconds = round(time.perf_counter() - started, 3)
+        if not isinstance(out, dict):
+            return {"ok": False, "error": "lfx's runner returned no result.", "seconds": seconds}
+        ok = bool(out.get("success", True))
+        result = out.get("result")
+        outputs = [{"component": str(out.get("component") or ""), "text": _text_of(result)}] if ok else []
+        return {
+            "ok": ok,
+            "text": _text_of(result) if ok else None,
+            "error": None if ok else f"The flow failed: {out.get('error') or out}",
+            "outputs": outputs,
+            "seconds": seconds,
+        }
+
+    def component_template(req: dict) -> dict:
+        """The node template lfx builds for component code (what a flow's custom node carries)."""
+        import time
+
+        code = str(req.get("code", ""))
+        deadline = time.monotonic() + float(req.get("timeout", 10))
+        try:
+            with w._Armed(deadline):
+                template, _instance = w.build_custom_component_template(w.Component(_code=code))
+        except w._Timeout:
+            return {"ok": False, "error": "Building the component did not finish in time."}
+        except BaseException as exc:
+            return {"ok": False, "error": w._error_text(exc)}
+        if not isinstance(template, dict):
+            return {"ok": False, "error": "lfx built no template for the component."}
+        return {"ok": True, "template": template}
+
+    ops["run_flow"] = run_flow
+    ops["component_template"] = component_template
