@@ -19,6 +19,19 @@ from fakellm import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 
+FLOW_SPEC = """\
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  C: ChatOutput
+edges:
+  A.message -> B.question
+  B.prompt -> C.input_value
+config:
+  B.template: Answer this: {question}
+"""
+PLAN = json.dumps({"components": ["ChatInput", "Prompt Template", "ChatOutput"], "new": []})
+
 CASES = textwrap.dedent(
     """
     [[case]]
@@ -47,6 +60,14 @@ CASES = textwrap.dedent(
     request = "a component that converts text to uppercase"
 
     [[case]]
+    name = "answer_flow"
+    request = "a flow that puts the chat message into a prompt and shows it"
+    kind = "flow"
+    [case.check]
+    input = "hi"
+    expect = "Answer this: hi"
+
+    [[case]]
     name = "provider_down"
     request = "a component that converts text to uppercase"
     """
@@ -60,6 +81,7 @@ def _replies() -> list:
         ask, fenced(WRONG_IMPORT), fenced(GOOD),  # fixed_on_retry: fails, then the fix passes
         ask, fenced(GOOD),                      # wrong_text: validates, but uppercases
         ask, fenced(WRONG_IMPORT), fenced(WRONG_IMPORT),  # never_valid: both attempts fail
+        intent("build_flow"), PLAN, f"```\n{FLOW_SPEC}```",  # answer_flow: plan, write, probe-run
         Status(401, "invalid key"),             # provider_down: the classification call is refused
     ]  # fmt: skip
 
@@ -92,8 +114,9 @@ def test_cli_runs_cases_checks_them_in_the_sandbox_and_reports(llm, tmp_path):
     assert "fail: check mismatch" in rows["wrong_text"]
     assert "fail: not validated" in rows["never_valid"]
     assert "error:" in rows["provider_down"] and "key" in rows["provider_down"].lower()
-    assert "2/5 passed (40%)" in proc.stdout
-    assert "2 passed, 3 failed" in proc.stdout.splitlines()[-1]
+    assert " pass " in f" {rows['answer_flow']} "
+    assert "3/6 passed (50%)" in proc.stdout
+    assert "3 passed, 3 failed" in proc.stdout.splitlines()[-1]
     assert "test-key-123456" not in proc.stdout + proc.stderr
 
     report = json.loads((tmp_path / "out.json").read_text())
@@ -101,22 +124,20 @@ def test_cli_runs_cases_checks_them_in_the_sandbox_and_reports(llm, tmp_path):
     assert report["provider"] == "openai" and report["model"] == "gpt-4o"
     assert report["versions"]["lfx"] and report["versions"]["lfassist_jupyter"]
     by_name = {c["name"]: c for c in report["cases"]}
-    assert [c["status"] for c in report["cases"]] == ["pass", "pass", "fail", "fail", "error"]
+    assert [c["status"] for c in report["cases"]] == ["pass", "pass", "fail", "fail", "pass", "error"]
     assert by_name["uppercase"]["attempts"] == 1 and by_name["uppercase"]["checked"] is True
     assert by_name["uppercase"]["output"] == "HELLO"
     assert by_name["fixed_on_retry"]["attempts"] == 2
     # Calls as the fake server saw them: classification + generation(s) per case.
-    assert [by_name[n]["model_calls"] for n in ("uppercase", "fixed_on_retry", "wrong_text", "never_valid")] == [
-        2,
-        3,
-        2,
-        3,
-    ]
+    calls = [by_name[n]["model_calls"] for n in ("uppercase", "fixed_on_retry", "wrong_text", "never_valid")]
+    assert calls == [2, 3, 2, 3]
+    # The flow ran in the sandbox: its check output is the prompt filled with the input.
+    assert by_name["answer_flow"]["model_calls"] == 3 and by_name["answer_flow"]["output"] == "Answer this: hi"
     assert by_name["uppercase"]["prompt_tokens"] > 0 and by_name["uppercase"]["prompt_chars"] > 0
     totals = report["totals"]
-    assert totals["pass_rate"] == 0.4 and totals["first_attempt_rate"] == 0.2
+    assert totals["pass_rate"] == 0.5 and totals["first_attempt_rate"] == round(2 / 6, 4)
     assert totals["model_calls"] == sum(c["model_calls"] for c in report["cases"])
-    assert totals["calls_per_success"] == round(totals["model_calls"] / 2, 2)
+    assert totals["calls_per_success"] == round(totals["model_calls"] / 3, 2)
     assert len(llm.requests) == totals["model_calls"]
 
 

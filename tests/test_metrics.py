@@ -61,7 +61,20 @@ async def test_repair_lowers_the_first_attempt_rate(llm, make_assistant):
     assert s["model_calls"] == 3
 
 
-async def test_question_and_off_topic_are_counted_by_intent(llm, make_assistant):
+FLOW_SPEC = """\
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  C: ChatOutput
+edges:
+  A.message -> B.question
+  B.prompt -> C.input_value
+config:
+  B.template: Answer this: {question}
+"""
+
+
+async def test_question_off_topic_and_flow_are_counted_by_kind(llm, make_assistant):
     assistant = make_assistant("openai")
     llm.queue(intent("question"), "Langflow is a visual builder.")
     await assistant.arun("what is Langflow?")
@@ -71,6 +84,15 @@ async def test_question_and_off_topic_are_counted_by_intent(llm, make_assistant)
     assert s["assistant_requests_by_intent"] == {"question": 1, "off_topic": 1}
     assert s["model_calls"] == 3  # off-topic costs the classification call only
     assert s["assistant_validation_attempts"]["count"] == 0
+
+    plan = '{"components": ["ChatInput", "Prompt Template", "ChatOutput"], "new": []}'
+    llm.queue(intent("build_flow"), plan, f"```\n{FLOW_SPEC}```")
+    result = await assistant.arun("a flow that answers with a prompt")
+    assert result.kind == "flow" and result.validated, result.error
+    s = lfassist_jupyter.stats()
+    assert s["assistant_requests_by_intent"] == {"question": 1, "off_topic": 1, "flow": 1}
+    assert s["model_calls"] == 6 and s["requests"][-1]["kind"] == "flow"
+    assert s["assistant_validation_attempts"]["count"] == 1 and s["assistant_validation_success_rate"] == 1.0
 
 
 async def test_errors_by_type_and_cancellations(llm, make_assistant):
