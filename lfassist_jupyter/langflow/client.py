@@ -264,7 +264,7 @@ class LangflowClient:
     ) -> Path:
         """The alternative to ``register``: write ``code`` under ``LANGFLOW_COMPONENTS_PATH/<category>/``
         and ask the server to reload that bundle (needs ``LANGFLOW_ENABLE_EXTENSION_RELOAD=true``)."""
-        from lfassist_jupyter.core.extract import guess_class_name
+        from lfassist_jupyter.artifacts.component import guess_class_name
 
         stem = (class_name or guess_class_name(code) or "component").lower()
         folder = Path(components_path) / category
