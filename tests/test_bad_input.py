@@ -12,9 +12,24 @@ import asyncio
 import pytest
 from components import GOOD, fenced, intent
 from fakellm import Endless, Hang
+from IPython.core.interactiveshell import InteractiveShell
 
 from lfassist_jupyter.core.component.extract import MAX_REPLY_CHARS, extract_component_code
-from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.errors import ConfigError, LangflowError
+
+
+@pytest.fixture
+def ip(llm, monkeypatch):
+    """A real IPython shell with the extension loaded, talking to the fake model server."""
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-bad-input-test-0123456789")
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    shell.rl_next_input = None
+    yield shell
+    shell.run_line_magic("unload_ext", "lfassist_jupyter")
+    InteractiveShell.clear_instance()
+
 
 # -- extraction: big and adversarial replies ------------------------------------------------
 
@@ -120,3 +135,114 @@ def test_lfassist_timeout_sets_the_provider_deadline(llm, monkeypatch):
     monkeypatch.setenv("LFASSIST_TIMEOUT", "12")
     assert _provider(llm, "openai").timeout == 12.0
     assert _provider(llm, "anthropic", timeout=3).timeout == 3.0
+
+
+# -- a Langflow server that answers oddly, and malformed URLs ----------------------------------
+
+HTML = "<html><body>Sign in to the proxy</body></html>"
+
+
+def _client(routes: dict[str, object], *, api_key: str | None = "k" * 20):
+    """A LangflowClient whose server answers ``routes[path]`` (a JSON value, or HTML text) with 200."""
+    import httpx
+
+    from lfassist_jupyter.langflow.client import LangflowClient
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path = request.url.path.rstrip("/")
+        body = routes.get(path, {"status": "ok"} if path == "/health" else {})
+        if isinstance(body, str):
+            return httpx.Response(200, text=body, headers={"content-type": "text/html"})
+        return httpx.Response(200, json=body)
+
+    return LangflowClient(url="http://langflow.test", api_key=api_key, transport=httpx.MockTransport(handler))
+
+
+@pytest.mark.parametrize(
+    ("routes", "api_key"),
+    [
+        ({"/api/v1/version": HTML}, "k" * 20),
+        ({"/api/v1/version": ["1.13"]}, "k" * 20),
+        ({"/api/v1/auto_login": ["token"]}, None),
+        ({"/api/v1/auto_login": HTML}, None),
+        ({"/api/v1/auto_login": {"access_token": "t"}, "/api/v1/api_key": ["key"]}, None),
+        ({"/api/v1/auto_login": {"access_token": "t"}, "/api/v1/api_key": {"api_key": 42}}, None),
+    ],
+)
+def test_odd_answers_to_connect_are_one_clear_error(routes, api_key):
+    client = _client(routes, api_key=api_key)
+    with pytest.raises(LangflowError) as info:
+        client.connect_sync()
+    assert "Langflow" in str(info.value) and "\n" not in str(info.value)
+    assert client.connected is False
+
+
+@pytest.mark.parametrize("flows", [HTML, "null", [1, "x", None], {"items": "nope"}, {"items": [{"no": "id"}]}])
+def test_an_odd_list_of_flows_is_an_error_or_skipped(flows):
+    client = _client({"/api/v1/flows": flows})
+    try:
+        components = client.list_components_sync(ours_only=False)
+    except LangflowError as exc:
+        assert "Langflow" in str(exc)
+    else:
+        assert components == []  # entries that are not flows are skipped
+
+
+@pytest.mark.parametrize("build", [HTML, ["x"], {"type": "A"}, {"data": "x"}])
+def test_an_odd_answer_to_the_build_is_a_langflow_error(build):
+    with pytest.raises(LangflowError):
+        _client({"/api/v1/custom_component": build}).validate_code_sync(GOOD)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "javascript:alert(1)", "file:///etc/passwd", "http://host:abc", "   "])
+def test_a_malformed_langflow_url_is_a_config_error(url, monkeypatch):
+    from lfassist_jupyter.langflow.client import LangflowClient
+
+    monkeypatch.delenv("LANGFLOW_URL", raising=False)
+    with pytest.raises(ConfigError, match="URL"):
+        LangflowClient(url=url)
+
+
+def test_connect_magic_with_a_malformed_url_is_a_usage_line(ip, capsys):
+    from IPython.core.error import UsageError
+
+    try:
+        ip.run_line_magic("assist", "connect http://[::1")
+    except UsageError as exc:
+        assert "URL" in str(exc)
+    else:
+        assert "URL" in capsys.readouterr().out
+
+
+def test_register_with_a_non_json_build_reply_keeps_the_code_and_says_so(ip, llm, capsys):
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    magics = ip.magics_manager.registry["AssistMagics"]
+    magics.workspace.connect(_client({"/api/v1/custom_component": HTML}), server_validation=False)
+    result = ip.run_cell_magic("assist", "--register", "a component that uppercases text")
+    assert result.validated and ip.rl_next_input == GOOD  # the validated code is in the notebook
+    out = capsys.readouterr().out
+    assert "Not registered:" in out and "Unexpected error" not in out
+    assert result.registered is None
+
+
+async def test_the_chain_merges_builds_and_findings(sandbox):
+    from lfassist_jupyter.validation.chain import ChainValidator
+    from lfassist_jupyter.validation.report import Finding, ValidationReport
+
+    class Server:
+        async def validate(self, code):
+            return ValidationReport(
+                is_valid=False,
+                phase="runtime",
+                error="server could not build",
+                findings=[Finding(severity="error", phase="runtime", message="server: no build", rule="srv")],
+                phases_run=["server"],
+            )
+
+        async def reference(self):
+            return None
+
+    report = await ChainValidator(sandbox, Server()).validate(GOOD)
+    assert report.is_valid is False and report.builds is False
+    assert [f.rule for f in report.findings if f.rule == "srv"] == ["srv"]
+    assert report.class_name == "UppercaseComponent"
