@@ -246,3 +246,108 @@ async def test_the_chain_merges_builds_and_findings(sandbox):
     assert report.is_valid is False and report.builds is False
     assert [f.rule for f in report.findings if f.rule == "srv"] == ["srv"]
     assert report.class_name == "UppercaseComponent"
+
+
+# -- sessions: wrong types, a read-only data directory, very long names ----------------------
+
+BAD_SESSIONS = {
+    "agentic_content": {"id": "agentic_content", "turns": [{"role": "user", "content": 12345}]},
+    "agentic_updated": {"id": "agentic_updated", "updated": "yesterday", "turns": []},
+    "agentic_turns": {"id": "agentic_turns", "turns": "many"},
+    "agentic_role": {"id": "agentic_role", "turns": [{"role": "system", "content": "x"}]},
+    "agentic_list": ["not", "a", "session"],
+}
+
+
+def _write_sessions(directory, good_id: str = "agentic_good") -> None:
+    import json
+
+    from lfassist_jupyter.core.session import Session, SessionStore, Turn
+
+    store = SessionStore(directory)
+    session = Session(id=good_id)
+    session.add(Turn(role="user", content="a component that uppercases text"), window=5)
+    store.save(session)
+    for name, data in BAD_SESSIONS.items():
+        (directory / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_session_files_with_wrong_types_are_set_aside_and_history_still_works(ip, tmp_path, capsys, caplog):
+    sessions = tmp_path / "data" / "sessions"
+    sessions.mkdir(parents=True)
+    _write_sessions(sessions)
+    magics = ip.magics_manager.registry["AssistMagics"]
+    magics.workspace.data_dir = tmp_path / "data"
+    magics.workspace._store = None
+    ip.run_line_magic("assist", "history")
+    out = capsys.readouterr().out
+    assert "agentic_good" in out and "1 turns" in out
+    assert sorted(p.name for p in sessions.iterdir() if ".corrupt-" in p.name) == sorted(
+        f"{name}.json.corrupt-1" for name in BAD_SESSIONS
+    )
+    assert "set aside" in caplog.text
+
+
+def test_the_panel_opens_with_a_corrupt_session_next_to_good_ones(llm, monkeypatch, sandbox, tmp_path):
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-bad-input-test-0123456789")
+    _write_sessions(tmp_path / "sessions")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path, local_validator=sandbox))
+    assert [s["id"] for s in panel.sessions] == ["agentic_good"]
+
+
+async def test_a_request_in_a_session_whose_file_is_corrupt_starts_it_fresh(llm, make_assistant, tmp_path):
+    from lfassist_jupyter.core.session import SessionStore
+
+    _write_sessions(tmp_path / "s")
+    llm.queue(intent("question", "What is a flow?"), "A flow is a graph of components.")
+    assistant = make_assistant("openai", session_store=SessionStore(tmp_path / "s"), session_id="agentic_content")
+    result = await assistant.arun("What is a flow?")
+    assert result.status == "complete" and "graph of components" in result.result
+    assert SessionStore(tmp_path / "s").load("agentic_content").turns[0].content == "What is a flow?"
+
+
+async def test_an_unwritable_data_directory_is_told_once(llm, make_assistant, tmp_path):
+    from lfassist_jupyter.core.session import SessionStore
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the data directory should be")  # works even as root
+    assistant = make_assistant("openai", session_store=SessionStore(blocker / "sessions"))
+    llm.queue(intent("question"), "First answer.", intent("question"), "Second answer.")
+    first = await assistant.arun("What is a flow?")
+    second = await assistant.arun("What is a component?")
+    assert first.status == second.status == "complete"
+    assert any("not being saved" in w for w in first.warnings)
+    assert not any("not being saved" in w for w in second.warnings)  # once, not on every request
+
+
+def test_the_panel_shows_the_not_saved_notice(llm, monkeypatch, sandbox, tmp_path):
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-bad-input-test-0123456789")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    llm.queue(intent("question"), "A flow is a graph.")
+    panel = ChatPanel(workspace=Workspace(data_dir=blocker, local_validator=sandbox))
+    panel.send_prompt("What is a flow?")
+    panel.wait(60)
+    assert "not being saved" in panel.notice
+    assert panel.messages[-1]["role"] == "assistant"
+
+
+def test_a_very_long_session_name_is_saved_under_a_safe_file_name(ip, llm, tmp_path):
+    llm.queue(intent("question", "What is a flow?"), "Answer one.")
+    magics = ip.magics_manager.registry["AssistMagics"]
+    magics.workspace.data_dir = tmp_path
+    magics.workspace._store = None
+    name = "s" * 300
+    result = ip.run_cell_magic("assist", f"--session {name} --quiet", "What is a flow?")
+    assert result.status == "complete" and not result.warnings
+    files = list((tmp_path / "sessions").glob("*.json"))
+    assert len(files) == 1 and len(files[0].name) < 120
+    assert magics.workspace.store.load(magics.workspace.new_session_id(name)).turns[0].content == "What is a flow?"
