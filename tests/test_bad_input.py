@@ -351,3 +351,38 @@ def test_a_very_long_session_name_is_saved_under_a_safe_file_name(ip, llm, tmp_p
     files = list((tmp_path / "sessions").glob("*.json"))
     assert len(files) == 1 and len(files[0].name) < 120
     assert magics.workspace.store.load(magics.workspace.new_session_id(name)).turns[0].content == "What is a flow?"
+
+
+# -- magic options and odd characters ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["1bad-name", "class", "a-b", "None", "x.y"])
+def test_out_with_an_unusable_name_is_a_usage_error_before_any_model_call(ip, llm, name):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="--out needs a Python variable name"):
+        ip.run_cell_magic("assist", f"--out {name}", "a component that uppercases text")
+    assert llm.requests == []
+
+
+def test_out_with_a_good_name_binds_it(ip, llm):
+    llm.queue(intent("question", "What is a flow?"), "A graph.")
+    ip.run_cell_magic("assist", "--out answer_1 --quiet", "What is a flow?")
+    assert ip.user_ns["answer_1"].result == "A graph."
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_assist_validate_with_a_bad_timeout_is_one_usage_line(ip, value):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError) as info:
+        ip.run_cell_magic("assist_validate", f"--timeout {value}", GOOD)
+    assert "\n" not in str(info.value) and "timeout" in str(info.value).lower()
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_lone_surrogate_in_the_prompt_reaches_the_model_cleaned(llm, make_assistant, kind):
+    llm.queue(intent("question", "What is a flow?"), "A flow is a graph.")
+    result = await make_assistant(kind).arun("What is a flow\ud800?")
+    assert result.status == "complete" and result.result == "A flow is a graph."
+    assert "flow\ufffd?" in llm.requests[0].text

@@ -84,7 +84,9 @@ class CleanPrompt:
 
 
 def normalize(prompt: str) -> str:
-    """Drop NULs and control characters, unify newlines, fold runs of blanks."""
+    """Drop NULs and control characters, unify newlines, fold runs of blanks, and replace lone
+    surrogates (which no SDK can encode as UTF-8) with U+FFFD; a split pair is joined again."""
+    prompt = prompt.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     text = unicodedata.normalize("NFC", prompt.replace("\r\n", "\n").replace("\r", "\n"))
     text = _CONTROL.sub("", text)
     lines = [_SPACES.sub(" ", line).rstrip() for line in text.split("\n")]
