@@ -60,6 +60,15 @@ async def test_blank_lines_and_class_lines_before_the_fence_do_not_hide_the_comp
     assert result.class_name == "UppercaseComponent" and result.validated is True
 
 
+async def test_one_long_fence_line_is_an_answer_not_a_freeze(llm, make_assistant):
+    # "```" + 40,000 letters + "`" took 9 s in the fence regex (backtracking), 1 MB hours.
+    reply = "```" + "a" * 300_000 + "`\nWhich text should it change?"
+    llm.queue(intent("generate_component", "uppercase"), reply)
+    result = await make_assistant("openai").arun("a component that uppercases text")
+    assert result.status == "complete" and result.code is None
+    assert result.result.endswith("Which text should it change?")
+
+
 def test_only_the_first_megabyte_of_a_reply_is_read():
     assert extract_component_code("x" * MAX_REPLY_CHARS + fenced(GOOD)) is None
     assert extract_component_code("x" * 1000 + "\n" + fenced(GOOD)) == GOOD

@@ -31,7 +31,9 @@ MAX_REPLY_CHARS = 1_000_000
 """Only the first megabyte of a reply is searched for code.  A component is a few KB; a
 reply beyond this is a runaway model, and reading all of it would only cost time."""
 
-_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n`]*$")
+# The fence and its language; the rest of the line is checked with ``in`` (a trailing
+# ``[^`]*$`` after ``[\w+.-]*`` backtracks quadratically on one long line).
+_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*([\w+.-]*)")
 _PY_LANGS = {"", "python", "py", "python3", "py3"}
 _CODE_START = re.compile(r"^(?:from[ \t]+\S+[ \t]+import[ \t]|import[ \t]+\S|class[ \t]+\w+)", re.M)
 
@@ -41,6 +43,7 @@ _MAX_REPARSES = 3
 _PARSE_BUDGET = 4 * MAX_REPLY_CHARS
 _MAX_PARSES = 200  # a real reply has a handful of blocks; past this, blocks are taken as fenced
 _MAX_CLOSER_LOOKAHEAD = 64
+_MAX_BLOCKS = 1000  # a real reply has a few fenced blocks; past this it is junk, not more code
 
 
 def _parses(code: str) -> bool:
@@ -81,9 +84,9 @@ def _blocks(reply: str) -> list[tuple[str, str]]:
     budget, parses = _PARSE_BUDGET, _MAX_PARSES
     blocks: list[tuple[str, str]] = []
     i = 0
-    while i < len(lines):
+    while i < len(lines) and len(blocks) < _MAX_BLOCKS:
         m = _OPEN.match(lines[i])
-        if not m:
+        if not m or (m.group(1)[0] == "`" and "`" in lines[i][m.end() :]):
             i += 1
             continue
         fence, lang = m.group(1), m.group(2).lower()
