@@ -456,3 +456,41 @@ def test_raw_html_links_images_and_styles_are_sanitised():
     html = render_markdown('```python\nx = 1\n```\n\n[rel](/api/contents) ![a](https://h/i.png "t")')
     assert 'class="highlight"' in html and "<img" not in html
     assert 'href="/api' not in html  # relative URLs would reach the Jupyter server itself
+
+
+@pytest.mark.parametrize("prompt", [b"a component that uppercases text", 123, None])
+async def test_a_prompt_that_is_not_text_is_one_clear_error(llm, make_assistant, prompt):
+    result = await make_assistant("openai").arun(prompt)
+    assert result.status == "error"
+    assert result.error.startswith("The request must be text") and "Unexpected" not in result.error
+    assert llm.requests == []
+
+
+@pytest.mark.parametrize("component_id", ["../users/me", "a/b", "", "x?y=1"])
+def test_a_component_id_cannot_walk_the_langflow_api(component_id):
+    import httpx
+
+    from lfassist_jupyter.langflow.client import LangflowClient
+
+    calls = []
+    transport = httpx.MockTransport(lambda request: calls.append(request) or httpx.Response(204))
+    client = LangflowClient(url="http://langflow.test", api_key="k" * 20, transport=transport)
+    with pytest.raises(ConfigError, match="component id"):
+        client.delete_component_sync(component_id)
+    assert calls == []  # nothing was deleted anywhere
+    client.delete_component_sync("3f2a9c1e-0b6d-4a57-9c43-2d1f0e8b7a65")
+    assert [r.url.path for r in calls] == ["/api/v1/flows/3f2a9c1e-0b6d-4a57-9c43-2d1f0e8b7a65"]
+
+
+def test_a_component_file_stays_in_the_components_folder(tmp_path):
+    with pytest.raises(ConfigError, match="category"):
+        _sync_write(_client({}), tmp_path, category="../../outside")
+    with pytest.raises(ConfigError, match="class name"):
+        _sync_write(_client({}), tmp_path, class_name="../evil")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _sync_write(client, folder, **kwargs):
+    from lfassist_jupyter._runtime import run_sync
+
+    return run_sync(client.write_component_file(GOOD, folder, reload=False, **kwargs))

@@ -145,7 +145,11 @@ def normalize(prompt: str) -> str:
 def clean_prompt(prompt: str, max_chars: int = MAX_PROMPT_CHARS) -> CleanPrompt:
     """Normalise and cap a prompt; a truncation is reported, never silent."""
     if not isinstance(prompt, str):
-        raise TypeError(f"the prompt must be a string, not {type(prompt).__name__}")
+        from lfassist_jupyter.errors import ConfigError
+
+        # A ConfigError is shown as one clear line (a TypeError would read "Unexpected error").
+        hint = " (decode it first: data.decode())" if isinstance(prompt, (bytes, bytearray)) else ""
+        raise ConfigError(f"The request must be text (str), not {type(prompt).__name__}{hint}.")
     text = normalize(prompt)
     result = CleanPrompt(text=text, original_length=len(text))
     if len(text) > max_chars:

@@ -22,6 +22,7 @@ keeps the client usable from any event loop.
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from collections.abc import Coroutine
@@ -240,6 +241,7 @@ class LangflowClient:
         return [f for f in flows if not ours_only or TAG in (f.get("tags") if isinstance(f.get("tags"), list) else [])]
 
     async def get_component(self, component_id: str) -> dict[str, Any]:
+        component_id = _check_id(component_id)
         response = await self._request("GET", f"/api/v1/flows/{component_id}")
         if response.status_code != 200:
             raise LangflowError(f"Langflow has no component {component_id} ({response.status_code}).")
@@ -286,6 +288,7 @@ class LangflowClient:
         )
 
     async def delete_component(self, component_id: str) -> None:
+        component_id = _check_id(component_id)
         response = await self._request("DELETE", f"/api/v1/flows/{component_id}")
         if response.status_code not in (200, 204):
             raise LangflowError(f"Langflow could not delete component {component_id} ({response.status_code}).")
@@ -304,6 +307,9 @@ class LangflowClient:
         from lfassist_jupyter.artifacts.component import guess_class_name
 
         stem = (class_name or guess_class_name(code) or "component").lower()
+        for what, value in (("category", category), ("class name", stem)):
+            if not _SAFE_NAME.fullmatch(value):  # a path part: "../x" must not leave the components folder
+                raise ConfigError(f"The {what} must be letters, digits, _ or - (not {value[:60]!r}).")
         folder = Path(components_path) / category
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{stem}.py"
@@ -339,6 +345,17 @@ class LangflowClient:
 
     def delete_component_sync(self, component_id: str) -> None:
         return _sync(self.delete_component(component_id))
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+
+def _check_id(component_id: object) -> str:
+    """A flow id as Langflow makes them (a UUID): anything else could walk the API's paths ("../")."""
+    text = str(component_id).strip()
+    if not _SAFE_NAME.fullmatch(text):
+        raise ConfigError(f"Not a Langflow component id: {text[:60]!r} (ids look like 3f2a...-...).")
+    return text
 
 
 def _check_url(raw: object) -> str:
