@@ -494,3 +494,21 @@ def _sync_write(client, folder, **kwargs):
     from lfassist_jupyter._runtime import run_sync
 
     return run_sync(client.write_component_file(GOOD, folder, reload=False, **kwargs))
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("url", ["http://[::1", "javascript:alert(1)", "ftp://models.test/v1", "http://"])
+async def test_a_malformed_provider_url_is_one_clear_error(kind, url):
+    from lfassist_jupyter import Assistant
+
+    assistant = Assistant(provider=kind, base_url=url, api_key="k" * 20, validator=None, session_store=None)
+    result = await assistant.arun("What is a flow?")
+    assert result.status == "error"
+    assert "base URL" in result.error and "Unexpected" not in result.error
+
+
+def test_a_host_and_port_alone_is_plain_http(llm):
+    from lfassist_jupyter.providers import create_provider
+
+    provider = create_provider("openai", api_key="k" * 20, base_url=llm.openai_base_url.removeprefix("http://"))
+    assert provider.base_url == llm.openai_base_url

@@ -47,6 +47,35 @@ def check_timeout(value: object) -> float:
     return float(min(value, MAX_CALL_SECONDS))
 
 
+def check_base_url(url: str | None, display: str) -> str | None:
+    """A provider's base URL, or a ``ConfigError`` naming what is wrong: a malformed URL
+    (``http://[::1``) would otherwise surface as "Unexpected error (InvalidURL)" on the first
+    request, and a URL without ``http://`` as a misleading "could not reach"; ``host:port``
+    alone means plain HTTP."""
+    if url is None or url == "":
+        return None
+    if not isinstance(url, str):
+        raise ConfigError(f"The {display} base URL must be text, not {type(url).__name__}.")
+    url = url.strip()
+    scheme, sep, _ = url.partition("://")
+    if not sep:  # "localhost:11434", as OLLAMA_HOST is often written: plain HTTP, as Ollama's clients assume
+        url, scheme = f"http://{url}", "http"
+    if scheme.lower() not in ("http", "https"):
+        raise ConfigError(
+            f"The {display} base URL {url[:80]!r} must start with http:// or https:// "
+            "(for example http://localhost:11434/v1)."
+        )
+    import httpx
+
+    try:
+        host = httpx.URL(url).host
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ConfigError(f"The {display} base URL {url[:80]!r} is not a valid URL ({exc}).") from None
+    if not host:
+        raise ConfigError(f"The {display} base URL {url[:80]!r} has no host.")
+    return url
+
+
 @asynccontextmanager
 async def _within(seconds: float):  # type: ignore[no-untyped-def]
     """``asyncio.timeout`` where it exists (3.11+), so the awaited step stays in this task."""

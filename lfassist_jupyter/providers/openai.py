@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
-from lfassist_jupyter.providers.base import IDLE_TIMEOUT, Provider, Usage, check_timeout, env_timeout
+from lfassist_jupyter.providers.base import IDLE_TIMEOUT, Provider, Usage, check_base_url, check_timeout, env_timeout
 
 
 @dataclass
@@ -54,6 +54,7 @@ class OpenAIProvider(Provider):
 
     def __post_init__(self) -> None:
         self.timeout = check_timeout(self.timeout)
+        self.base_url = check_base_url(self.base_url, self.display_name)
 
     def _http_timeout(self) -> Any:
         # The SDK's own Timeout class: anthropic 2.x runs on httpx2 and rejects httpx objects.
