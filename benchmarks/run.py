@@ -16,6 +16,9 @@ what is measured is our overhead, not a model's.
 - the chat panel's stream coalescing: messages sent for a 5,000-token answer, vs. one per token
 - flows: model calls and the largest prompt to a first valid flow (scripted replies), and the
   probe run of a small flow in the warm sandbox vs. a cold ``lfx run`` process
+- hostile input: the worst case of code extraction and of static validation over a set of
+  1 MB adversarial replies, and the time to a clear error from a model server that accepts
+  the connection and never answers, at the default settings (``LFASSIST_BENCH_NO_HANG=1`` skips it)
 """
 
 from __future__ import annotations
@@ -281,6 +284,60 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
     return warm, timed(cold_run, 3)
 
 
+def _adversarial_inputs(size: int = 1_000_000) -> dict[str, str]:
+    """Replies shaped to hit quadratic scans and parser limits (blank lines, fences, class heads)."""
+    return {
+        "blank lines": "\n" * size,
+        "bare fences": "```\n" * (size // 4),
+        "unparsable python fences": "```python\nx = (\n```\n" * (size // 20),
+        "class heads": "class A(\n" * (size // 9),
+        "class heads, no parens": "class A:\n" * (size // 9),
+        "docstring fences": '```python\nclass A(Component):\n    """\n```\n' * (size // 42),
+        "deep unary": "```python\n" + "-" * (size - 20) + "1\n```",
+        "long attribute chain": "```python\nx = a" + ".b" * (size // 2 - 10) + "\n```",
+        "spaces": " " * size,
+        "one long fence line": "```" + "a" * (size - 4) + "`",
+    }
+
+
+def adversarial() -> tuple[float, str, float, str]:
+    """(worst extraction ms, its input, worst static validation ms, its input) on 1 MB inputs."""
+    from lfassist_jupyter.core.component.extract import extract_component_code
+    from lfassist_jupyter.validation.static import validate_static
+
+    worst_x, worst_s = (0.0, ""), (0.0, "")
+    for name, text in _adversarial_inputs().items():
+        t0 = time.perf_counter()
+        extract_component_code(text)
+        worst_x = max(worst_x, ((time.perf_counter() - t0) * 1000, name))
+        code = text.replace("```python\n", "").replace("```", "")[:999_000]
+        t0 = time.perf_counter()
+        validate_static(code)
+        worst_s = max(worst_s, ((time.perf_counter() - t0) * 1000, name))
+    return worst_x[0], worst_x[1], worst_s[0], worst_s[1]
+
+
+def hung_server_error_s() -> tuple[float, str] | None:
+    """Seconds from the request to a clear error when the model server never answers (defaults)."""
+    if os.environ.get("LFASSIST_BENCH_NO_HANG"):
+        return None
+    import tempfile
+
+    from fakellm import FakeLLM, Hang
+
+    from lfassist_jupyter.core.session import SessionStore
+    from lfassist_jupyter.providers import create_provider
+
+    with FakeLLM() as llm:
+        llm.queue(Hang(300), Hang(300), Hang(300))
+        provider = create_provider("openai", api_key="bench-key-0123456789", base_url=llm.openai_base_url)
+        store = SessionStore(tempfile.mkdtemp(prefix="lfassist-bench-"))
+        assistant = Assistant(provider=provider, validator=None, session_store=store)
+        t0 = time.perf_counter()
+        result = asyncio.run(assistant.arun("a component that uppercases text"))
+        return time.perf_counter() - t0, result.error or result.status
+
+
 def main() -> None:
     print("measuring... (about a minute; two with the Langflow server)", flush=True)
     load_with, load_without = extension_load()
@@ -305,6 +362,8 @@ def main() -> None:
     reduced = reduced_warm(N)
     server = langflow_server(N)
     syncs, stream_s = widget_coalescing()
+    worst_x_ms, worst_x_name, worst_s_ms, worst_s_name = adversarial()
+    hang = hung_server_error_s()
 
     p50_floor = pct(floor, 50)
     rows = [
@@ -389,6 +448,12 @@ def main() -> None:
     ]
     rows.append(("panel: syncs for a 5,000-token answer", f"{syncs}", f"{syncs / stream_s:.1f}/s vs "
                  f"{5000 / stream_s:.0f}/s unthrottled", "target <= 20/s"))  # fmt: skip
+    rows.append(("extraction, 1 MB adversarial (worst case)", f"{worst_x_ms:.0f} ms", worst_x_name, "target < 1 s"))
+    rows.append(
+        ("static validation, 1 MB adversarial (worst case)", f"{worst_s_ms:.0f} ms", worst_s_name, "target < 1 s")
+    )
+    if hang is not None:
+        rows.append(("time to a clear error with a hung model server", f"{hang[0]:.1f} s", "defaults", "target < 60 s"))
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  {'value':>10}  {'ratio':<26}  note")
     print("-" * (width + 56))
@@ -402,7 +467,8 @@ def main() -> None:
            "zygote_rss_mb": rss, "isolation": isolation,
            "pipeline": full, "validation_alone": alone, "langflow_server": server, "panel_syncs": syncs,
            "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb,
-           "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold}  # fmt: skip
+           "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold,
+           "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

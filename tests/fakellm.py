@@ -55,6 +55,21 @@ class Malformed:
 
 
 @dataclass
+class Hang:
+    """Accept the request, then send nothing (not even headers) for ``seconds``: a hung server."""
+
+    seconds: float = 120.0
+
+
+@dataclass
+class Endless:
+    """Stream ``text`` again and again and never finish (until the client hangs up)."""
+
+    text: str = "more text "
+    delay: float = 0.0
+
+
+@dataclass
 class Recorded:
     path: str
     headers: dict[str, str]
@@ -102,6 +117,7 @@ class FakeLLM:
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self.default: Any = None  # served when the queue is empty (None -> 500)
+        self._closing = threading.Event()  # releases Hang replies at shutdown
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -164,6 +180,7 @@ class FakeLLM:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -178,6 +195,10 @@ class FakeLLM:
         model = rec.body.get("model", "model")
         if reply is None:
             reply = Status(500, "no reply queued in the fake server")
+        if isinstance(reply, Hang):
+            self._closing.wait(reply.seconds)
+            rec.disconnected = True
+            return
         if isinstance(reply, Status):
             etype = reply.error_type or _ERROR_TYPES.get(reply.code, "api_error")
             if anthropic:
@@ -238,6 +259,10 @@ class FakeLLM:
             self._send(h, "[DONE]")
             rec.finished = True
             return
+        while isinstance(reply, Endless) and not self._closing.is_set():
+            if reply.delay:
+                time.sleep(reply.delay)
+            self._send(h, chunk({"content": reply.text}))
         for piece in pieces:
             if delay:
                 time.sleep(delay)
@@ -290,6 +315,11 @@ class FakeLLM:
             self._send(h, '{"type": "content_block_delta", "index": 0, "delta": {', "content_block_delta")
             rec.finished = True
             return
+        while isinstance(reply, Endless) and not self._closing.is_set():
+            if reply.delay:
+                time.sleep(reply.delay)
+            endless = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": reply.text}}
+            self._send(h, json.dumps(endless), "content_block_delta")
         for piece in pieces:
             if delay:
                 time.sleep(delay)

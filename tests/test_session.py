@@ -44,7 +44,7 @@ def test_corrupted_session_is_set_aside_with_a_warning(tmp_path, caplog):
         s = store.load("agentic_bad")
     assert s.turns == [] and s.id == "agentic_bad"
     assert "set aside" in caplog.text
-    assert list(tmp_path.glob("agentic_bad.*.corrupt"))
+    assert list(tmp_path.glob("agentic_bad.json.corrupt-*"))
     s.add(Turn("user", "fresh start"), window=6)
     store.save(s)
     assert json.loads((tmp_path / "agentic_bad.json").read_text())["turns"][0]["content"] == "fresh start"

@@ -171,13 +171,11 @@ class Assistant:
         self._session = None
         return self.session_id
 
-    def _save_session(self) -> None:
+    def _save_session(self) -> str | None:
+        """Save; a warning for the user the first time it fails (memory never fails a request)."""
         if self.session_store is None:
-            return
-        try:
-            self.session_store.save(self.session)
-        except OSError as exc:  # memory is a convenience: never fail a request over it
-            log.warning("Could not save session %s: %s", self.session_id, exc)
+            return None
+        return self.session_store.try_save(self.session)
 
     # -- pipelines ---------------------------------------------------------------------
 
@@ -486,10 +484,11 @@ class Assistant:
             emit(ErrorEvent(message=exc.friendly))
             return
         self._record(session, outcome)
+        if unsaved := self._save_session():  # saved before "complete", so a failure can be told
+            clean.warnings.append(unsaved)
         self._complete(outcome, clean.warnings, emit)
         validated = bool(getattr(outcome, "validated", False))
         self._log_completed(request_id, t0, validated=validated, attempts=getattr(outcome, "attempts", 0))
-        self._save_session()
 
     def _record(self, session: Session, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome) -> None:
         """The assistant's turn of the conversation, written from the outcome (only here)."""

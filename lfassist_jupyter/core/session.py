@@ -4,12 +4,17 @@ A follow-up ("now make it lowercase too") only works if the generator sees the e
 component, so each session keeps its turns.  Long sessions keep a recent window verbatim
 plus a running summary of what came before (built locally, with no extra model call, so
 memory never costs tokens or latency of its own).  Sessions are JSON files written
-atomically; at most ``MAX_SESSIONS`` are kept; a corrupted file is set aside with a
-warning and the session starts fresh -- never a crash, never a silent overwrite.
+atomically; at most ``MAX_SESSIONS`` are kept.  Every file is checked against a pydantic
+schema when read: one that fails (not JSON, or JSON with wrong types such as
+``"content": 12345`` or ``"updated": "yesterday"``) is set aside as ``<name>.corrupt-<n>``
+with a warning and that session starts fresh, while every other session keeps working --
+never a crash, never a silent overwrite.  When a conversation cannot be saved (a read-only
+data directory, a full disk) ``try_save`` says so once, as a warning the user sees.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -19,13 +24,19 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 log = logging.getLogger("lfassist_jupyter")
 
 MAX_SESSIONS = 10
 SESSION_PREFIX = "agentic_"  # as in Langflow, so sessions never mix with Playground ones
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
+_MAX_STEM = 100  # file names stay far below the 255-byte limit of common file systems
+MAX_SESSION_BYTES = 5_000_000
+"""A session file holds ten turns and a 2,000-character summary: a few KB.  A file past this
+is not ours (or is damaged) and is set aside rather than read into memory."""
 
 
 def default_data_dir() -> Path:
@@ -127,16 +138,44 @@ class Session:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Session:
-        turns = [Turn(**t) for t in data.get("turns", [])]
+    def from_json(cls, data: Any) -> Session:
+        """A session from its JSON; ``ValidationError`` when any field has the wrong type."""
+        model = _SessionFile.model_validate(data)
         return cls(
-            id=str(data["id"]),
-            title=str(data.get("title", "")),
-            turns=turns,
-            summary=str(data.get("summary", "")),
-            created=float(data.get("created", time.time())),
-            updated=float(data.get("updated", time.time())),
+            id=model.id,
+            title=model.title,
+            turns=[Turn(**t.model_dump()) for t in model.turns],
+            summary=model.summary,
+            created=model.created if model.created is not None else time.time(),
+            updated=model.updated if model.updated is not None else time.time(),
         )
+
+
+class _TurnFile(BaseModel):
+    """The schema of one stored turn (strict: a number is not text, text is not a time)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    role: Literal["user", "assistant"]
+    content: str
+    kind: str = "text"
+    class_name: str | None = None
+    validated: bool | None = None
+    ts: float = Field(default_factory=time.time)
+    original: str | None = None
+    attempts: int | None = None
+
+
+class _SessionFile(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+    id: str
+    title: str = ""
+    turns: list[_TurnFile] = Field(default_factory=list)
+    summary: str = ""
+    created: float | None = None
+    updated: float | None = None
+
+
+_UNREADABLE = (OSError, ValueError, TypeError, KeyError, ValidationError, RecursionError)
 
 
 class SessionStore:
@@ -146,30 +185,75 @@ class SessionStore:
         self.directory = Path(directory) if directory is not None else default_data_dir() / "sessions"
         self.max_sessions = max_sessions
 
+        self._unsaved_told = False
+
     def _path(self, session_id: str) -> Path:
-        return self.directory / f"{_SAFE_ID.sub('_', session_id)}.json"
+        """The file of ``session_id``: its safe characters, and for a very long name a prefix plus a
+        hash (two long names never share a file, and none fails with "file name too long")."""
+        stem = _SAFE_ID.sub("_", session_id)
+        if len(stem) > _MAX_STEM:
+            digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            stem = f"{stem[: _MAX_STEM - 17]}-{digest}"
+        return self.directory / f"{stem}.json"
+
+    def _read(self, path: Path) -> Session:
+        if path.stat().st_size > MAX_SESSION_BYTES:
+            raise ValueError(f"larger than {MAX_SESSION_BYTES:,} bytes")
+        return Session.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+    def _set_aside(self, path: Path, exc: BaseException) -> None:
+        """Rename a file that fails its schema to ``<name>.corrupt-<n>`` (kept for the user to look at)."""
+        aside = path
+        for n in range(1, 1000):
+            candidate = path.with_name(f"{path.name}.corrupt-{n}")
+            if not candidate.exists():
+                try:
+                    path.replace(candidate)
+                    aside = candidate
+                except OSError:
+                    pass
+                break
+        reason = exc.errors()[0]["loc"] if isinstance(exc, ValidationError) and exc.errors() else None
+        detail = f"{type(exc).__name__}" + (f" at {'.'.join(map(str, reason))}" if reason else "")
+        if aside == path:
+            log.warning(
+                "Session file %s could not be read (%s) and could not be set aside; it is ignored.", path, detail
+            )
+        else:
+            log.warning(
+                "Session file %s could not be read (%s); it was set aside as %s.", path.name, detail, aside.name
+            )
 
     def load(self, session_id: str) -> Session:
-        """The stored session, or a fresh one (a corrupted file is renamed ``*.corrupt``)."""
+        """The stored session, or a fresh one (a file that fails its schema is set aside)."""
         path = self._path(session_id)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return Session.from_json(data)
+            session = self._read(path)
         except FileNotFoundError:
             return Session(id=session_id)
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            aside = path.with_suffix(f".{int(time.time())}.corrupt")
-            try:
-                path.replace(aside)
-            except OSError:
-                aside = path
-            log.warning(
-                "Session file %s could not be read (%s); it was set aside as %s and a new session started.",
-                path,
-                type(exc).__name__,
-                aside.name,
-            )
+        except _UNREADABLE as exc:
+            self._set_aside(path, exc)
             return Session(id=session_id)
+        session.id = session_id  # the file is this session's, whatever id it claims
+        return session
+
+    def try_save(self, session: Session) -> str | None:
+        """Save, and on failure return a warning for the user -- once, until saving works again
+        (a read-only data directory would otherwise lose every conversation silently)."""
+        try:
+            self.save(session)
+        except OSError as exc:
+            log.warning("Could not save session %s: %s", session.id, exc)
+            if self._unsaved_told:
+                return None
+            self._unsaved_told = True
+            reason = exc.strerror or type(exc).__name__
+            return (
+                f"This conversation is not being saved: the session could not be written to {self.directory} "
+                f"({reason}). Set LFASSIST_DATA_DIR to a writable folder to keep it."
+            )
+        self._unsaved_told = False
+        return None
 
     def save(self, session: Session) -> None:
         """Atomic write (temp file + rename), then prune to the newest sessions."""
@@ -186,21 +270,24 @@ class SessionStore:
         self._prune()
 
     def list(self) -> list[dict[str, Any]]:
-        """Stored sessions, newest first: id, title, updated, number of turns."""
+        """Stored sessions, newest first: id, title, updated, number of turns.  A file that fails
+        its schema is set aside with a warning; the others are listed as usual."""
         out = []
-        for p in self.directory.glob("*.json"):
+        try:
+            paths = list(self.directory.glob("*.json"))
+        except OSError:
+            return []
+        for p in paths:
             try:
-                data = json.loads(p.read_text(encoding="utf-8"))
-                out.append(
-                    {
-                        "id": data["id"],
-                        "title": data.get("title", ""),
-                        "updated": data.get("updated", 0),
-                        "turns": len(data.get("turns", [])),
-                    }
-                )
-            except (OSError, ValueError, KeyError, TypeError):
+                session = self._read(p)
+            except FileNotFoundError:
+                continue  # removed meanwhile (another kernel pruned it)
+            except _UNREADABLE as exc:
+                self._set_aside(p, exc)
                 continue
+            out.append(
+                {"id": session.id, "title": session.title, "updated": session.updated, "turns": len(session.turns)}
+            )
         return sorted(out, key=lambda d: d["updated"], reverse=True)
 
     def delete(self, session_id: str) -> bool:
@@ -211,6 +298,12 @@ class SessionStore:
             return False
 
     def _prune(self) -> None:
-        files = sorted(self.directory.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        def mtime(p: Path) -> float:
+            try:
+                return p.stat().st_mtime
+            except OSError:
+                return 0.0
+
+        files = sorted(self.directory.glob("*.json"), key=mtime, reverse=True)
         for old in files[self.max_sessions :]:
             old.unlink(missing_ok=True)

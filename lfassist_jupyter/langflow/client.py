@@ -22,6 +22,7 @@ keeps the client usable from any event loop.
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from collections.abc import Coroutine
@@ -76,11 +77,7 @@ class LangflowClient:
     auth: str | None = None  # "api_key" or "auto_login", once connected
 
     def __post_init__(self) -> None:
-        self.url = (self.url or os.environ.get("LANGFLOW_URL") or "").strip().rstrip("/")
-        if not self.url:
-            raise ConfigError("No Langflow URL: use `%assist connect http://127.0.0.1:7860` or set LANGFLOW_URL.")
-        if not self.url.startswith(("http://", "https://")):
-            self.url = f"http://{self.url}"
+        self.url = _check_url(self.url or os.environ.get("LANGFLOW_URL"))
         self.api_key = self.api_key or os.environ.get("LANGFLOW_API_KEY") or None
 
     @property
@@ -100,7 +97,7 @@ class LangflowClient:
             raise LangflowConnectionError(
                 f"Langflow at {self.url} did not answer within {self.timeout:g} s. Is it overloaded or still starting?"
             ) from exc
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:
             raise LangflowConnectionError(
                 f"Could not reach Langflow at {self.url} ({type(exc).__name__}). Check the URL and that the server "
                 "is running (`langflow run`). Your component code is still in the notebook."
@@ -123,6 +120,21 @@ class LangflowClient:
         except (ValueError, AttributeError):
             return response.text[:300]
 
+    def _json(self, response: httpx.Response, what: str, kind: type = dict) -> Any:
+        """The JSON body of a 200, checked to be a ``kind``: a proxy's HTML page, a list where an
+        object belongs or a truncated body is one clear ``LangflowError``, never a traceback."""
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, kind):
+            ctype = response.headers.get("content-type", "").split(";")[0] or "no content type"
+            raise LangflowError(
+                f"Langflow at {self.url} answered {what} with something unexpected ({ctype}, "
+                f"{response.status_code}). Is this URL a Langflow server (and not a proxy or login page)?"
+            )
+        return body
+
     # -- connection ---------------------------------------------------------------------
 
     async def connect(self) -> LangflowClient:
@@ -133,12 +145,29 @@ class LangflowClient:
                 f"{self.url} does not look like a Langflow server (GET /health answered {health.status_code})."
             )
         version = await self._request("GET", "/api/v1/version", auth=False)
-        self.version = version.json().get("version") if version.status_code == 200 else "unknown"
+        if version.status_code == 200:
+            self.version = str(self._json(version, "the version request").get("version") or "unknown")[:40]
+        else:
+            self.version = "unknown"
+        try:
+            await self._authenticate()
+            check = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
+        except LangflowError:
+            self.version = None
+            raise
+        if check.status_code in (401, 403):
+            self.version = None
+            raise self._auth_error(check)
+        return self
+
+    async def _authenticate(self) -> None:
         if self.api_key:
             self.auth = "api_key"
         else:
             login = await self._request("GET", "/api/v1/auto_login", auth=False)
-            token = login.json().get("access_token") if login.status_code == 200 else None
+            token = None
+            if login.status_code == 200:
+                token = self._json(login, "the auto-login request").get("access_token")
             if not token:
                 self.version = None
                 raise LangflowAuthError(
@@ -152,18 +181,15 @@ class LangflowClient:
                 json={"name": f"{TAG} {time.strftime('%Y-%m-%d %H:%M')}"},
                 headers={"Authorization": f"Bearer {token}"},
             )
-            if created.status_code not in (200, 201) or not created.json().get("api_key"):
-                self.version = None
+            key = (
+                self._json(created, "the API key request").get("api_key") if created.status_code in (200, 201) else None
+            )
+            if not isinstance(key, str) or not key:
                 raise LangflowAuthError(
                     f"Auto-login worked but Langflow refused to create an API key ({created.status_code})."
                 )
-            self.api_key = created.json()["api_key"]
+            self.api_key = key
             self.auth = "auto_login"
-        check = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
-        if check.status_code in (401, 403):
-            self.version = None
-            raise self._auth_error(check)
-        return self
 
     def disconnect(self) -> None:
         self.version = None
@@ -174,7 +200,13 @@ class LangflowClient:
         """Build ``code`` on the server; returns ``{"data": <node template>, "type": <name>}``."""
         response = await self._request("POST", "/api/v1/custom_component", json={"code": code})
         if response.status_code == 200:
-            return response.json()
+            built = self._json(response, "the build request")
+            if not isinstance(built.get("data"), dict):
+                raise LangflowError(
+                    f"Langflow at {self.url} answered the build request without a component template. "
+                    "Is this URL a Langflow server?"
+                )
+            return built
         detail = self._detail(response)
         if response.status_code == 400 and isinstance(detail, dict):
             error = str(detail.get("error") or "the server could not build the component")
@@ -199,16 +231,21 @@ class LangflowClient:
             raise self._auth_error(response)
         if response.status_code != 200:
             raise LangflowError(f"Langflow answered {response.status_code} when listing components.")
-        flows = response.json()
+        flows = self._json(response, "the list of components", (list, dict))
         if isinstance(flows, dict):  # paginated answers
             flows = flows.get("items", [])
-        return [f for f in flows if not ours_only or TAG in (f.get("tags") or [])]
+        if not isinstance(flows, list):
+            raise LangflowError(f"Langflow at {self.url} sent a list of components in an unknown shape.")
+        # Skip entries that are not flows (an odd server, a newer schema) instead of failing on them.
+        flows = [f for f in flows if isinstance(f, dict) and f.get("id") is not None]
+        return [f for f in flows if not ours_only or TAG in (f.get("tags") if isinstance(f.get("tags"), list) else [])]
 
     async def get_component(self, component_id: str) -> dict[str, Any]:
+        component_id = _check_id(component_id)
         response = await self._request("GET", f"/api/v1/flows/{component_id}")
         if response.status_code != 200:
             raise LangflowError(f"Langflow has no component {component_id} ({response.status_code}).")
-        return response.json()
+        return self._json(response, "the component request")
 
     async def register(self, code: str, *, name: str | None = None) -> RegisteredComponent:
         """Save ``code`` as a component in Langflow: created, or updated in place if one of ours
@@ -243,12 +280,15 @@ class LangflowClient:
         if response.status_code not in (200, 201):
             detail = redact(str(self._detail(response)))
             raise LangflowError(f"Langflow refused to save the component ({response.status_code}): {detail}")
-        saved = response.json()
+        saved = self._json(response, "the save request")
+        if saved.get("id") is None:
+            raise LangflowError(f"Langflow at {self.url} did not say where it saved the component (no id).")
         return RegisteredComponent(
             id=str(saved["id"]), name=saved.get("name", name), class_name=type_name, created=created, url=self.url
         )
 
     async def delete_component(self, component_id: str) -> None:
+        component_id = _check_id(component_id)
         response = await self._request("DELETE", f"/api/v1/flows/{component_id}")
         if response.status_code not in (200, 204):
             raise LangflowError(f"Langflow could not delete component {component_id} ({response.status_code}).")
@@ -264,9 +304,12 @@ class LangflowClient:
     ) -> Path:
         """The alternative to ``register``: write ``code`` under ``LANGFLOW_COMPONENTS_PATH/<category>/``
         and ask the server to reload that bundle (needs ``LANGFLOW_ENABLE_EXTENSION_RELOAD=true``)."""
-        from lfassist_jupyter.core.extract import guess_class_name
+        from lfassist_jupyter.artifacts.component import guess_class_name
 
         stem = (class_name or guess_class_name(code) or "component").lower()
+        for what, value in (("category", category), ("class name", stem)):
+            if not _SAFE_NAME.fullmatch(value):  # a path part: "../x" must not leave the components folder
+                raise ConfigError(f"The {what} must be letters, digits, _ or - (not {value[:60]!r}).")
         folder = Path(components_path) / category
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{stem}.py"
@@ -302,6 +345,44 @@ class LangflowClient:
 
     def delete_component_sync(self, component_id: str) -> None:
         return _sync(self.delete_component(component_id))
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+
+def _check_id(component_id: object) -> str:
+    """A flow id as Langflow makes them (a UUID): anything else could walk the API's paths ("../")."""
+    text = str(component_id).strip()
+    if not _SAFE_NAME.fullmatch(text):
+        raise ConfigError(f"Not a Langflow component id: {text[:60]!r} (ids look like 3f2a...-...).")
+    return text
+
+
+def _check_url(raw: object) -> str:
+    """A Langflow base URL, or a ``ConfigError`` saying what is wrong with it (no traceback from
+    deep inside httpx for ``http://[::1``, and no ``javascript:`` or ``file:`` scheme)."""
+    if raw is not None and not isinstance(raw, str):
+        raise ConfigError(f"The Langflow URL must be text like http://127.0.0.1:7860, not {type(raw).__name__}.")
+    url = (raw or "").strip().rstrip("/")
+    if not url:
+        raise ConfigError("No Langflow URL: use `%assist connect http://127.0.0.1:7860` or set LANGFLOW_URL.")
+    shown = redact(url)[:200]
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        head = url.split("/", 1)[0]
+        if ":" in head and not head.rsplit(":", 1)[1].isdigit() and not head.startswith("["):
+            raise ConfigError(f"Not a Langflow URL: {shown!r}. Use http:// or https://, e.g. http://127.0.0.1:7860.")
+        url = f"http://{url}"
+    elif scheme.lower() not in ("http", "https"):
+        raise ConfigError(f"Not a Langflow URL: {shown!r}. Use http:// or https://, e.g. http://127.0.0.1:7860.")
+    try:
+        parsed = httpx.URL(url)
+        parsed.port  # noqa: B018 - parsing the port raises on "host:abc"
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        raise ConfigError(f"Not a valid URL: {shown!r} ({exc}). Use e.g. http://127.0.0.1:7860.") from None
+    if not parsed.host:
+        raise ConfigError(f"The Langflow URL {shown!r} has no host. Use e.g. http://127.0.0.1:7860.")
+    return url
 
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -30,7 +30,14 @@ def sdk_errors(api_error: type[BaseException]) -> tuple[type[BaseException], ...
     else (a TypeError in our call) is a bug and must not be disguised as a provider error."""
     import httpx
 
-    return (api_error, httpx.HTTPError, ValueError)
+    transport: tuple[type[BaseException], ...] = (httpx.HTTPError,)
+    try:  # anthropic 2.x runs on httpx2, whose errors are not httpx's
+        import httpx2
+
+        transport += (httpx2.HTTPError,)
+    except ImportError:
+        pass
+    return (api_error, *transport, ValueError)
 
 
 def _body_message(body: Any) -> tuple[str, str]:
@@ -59,7 +66,9 @@ def map_sdk_error(
 
     if name in ("APITimeoutError",) or "timeout" in name.lower():
         return ProviderTimeoutError(
-            f"{display}{where} did not answer in time. Try again, or raise the timeout (timeout=...).", **kw
+            f"{display}{where} did not answer in time. Check that the server is up and the model loaded, "
+            "or raise the limit (LFASSIST_TIMEOUT=seconds).",
+            **kw,
         )
     if name == "APIConnectionError" or (status is None and "connection" in name.lower()):
         return ProviderConnectionError(

@@ -8,9 +8,93 @@ say what to do and never carry a key.
 
 from __future__ import annotations
 
+import asyncio
+import math
+import os
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+
+from lfassist_jupyter.errors import ConfigError, ProviderHTTPError, ProviderTimeoutError
+
+DEFAULT_TIMEOUT = 45.0
+"""Seconds a model call may take to *start* answering (connection, SDK retries, first text),
+overridable with ``LFASSIST_TIMEOUT`` or ``timeout=``.  A server that accepts the connection and
+never answers is reported within this time, well inside a minute, instead of 120 s x 3 attempts."""
+IDLE_TIMEOUT = 30.0
+"""Longest silence between two pieces of a reply (the HTTP read timeout); capped by ``timeout``."""
+MAX_CALL_SECONDS = 600.0
+"""A whole reply (a long component from a slow local model) may stream for up to ten minutes."""
+MAX_REPLY_CHARS = 1_000_000
+"""A component is a few KB; a reply past a megabyte of text is a model that will not stop."""
+
+
+def env_timeout(env: dict[str, str] | None = None) -> float:
+    """``LFASSIST_TIMEOUT`` (seconds), else ``DEFAULT_TIMEOUT``; a bad value is a ``ConfigError``."""
+    raw = (os.environ if env is None else env).get("LFASSIST_TIMEOUT", "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        return check_timeout(float(raw))
+    except ValueError:
+        raise ConfigError(f"LFASSIST_TIMEOUT must be a number of seconds, not {raw[:40]!r}.") from None
+
+
+def check_timeout(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"The model timeout must be a positive number of seconds, not {value!r}.")
+    return float(min(value, MAX_CALL_SECONDS))
+
+
+def check_base_url(url: str | None, display: str) -> str | None:
+    """A provider's base URL, or a ``ConfigError`` naming what is wrong: a malformed URL
+    (``http://[::1``) would otherwise surface as "Unexpected error (InvalidURL)" on the first
+    request, and a URL without ``http://`` as a misleading "could not reach"; ``host:port``
+    alone means plain HTTP."""
+    if url is None or url == "":
+        return None
+    if not isinstance(url, str):
+        raise ConfigError(f"The {display} base URL must be text, not {type(url).__name__}.")
+    url = url.strip()
+    scheme, sep, _ = url.partition("://")
+    if not sep:  # "localhost:11434", as OLLAMA_HOST is often written: plain HTTP, as Ollama's clients assume
+        url, scheme = f"http://{url}", "http"
+    if scheme.lower() not in ("http", "https"):
+        raise ConfigError(
+            f"The {display} base URL {url[:80]!r} must start with http:// or https:// "
+            "(for example http://localhost:11434/v1)."
+        )
+    import httpx
+
+    try:
+        host = httpx.URL(url).host
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ConfigError(f"The {display} base URL {url[:80]!r} is not a valid URL ({exc}).") from None
+    if not host:
+        raise ConfigError(f"The {display} base URL {url[:80]!r} has no host.")
+    return url
+
+
+@asynccontextmanager
+async def _within(seconds: float):  # type: ignore[no-untyped-def]
+    """``asyncio.timeout`` where it exists (3.11+), so the awaited step stays in this task."""
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(seconds):
+            yield
+    else:  # pragma: no cover - Python 3.10
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        handle = loop.call_later(seconds, task.cancel) if task else None
+        try:
+            yield
+        except asyncio.CancelledError:
+            if handle is not None and handle.when() <= loop.time():
+                raise TimeoutError from None
+            raise
+        finally:
+            if handle is not None:
+                handle.cancel()
 
 
 @dataclass
@@ -51,6 +135,53 @@ class Provider(ABC):
         temperature: float = 0.2,
     ) -> AsyncIterator[str]:
         """Yield the reply's text as it arrives.  Closing the iterator closes the HTTP stream."""
+
+    async def _guarded(self, chunks: AsyncIterator[str], *, timeout: float, where: str = "") -> AsyncIterator[str]:
+        """``chunks`` with a deadline to the first text, a silence limit between pieces, a
+        total duration and a size cap -- each ending in a clear ``ProviderError``.  The
+        SDK's own read timeout covers a silent socket; this also covers a server that keeps
+        the connection alive without ever sending text, and one that never stops."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        idle = min(IDLE_TIMEOUT, timeout)
+        size = 0
+        first = True
+        it = chunks.__aiter__()
+        try:
+            while True:
+                limit = timeout if first else idle
+                remaining = MAX_CALL_SECONDS - (loop.time() - start)
+                if remaining <= 0:
+                    raise ProviderTimeoutError(
+                        f"{self.display_name}{where} was still sending after {MAX_CALL_SECONDS:.0f} s; the reply "
+                        "was stopped. Try again, or ask for something smaller.",
+                        provider=self.name,
+                    )
+                try:
+                    async with _within(min(limit, remaining)):
+                        chunk = await it.__anext__()
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    what = "start answering" if first else "send the rest of its reply"
+                    raise ProviderTimeoutError(
+                        f"{self.display_name}{where} did not {what} within {limit:.0f} s. Check that the server "
+                        "is up and the model loaded, or raise the limit (LFASSIST_TIMEOUT=seconds).",
+                        provider=self.name,
+                    ) from None
+                first = False
+                size += len(chunk)
+                if size > MAX_REPLY_CHARS:
+                    raise ProviderHTTPError(
+                        f"{self.display_name}{where} sent more than {MAX_REPLY_CHARS:,} characters without "
+                        "finishing; the reply was stopped. Try again, or ask for something smaller.",
+                        provider=self.name,
+                    )
+                yield chunk
+        finally:
+            aclose = getattr(it, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     async def complete(self, **kwargs) -> str:
         """The whole reply as one string (used for intent classification)."""

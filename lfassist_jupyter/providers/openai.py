@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
-from lfassist_jupyter.providers.base import Provider, Usage
+from lfassist_jupyter.providers.base import IDLE_TIMEOUT, Provider, Usage, check_base_url, check_timeout, env_timeout
 
 
 @dataclass
@@ -22,7 +22,9 @@ class OpenAIProvider(Provider):
     display_name: str = "OpenAI"
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
-    timeout: float = 120.0
+    timeout: float = field(default_factory=env_timeout)
+    """Seconds to the first text of a reply (``LFASSIST_TIMEOUT``); silences between pieces are
+    limited to ``min(30, timeout)`` and a whole reply to ten minutes (see ``providers.base``)."""
     http_retries: int = 2
     """Retries of one HTTP call on 429/5xx, done by the SDK (not generation attempts: those are
     the assistant's ``max_retries``)."""
@@ -36,7 +38,7 @@ class OpenAIProvider(Provider):
                 # Local OpenAI-compatible servers need no key, but the SDK insists on one.
                 api_key=self.api_key or "not-needed",
                 base_url=self.base_url,
-                timeout=self.timeout,
+                timeout=self._http_timeout(),
                 max_retries=self.http_retries,
             )
         return self._client
@@ -50,7 +52,33 @@ class OpenAIProvider(Provider):
             params["max_tokens"] = max_tokens
         return params
 
-    async def stream(
+    def __post_init__(self) -> None:
+        self.timeout = check_timeout(self.timeout)
+        self.base_url = check_base_url(self.base_url, self.display_name)
+
+    def _http_timeout(self) -> Any:
+        # The SDK's own Timeout class: anthropic 2.x runs on httpx2 and rejects httpx objects.
+        from openai import Timeout
+
+        idle = min(IDLE_TIMEOUT, self.timeout)
+        return Timeout(connect=min(10.0, self.timeout), read=idle, write=idle, pool=idle)
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, str]],
+        model: str,
+        max_tokens: int = 4096,
+        temperature: float = 0.2,
+    ) -> AsyncIterator[str]:
+        where = f" at {self.base_url}" if self.base_url else ""
+        raw = self._raw_stream(
+            system=system, messages=messages, model=model, max_tokens=max_tokens, temperature=temperature
+        )
+        return self._guarded(raw, timeout=self.timeout, where=where)
+
+    async def _raw_stream(
         self,
         *,
         system: str,

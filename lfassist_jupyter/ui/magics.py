@@ -102,6 +102,13 @@ def _parse(magic: Any, line: str) -> Any:
     return magic.parser.parse_args(argv)
 
 
+def _is_variable_name(name: str) -> bool:
+    """Whether ``--out NAME`` can be used afterwards: an identifier that is not a keyword."""
+    import keyword
+
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
 class _Namespace(dict):
     """``str.format_map`` over the user's namespace that fails clearly on unknown names."""
 
@@ -278,6 +285,11 @@ class AssistMagics(Magics):
         if cell is None:
             return self._subcommand(line)
         args = _parse(self.assist, line)
+        if args.out is not None and not _is_variable_name(args.out):
+            raise UsageError(
+                f"--out needs a Python variable name (letters, digits, _; not starting with a digit; "
+                f"not a keyword), not {args.out!r}."
+            )
         prompt = cell
         if args.interpolate:
             try:
@@ -477,10 +489,14 @@ class AssistMagics(Magics):
     def assist_validate(self, line: str, cell: str) -> Any:
         """Validate the Langflow component in the cell body, in the sandbox, and show the report."""
         args = _parse(self.assist_validate, line)
+        from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.validation.sandbox import validate_component
 
-        timeout = args.timeout or self.validator_timeout
-        return validate_component(cell, smoke=not args.no_smoke, timeout=timeout)
+        timeout = args.timeout if args.timeout is not None else self.validator_timeout
+        try:
+            return validate_component(cell, smoke=not args.no_smoke, timeout=timeout)
+        except ConfigError as exc:  # --timeout nan / inf / -1: one line, not a traceback
+            raise UsageError(f"%%assist_validate: {exc}") from None
 
 
 _warmup: threading.Thread | None = None

@@ -8,6 +8,7 @@ value is None are left out (the view treats a missing key as "not known").
 from __future__ import annotations
 
 import uuid
+from html import escape
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -77,8 +78,36 @@ class ProgressStep(BaseModel):
         )
 
 
+# What rendered answers may contain: markdown's own output and the highlighter's -- no images,
+# media, forms, frames, SVG or scripts.  The view inserts this HTML with innerHTML, so anything
+# that loads a resource would let a model answer call any server with zero clicks.
+_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "s", "del", "code", "pre",
+    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span", "div",
+}  # fmt: skip
+_ATTRIBUTES = {"a": {"href", "title"}, "span": {"style"}, "pre": {"style"}, "div": {"class"}, "ol": {"start"}}
+_STYLE = {"color", "background-color", "font-style", "font-weight", "line-height"}  # no url(): nothing to fetch
+
+
+def _sanitize(html: str) -> str:
+    import nh3
+
+    return nh3.clean(
+        html,
+        tags=_TAGS,
+        clean_content_tags={"script", "style"},
+        attributes=_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        url_relative="deny",
+        link_rel="noopener noreferrer",
+        filter_style_properties=_STYLE,
+    )
+
+
 def render_markdown(text: str) -> str:
-    """Markdown to HTML with raw HTML disabled (model output is untrusted) and highlighted code."""
+    """Markdown to safe HTML: raw HTML disabled, images shown as links (never loaded), code
+    highlighted, and the result passed through an allow-list sanitiser (nh3) -- model output
+    is untrusted, and the view inserts this with ``innerHTML``."""
     from markdown_it import MarkdownIt
 
     from lfassist_jupyter._display import highlight
@@ -86,8 +115,17 @@ def render_markdown(text: str) -> str:
     def fence(code: str, lang: str, _attrs: str) -> str:
         return highlight(code) if lang.strip().lower() in ("", "python", "py") else ""
 
+    def image(renderer, tokens, idx, options, env):  # type: ignore[no-untyped-def]  # markdown-it's rule signature
+        token = tokens[idx]
+        alt = escape(renderer.renderInlineAsText(token.children or [], options, env) or "image")
+        src = str(token.attrGet("src") or "")
+        if src.lower().startswith(("http://", "https://")):
+            return f'<a href="{escape(src, quote=True)}">[image: {alt}]</a>'
+        return f"[image: {alt}]"
+
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": fence})
-    return md.render(text)
+    md.add_render_rule("image", image)
+    return _sanitize(md.render(text))
 
 
 def user_message(text: str) -> PanelMessage:

@@ -263,6 +263,8 @@ class ChatPanel(anywidget.AnyWidget):
             self._append(error_message(event.message))
             return
         data = event.data
+        if data.warnings:  # e.g. "this conversation is not being saved": never silent
+            self.notice = " ".join(data.warnings)
         if data.component_code:
             self._append(
                 component_message(

@@ -7,8 +7,14 @@ from lfassist_jupyter.validation.report import ValidationReport
 
 
 class ChainValidator:
-    """Validators in order; the first failure decides, and every report's phases, timings and
-    warnings are merged into the first one (which knows the inputs and outputs)."""
+    """Validators in order; the first failure decides, and every report's phases, timings,
+    warnings and findings are merged into the first one (which knows the inputs and outputs).
+
+    ``builds`` is Langflow's verdict: any validator that saw the code not build makes it
+    ``False``; ``True`` needs at least one that saw it build and none that saw it fail; a
+    validator that did not ask lfx (``None``) changes nothing.  A later validator that fails
+    without a verdict of its own (the Langflow server's build error) also means "does not build"
+    when it failed in the runtime phase, where building happens."""
 
     def __init__(self, *validators: ComponentValidator | None) -> None:
         self.validators: list[ComponentValidator] = [v for v in validators if v is not None]
@@ -24,7 +30,15 @@ class ChainValidator:
             else:
                 merged.phases_run += report.phases_run
                 merged.timings_ms.update(report.timings_ms)
-                merged.warnings += report.warnings
+                merged.warnings += [w for w in report.warnings if w not in merged.warnings]
+                seen = {(f.rule, f.phase, f.message) for f in merged.findings}
+                merged.findings += [f for f in report.findings if (f.rule, f.phase, f.message) not in seen]
+                merged.missing_packages += [m for m in report.missing_packages if m not in merged.missing_packages]
+                verdict = report.builds
+                if verdict is None and not report.is_valid and report.phase == "runtime":
+                    verdict = False
+                if verdict is not None:
+                    merged.builds = verdict if merged.builds is None else (merged.builds and verdict)
                 if not report.is_valid:
                     merged.is_valid, merged.phase, merged.error = False, report.phase, report.error
                     merged.traceback = report.traceback

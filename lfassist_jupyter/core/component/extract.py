@@ -6,108 +6,141 @@ they run out of tokens, or send no fence at all.  A reply may also hold several 
 Fences are found by line, and a fence line that sits *inside* the code (a docstring
 that shows markdown) is not taken as the end of the block when a later closing fence
 makes the block parse.
+
+This runs in the engine's event-loop thread on text a model chose, so every step is
+linear in the reply's size and bounded: only the first ``MAX_REPLY_CHARS`` are read,
+fence lines are indexed in one pass, and the "does a longer block parse?" retries are
+limited in number and in total characters parsed.  On 1 MB of hostile text the whole
+extraction stays well under a second, so the stop button (a task cancel, delivered
+between awaits) is never held up.  What counts as a component class is decided by
+``lfassist_jupyter.artifacts.component``, the same rule the static validation phase uses.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import re
+import textwrap
 
-_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+.-]*)[^\n`]*$")
-# A base whose last dotted name *ends* with "Component": Component, CustomComponent,
-# lfx.custom.Component, LCModelComponent -- but not ComponentFactory.
-_COMPONENT_CLASS = re.compile(r"^\s*class\s+\w+\s*\(([^)]*)\)\s*:", re.M)
-_COMPONENT_BASE = re.compile(r"(?:^|[\s,.(])\w*Component\s*(?:$|[,)\[])")
+from lfassist_jupyter.artifacts.component import defines_component, guess_class_name
+
+__all__ = ["MAX_REPLY_CHARS", "defines_component", "extract_component_code", "guess_class_name"]
+
+MAX_REPLY_CHARS = 1_000_000
+"""Only the first megabyte of a reply is searched for code.  A component is a few KB; a
+reply beyond this is a runaway model, and reading all of it would only cost time."""
+
+# The fence and its language; the rest of the line is checked with ``in`` (a trailing
+# ``[^`]*$`` after ``[\w+.-]*`` backtracks quadratically on one long line).
+_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*([\w+.-]*)")
 _PY_LANGS = {"", "python", "py", "python3", "py3"}
-_CODE_START = re.compile(r"^(?:from\s+\S+\s+import\s|import\s+\S|class\s+\w+)", re.M)
+_CODE_START = re.compile(r"^(?:from[ \t]+\S+[ \t]+import[ \t]|import[ \t]+\S|class[ \t]+\w+)", re.M)
 
-
-def defines_component(code: str) -> bool:
-    """Whether ``code`` declares a class with a ``...Component`` base."""
-    for match in _COMPONENT_CLASS.finditer(code):
-        bases = match.group(1)
-        if any(_COMPONENT_BASE.search(f" {b.strip()} ") for b in bases.split(",")):
-            return True
-    return False
+# Retrying a block with a later closing fence re-parses a longer prefix each time: bound both
+# how many later fences are tried and how many characters are parsed over the whole reply.
+_MAX_REPARSES = 3
+_PARSE_BUDGET = 4 * MAX_REPLY_CHARS
+_MAX_PARSES = 200  # a real reply has a handful of blocks; past this, blocks are taken as fenced
+_MAX_CLOSER_LOOKAHEAD = 64
+_MAX_BLOCKS = 1000  # a real reply has a few fenced blocks; past this it is junk, not more code
 
 
 def _parses(code: str) -> bool:
     try:
         ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
 
 
+def _closer(line: str) -> tuple[str, int] | None:
+    """(fence character, length) when ``line`` is a bare closing fence, else ``None``."""
+    s = line.strip()
+    if len(s) >= 3 and s[0] in "`~" and s == s[0] * len(s):
+        return s[0], len(s)
+    return None
+
+
 def _blocks(reply: str) -> list[tuple[str, str]]:
-    """(language, code) for each fenced block, closed or not."""
+    """(language, code) for each fenced block, closed or not -- in time linear in ``reply``."""
     lines = reply.split("\n")
+    # One pass: the closing-fence lines, per fence character, in order.
+    closer_at: dict[str, list[int]] = {"`": [], "~": []}
+    closer_len: dict[int, int] = {}
+    for j, line in enumerate(lines):
+        c = _closer(line)
+        if c:
+            closer_at[c[0]].append(j)
+            closer_len[j] = c[1]
+
+    def closers_after(i: int, char: str, length: int):
+        idx = closer_at[char]
+        k = bisect.bisect_right(idx, i)
+        for j in idx[k : k + _MAX_CLOSER_LOOKAHEAD]:  # a bounded slice, not the rest of the reply
+            if closer_len[j] >= length:
+                yield j
+
+    budget, parses = _PARSE_BUDGET, _MAX_PARSES
     blocks: list[tuple[str, str]] = []
     i = 0
-    while i < len(lines):
+    while i < len(lines) and len(blocks) < _MAX_BLOCKS:
         m = _OPEN.match(lines[i])
-        if not m:
+        if not m or (m.group(1)[0] == "`" and "`" in lines[i][m.end() :]):
             i += 1
             continue
         fence, lang = m.group(1), m.group(2).lower()
-        closers = [
-            j
-            for j in range(i + 1, len(lines))
-            if lines[j].strip().startswith(fence[0] * len(fence)) and lines[j].strip().strip(fence[0]) == ""
-        ]
-        if not closers:
+        later = closers_after(i, fence[0], len(fence))
+        end = next(later, None)
+        if end is None:
             blocks.append((lang, "\n".join(lines[i + 1 :])))
             break
-        end = closers[0]
         body = "\n".join(lines[i + 1 : end])
-        if lang in _PY_LANGS and not _parses(body):
-            # The first "closing" fence may belong to the code (markdown in a string).
-            for j in closers[1:]:
-                longer = "\n".join(lines[i + 1 : j])
-                if _parses(longer):
-                    end, body = j, longer
-                    break
+        if lang in _PY_LANGS and len(body) <= budget and parses > 0:
+            budget, parses = budget - len(body), parses - 1
+            if not _parses(body):
+                # The first "closing" fence may belong to the code (markdown in a string).
+                for _, j in zip(range(_MAX_REPARSES), later, strict=False):
+                    longer = "\n".join(lines[i + 1 : j])
+                    if len(longer) > budget or parses <= 0:
+                        break
+                    budget, parses = budget - len(longer), parses - 1
+                    if _parses(longer):
+                        end, body = j, longer
+                        break
         blocks.append((lang, body))
         i = end + 1
     return blocks
+
+
+def _tidy(code: str) -> str:
+    # A fence indented inside a list item indents its code too; lfx wants it at column 0.
+    return textwrap.dedent(code.strip("\n")).strip() + "\n"
 
 
 def extract_component_code(reply: str) -> str | None:
     """The component code in ``reply``, or ``None`` when there is none.
 
     Preference: a Python block defining a Component subclass, then any block defining
-    one, then unfenced code that does, then the first Python block.
+    one, then unfenced code that does, then the first Python block.  Only the first
+    ``MAX_REPLY_CHARS`` of the reply are read.
     """
-    if not reply or not reply.strip():
+    if not isinstance(reply, str) or not reply.strip():
         return None
-    blocks = [(lang, code.strip("\n")) for lang, code in _blocks(reply)]
-    blocks = [(lang, code) for lang, code in blocks if code.strip()]
+    reply = reply[:MAX_REPLY_CHARS]
+    blocks = [(lang, _tidy(code)) for lang, code in _blocks(reply) if code.strip()]
     python = [code for lang, code in blocks if lang in _PY_LANGS]
     for code in python:
         if defines_component(code):
-            return code.strip() + "\n"
+            return code
     for _, code in blocks:
         if defines_component(code):
-            return code.strip() + "\n"
+            return code
     if not blocks and defines_component(reply):
         # No fence at all: take from the first line that looks like code.
         m = _CODE_START.search(reply)
         code = reply[m.start() :] if m else reply
         return code.strip() + "\n"
     if python:
-        return python[0].strip() + "\n"
+        return python[0]
     return None
-
-
-_CLASS_NAME = re.compile(r"^\s*class\s+(\w+)\s*\(", re.M)
-
-
-def guess_class_name(code: str) -> str | None:
-    """The name of the component class in ``code`` (syntax errors tolerated)."""
-    for match in _COMPONENT_CLASS.finditer(code):
-        if any(_COMPONENT_BASE.search(f" {b.strip()} ") for b in match.group(1).split(",")):
-            name = _CLASS_NAME.match(code, match.start())
-            if name:
-                return name.group(1)
-    m = _CLASS_NAME.search(code)
-    return m.group(1) if m else None
