@@ -55,6 +55,14 @@ HELP = """\
                          run eval cases and check each result by running it in the sandbox
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
+%%assist_flow [options]  the cell body is a flow spec (nodes:/edges:/config:) or a flow JSON file path:
+                         build it, validate it and draw it (re-run the cell after editing the spec)
+  --run "TEXT"           probe-run it in the sandbox on TEXT (models stubbed: no keys, no network)
+  --save FILE.json       write a flow file Langflow's UI imports (Upload a flow)
+  --register             create or update it in the connected Langflow, then run it there once
+  --name NAME            the flow's name for --save / --register (default: the spec's name)
+  --out VAR              bind the result (FlowView: .flow, .spec, .report, .run) to VAR
+  --quiet                show nothing unless something failed
 
 Defaults: %config AssistMagics.model = "..." (also provider, intent_model, max_retries, insert,
 server_validation).
@@ -288,11 +296,13 @@ class AssistMagics(Magics):
         progress = LiveProgress(rich=self._rich, quiet=args.quiet)
         result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False)
         self.last_result = result
-        if result.status == "complete" and result.validated and result.code and self.insert and not args.no_insert:
+        if result.kind == "flow":
+            self._flow_result(result, args)
+        elif result.status == "complete" and result.validated and result.code and self.insert and not args.no_insert:
             self.shell.set_next_input(result.code, replace=False)
         if args.out:
             self.shell.user_ns[args.out] = result
-        if args.register and result.status == "complete" and result.validated and result.code:
+        if args.register and result.kind != "flow" and result.status == "complete" and result.validated and result.code:
             self._register(result)
         if result.status != "complete" and not self._rich:
             print(result.error)
@@ -494,6 +504,61 @@ class AssistMagics(Magics):
         timeout = args.timeout or self.validator_timeout
         return validate_component(cell, smoke=not args.no_smoke, timeout=timeout)
 
+    # -- flows -------------------------------------------------------------------------------
+
+    def _flow_result(self, result: AssistResult, args: Any) -> None:
+        """A flow from ``%%assist``: insert a re-runnable ``%%assist_flow`` cell with its spec (not
+        code), and register it on ``--register``."""
+        spec = getattr(result, "spec", None)
+        if result.status == "complete" and spec and self.insert and not args.no_insert:
+            self.shell.set_next_input(flow_cell_source(spec), replace=False)
+        flow = getattr(result, "flow", None)
+        if args.register and result.status == "complete" and flow:
+            from lfassist_jupyter.ui.flow_cell import FlowView, register
+
+            view = FlowView(flow=flow, spec=spec, report=getattr(result, "flow_report", None))
+            if view.report is None:
+                from lfassist_jupyter.flows import validate_flow
+
+                view.report = validate_flow(flow)
+            register(self.workspace, view)
+            for text, _ in view.notes:
+                print(text)
+
+    @magic_arguments()
+    @argument("--run", default=None, metavar="TEXT", help="probe-run the flow in the sandbox on TEXT")
+    @argument("--save", default=None, metavar="FILE", help="write a flow JSON file Langflow's UI imports")
+    @argument("--register", action="store_true", help="create or update the flow in the connected Langflow")
+    @argument("--name", default=None, help="the flow's name for --save and --register")
+    @argument("--out", default=None, help="bind the FlowView to this variable")
+    @argument("--quiet", action="store_true", help="show nothing unless something failed")
+    @cell_magic
+    def assist_flow(self, line: str, cell: str) -> Any:
+        """Build, validate and draw the flow in the cell body (lfx's spec, or a flow JSON file path)."""
+        args = _parse(self.assist_flow, line)
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.ui.flow_cell import assist_flow
+
+        try:
+            view = assist_flow(
+                self.workspace, cell, run=args.run, save_to=args.save, register_flow=args.register, name=args.name
+            )
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from exc
+        if args.out:
+            self.shell.user_ns[args.out] = view
+        failed = (
+            not view.ok or (view.run is not None and not view.run.get("ok")) or any(ok is False for _, ok in view.notes)
+        )
+        if args.quiet and not failed:
+            return None
+        return view
+
+
+def flow_cell_source(spec: str) -> str:
+    """The re-runnable cell that holds a flow: ``%%assist_flow`` and the spec."""
+    return f"%%assist_flow\n{spec.strip()}\n"
+
 
 _warmup: threading.Thread | None = None
 
@@ -522,6 +587,6 @@ def load_ipython_extension(ipython: Any) -> None:
 def unload_ipython_extension(ipython: Any) -> None:
     reset_workspace()
     magics = ipython.magics_manager.magics
-    for kind, name in (("line", "assist"), ("cell", "assist"), ("cell", "assist_validate")):
+    for kind, name in (("line", "assist"), ("cell", "assist"), ("cell", "assist_validate"), ("cell", "assist_flow")):
         magics[kind].pop(name, None)
     ipython.magics_manager.registry.pop("AssistMagics", None)
