@@ -511,6 +511,8 @@ class AssistMagics(Magics):
         code), and register it on ``--register``."""
         spec = getattr(result, "spec", None)
         if result.status == "complete" and spec and self.insert and not args.no_insert:
+            from lfassist_jupyter.ui.flow_cell import flow_cell_source
+
             self.shell.set_next_input(flow_cell_source(spec), replace=False)
         flow = getattr(result, "flow", None)
         if args.register and result.status == "complete" and flow:
@@ -553,11 +555,6 @@ class AssistMagics(Magics):
         if args.quiet and not failed:
             return None
         return view
-
-
-def flow_cell_source(spec: str) -> str:
-    """The re-runnable cell that holds a flow: ``%%assist_flow`` and the spec."""
-    return f"%%assist_flow\n{spec.strip()}\n"
 
 
 _warmup: threading.Thread | None = None
