@@ -259,6 +259,7 @@ class Workspace:
         except LangflowError as exc:
             raise ConfigError(str(exc)) from exc
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(body, indent=2), encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"Could not write {target}: {exc.strerror or exc}") from exc
