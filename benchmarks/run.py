@@ -14,6 +14,8 @@ what is measured is our overhead, not a model's.
 - Langflow's own ``POST /api/v1/custom_component`` on a real server (when the cached
   Langflow environment of the test suite exists; ``LFASSIST_BENCH_NO_LANGFLOW=1`` skips it)
 - the chat panel's stream coalescing: messages sent for a 5,000-token answer, vs. one per token
+- flows: model calls and the largest prompt to a first valid flow (scripted replies), and the
+  probe run of a small flow in the warm sandbox vs. a cold ``lfx run`` process
 """
 
 from __future__ import annotations
@@ -220,6 +222,65 @@ def widget_coalescing(tokens: int = 5000) -> tuple[int, float]:
     return len(synced), elapsed
 
 
+FLOW_SPEC = """\
+nodes:
+  A: ChatInput
+  X: TextOperations
+  C: ChatOutput
+edges:
+  A.message -> X.text_input
+  X.message -> C.input_value
+config:
+  X.operation: Case Conversion
+  X.case_type: uppercase
+"""
+
+
+def flow_first_valid(validator: SandboxValidator) -> tuple[int, float, float]:
+    """Model calls, the largest prompt (KB) and ms (model time excluded) to a first valid flow.
+
+    The second of two requests is measured: the first pays lfx's imports and its component
+    index in this process once per kernel."""
+    flow_request(validator)
+    return flow_request(validator)
+
+
+def flow_request(validator: SandboxValidator) -> tuple[int, float, float]:
+    replies = [
+        json.dumps({"translation": "uppercase flow", "intent": "build_flow"}),
+        json.dumps({"components": ["ChatInput", "TextOperations", "ChatOutput"], "new": []}),
+        f"```\n{FLOW_SPEC}```",
+    ]
+    provider = ScriptedProvider(replies=replies, chunk_size=10_000)
+    assistant = Assistant(provider=provider, validator=validator, session_store=False)
+    t0 = time.perf_counter()
+    result = asyncio.run(assistant.arun("a chat flow that uppercases the question"))
+    elapsed = (time.perf_counter() - t0) * 1000
+    assert result.ok, result.error
+    sizes = [len((c["system"] + "".join(m["content"] for m in c["messages"])).encode()) for c in provider.calls]
+    return len(provider.calls), max(sizes) / 1024, elapsed
+
+
+def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[float]]:
+    """The probe run of a small flow: the warm sandbox vs. a cold ``lfx run`` per run (ms)."""
+    import tempfile
+
+    from lfassist_jupyter.flows import build_flow
+
+    flow = build_flow(FLOW_SPEC).flow
+    assert validator.run_flow_sync(flow, "warm up")["text"] == "WARM UP"
+    warm = timed(lambda: validator.run_flow_sync(flow, "probe"), n)
+    path = Path(tempfile.mkdtemp(prefix="lfassist-bench-")) / "flow.json"
+    path.write_text(json.dumps(flow))
+    lfx = str(Path(sys.executable).with_name("lfx"))
+
+    def cold_run() -> None:
+        out = subprocess.run([lfx, "run", str(path), "probe", "--format", "text"], capture_output=True, text=True)
+        assert "PROBE" in out.stdout, out.stdout + out.stderr
+
+    return warm, timed(cold_run, 3)
+
+
 def main() -> None:
     print("measuring... (about a minute; two with the Langflow server)", flush=True)
     load_with, load_without = extension_load()
@@ -238,6 +299,8 @@ def main() -> None:
     cold_times = cold(3)
     ready_ms, idle_first = first_after_idle()
     full, alone = pipeline(validator, 20)
+    flow_calls, flow_kb, flow_ms = flow_first_valid(validator)
+    probe_warm, probe_cold = probe_runs(validator, 10)
     validator.close()
     reduced = reduced_warm(N)
     server = langflow_server(N)
@@ -309,6 +372,21 @@ def main() -> None:
                 "real server, loopback",
             ),
         )
+    rows += [
+        (
+            "flow: model calls / max prompt KB to a first valid flow",
+            f"{flow_calls} / {flow_kb:.1f} KB",
+            f"{flow_ms:.0f} ms, model time excluded",
+            "target <= 3 calls, <= 16 KB",
+        ),
+        (
+            "flow: probe run, warm sandbox vs cold `lfx run` p50",
+            f"{pct(probe_warm, 50):.0f} ms",
+            f"{statistics.median(probe_cold) / pct(probe_warm, 50):.1f}x faster than "
+            f"{statistics.median(probe_cold):.0f} ms",
+            "3-node flow",
+        ),
+    ]
     rows.append(("panel: syncs for a 5,000-token answer", f"{syncs}", f"{syncs / stream_s:.1f}/s vs "
                  f"{5000 / stream_s:.0f}/s unthrottled", "target <= 20/s"))  # fmt: skip
     width = max(len(r[0]) for r in rows)
@@ -323,7 +401,8 @@ def main() -> None:
            "reduced_warm": reduced, "paced": paced, "ready_ms": ready_ms, "first_after_idle": idle_first,
            "zygote_rss_mb": rss, "isolation": isolation,
            "pipeline": full, "validation_alone": alone, "langflow_server": server, "panel_syncs": syncs,
-           "panel_stream_s": stream_s}  # fmt: skip
+           "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb,
+           "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

@@ -16,11 +16,14 @@ the ``finally`` cancels and awaits the producer, so no task outlives a request.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter._secrets import redact
 from lfassist_jupyter.core._log import log, log_event, log_request_error
@@ -35,6 +38,7 @@ from lfassist_jupyter.core.hygiene import (
     detect_injection,
 )
 from lfassist_jupyter.core.intent import (
+    FLOW_INTENTS,
     GENERATE_COMPONENT,
     INTENT_METRIC,
     OFF_TOPIC,
@@ -57,6 +61,9 @@ from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
 from lfassist_jupyter.providers.base import Provider
 from lfassist_jupyter.validation.ports import ComponentValidator
 from lfassist_jupyter.validation.report import ValidationReport
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.core.flow.pipeline import FlowPipeline
 
 
 class _Default:
@@ -116,6 +123,10 @@ class Assistant:
         self.max_tokens = max_tokens
         self._session: Session | None = None
         self._pipelines: dict[str, Pipeline] = {}
+        self._templates: dict[str, dict[str, Any]] = {}  # component code -> its node template
+        self.flow_components: dict[str, Any] | None = None
+        """Extra flow catalogue entries (name -> node template, or Langflow's ``/api/v1/all``
+        answer): a workspace connected to Langflow sets the server's components here."""
         self.last_outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = None
         self.last_record: RequestRecord | None = None
         """The metrics record of the last request (calls, tokens, duration), for views and evals."""
@@ -179,12 +190,110 @@ class Assistant:
         pipeline that needs a custom node)."""
         return ComponentPipeline(self.validator, self.max_retries)
 
+    def flow_pipeline(self, intent: str = "build_flow") -> FlowPipeline:
+        """The flow pipeline for one request: this assistant's validator, sandbox and attempts,
+        the extra catalogue (``flow_components``, plus components made in this session) and
+        the session's last flow, which a follow-up edits."""
+        from lfassist_jupyter.core.flow.pipeline import FlowPipeline
+
+        last = self.session.last_flow
+        return FlowPipeline(
+            self.validator,
+            self.max_retries,
+            intent=intent,
+            sandbox=self._flow_sandbox(),
+            extra_components=self._session_components(),
+            current_flow=last.flow if last else None,
+            current_spec=last.content if last else None,
+        )
+
+    def _flow_sandbox(self) -> Any:
+        """The sandbox that probe-runs flows: the validator itself, one in its chain, or the default."""
+        candidates = [self.validator, *getattr(self.validator, "validators", [])]
+        for candidate in candidates:
+            if hasattr(candidate, "run_flow_sync") and hasattr(candidate, "component_template_sync"):
+                return candidate
+        from lfassist_jupyter.validation.sandbox import default_validator
+
+        return default_validator()
+
+    def _session_components(self) -> dict[str, Any] | None:
+        """``flow_components`` plus the session's last validated component, as a catalogue entry
+        (its node template built in the sandbox), so "now use it in a flow" finds it."""
+        extra: dict[str, Any] = {}
+        components = self.flow_components or {}
+        if components and all(isinstance(v, dict) and "template" not in v for v in components.values()):
+            for group in components.values():
+                extra.update({k: v for k, v in group.items() if isinstance(v, dict)})
+        else:
+            extra.update(components)
+        turn = self.session.last_component
+        if turn is not None and turn.validated and turn.class_name and turn.class_name not in extra:
+            template = self._templates.get(turn.content)
+            if template is None:
+                made = self._flow_sandbox().component_template_sync(turn.content)
+                template = made["template"] if made.get("ok") else None
+                if template is not None:
+                    self._templates = {turn.content: template}  # the last one is the one reused
+            if template is not None:
+                extra[turn.class_name] = template
+        return extra or None
+
     def pipeline_for(self, intent: str) -> Pipeline:
         if intent in self._pipelines:
             return self._pipelines[intent]
         if intent == GENERATE_COMPONENT:
             return self.component_pipeline()
+        if intent in FLOW_INTENTS:
+            return self.flow_pipeline(intent)
         return AnswerPipeline()
+
+    def load_flow(self, flow: dict[str, Any] | str | Path) -> dict[str, Any]:
+        """Put a flow into the session as the last flow, so the next request can edit it.
+
+        ``flow`` is Langflow flow JSON (a dict or its text), a path to a ``.json`` file, or
+        spec text. Returns the flow JSON. Raises ``ConfigError`` with the reason when it is
+        none of these or cannot be built; the session is unchanged then.
+        """
+        from lfassist_jupyter.core.flow.pipeline import custom_templates
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.flows import FlowSpecError, build_flow, default_catalog, flow_to_spec
+
+        data: Any = flow
+        if isinstance(flow, Path) or (isinstance(flow, str) and flow.strip().endswith(".json") and "\n" not in flow):
+            try:
+                data = json.loads(Path(flow).expanduser().read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"Could not read the flow file {flow}: {exc}") from exc
+        elif isinstance(flow, str) and flow.lstrip().startswith("{"):
+            try:
+                data = json.loads(flow)
+            except ValueError as exc:
+                raise ConfigError(f"The flow is not valid JSON: {exc}") from exc
+        if isinstance(data, str):
+            try:
+                built = build_flow(data)
+            except FlowSpecError as exc:
+                raise ConfigError(str(exc)) from exc
+            if built.flow is None:
+                raise ConfigError("The spec could not be built: " + "; ".join(str(e) for e in built.errors))
+            data = built.flow
+        if not isinstance(data, dict) or not isinstance(data.get("data", data).get("nodes"), list):
+            raise ConfigError("Not a Langflow flow: expected a JSON object with data.nodes and data.edges.")
+        catalog = default_catalog()
+        for name, template in custom_templates(data).items():
+            if name not in catalog:
+                catalog.add(name, template)
+        spec = flow_to_spec(data, catalog=catalog)
+        self.session.add(
+            Turn(role="user", content=f"(loaded the flow {data.get('name') or 'flow'} to edit)"),
+            window=self.history_window,
+        )
+        self.session.add(
+            Turn(role="assistant", content=spec, kind="flow", flow=data, validated=None), window=self.history_window
+        )
+        self._save_session()
+        return data
 
     # -- public API ------------------------------------------------------------------
 
@@ -330,7 +439,12 @@ class Assistant:
         provider = MeteredProvider(real_provider, record)  # type: ignore[assignment]  # a Provider in all but name
         session = self.session
 
-        intent = await self._classify(provider, clean.text, has_component=session.last_component is not None)
+        intent = await self._classify(
+            provider,
+            clean.text,
+            has_component=session.last_component is not None,
+            has_flow=session.last_flow is not None,
+        )
         record.kind = INTENT_METRIC.get(intent.intent, intent.intent)
         log_event(
             logging.INFO,
@@ -360,7 +474,9 @@ class Assistant:
             warnings=list(clean.warnings),
         )
         try:
-            outcome = await self.pipeline_for(intent.intent).run(request, emit)
+            # Built in a thread: a flow pipeline reads the session's components (a sandbox call).
+            pipeline = await asyncio.to_thread(self.pipeline_for, intent.intent)
+            outcome = await pipeline.run(request, emit)
         except ProviderError as exc:
             session.turns.pop()  # the request was not answered; do not remember it as asked
             self._save_session()
@@ -390,6 +506,17 @@ class Assistant:
                 turn = Turn(role="assistant", content=outcome.result, kind="answer")
             else:  # the provider failed before any code: nothing was said
                 return
+        elif isinstance(outcome, FlowOutcome) and outcome.flow is not None and outcome.spec:
+            turn = Turn(
+                role="assistant",
+                content=outcome.spec,
+                kind="flow",
+                flow=outcome.flow,
+                validated=outcome.validated,
+                attempts=outcome.attempts,
+            )
+        elif isinstance(outcome, FlowOutcome) and outcome.error is not None and outcome.result == outcome.error:
+            return  # the provider failed before any flow: nothing was said
         else:
             turn = Turn(role="assistant", content=outcome.result, kind="answer")
         session.add(turn, window=self.history_window)
@@ -403,8 +530,10 @@ class Assistant:
         self.last_outcome = outcome
         emit(CompleteEvent(data=outcome.complete_data(warnings or None)))
 
-    async def _classify(self, provider: Provider, text: str, *, has_component: bool) -> IntentResult:
-        system, messages = build_intent_messages(text, has_component=has_component)
+    async def _classify(
+        self, provider: Provider, text: str, *, has_component: bool, has_flow: bool = False
+    ) -> IntentResult:
+        system, messages = build_intent_messages(text, has_component=has_component, has_flow=has_flow)
         model = self.intent_model or provider.fast_model or self.model or provider.default_model
         reply = await provider.complete(system=system, messages=messages, model=model, max_tokens=400, temperature=0)
         return parse_intent(reply, text)

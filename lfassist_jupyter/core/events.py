@@ -21,6 +21,15 @@ Step = Literal[
     "validated",  # the component passed
     "validation_failed",  # it did not; error and code are attached
     "retrying",  # another attempt with the error as context
+    # The flow pipeline's steps:
+    "planning_flow",  # the model chooses components from the light catalogue
+    "generating_flow",  # the model writes the flow's spec
+    "building_flow",  # lfx's builder turns the spec into Langflow JSON (deterministic repairs first)
+    "validating_flow",  # validate_flow: components, edges, types, cycles, required inputs
+    "running_flow",  # the probe run in the sandbox (models stubbed)
+    "repairing_flow",  # another attempt with the top errors as context
+    "flow_validated",  # the flow built, validated and probe-ran
+    "flow_failed",  # this attempt failed; the error is attached
 ]
 
 STEP_LABELS: dict[str, str] = {
@@ -32,11 +41,21 @@ STEP_LABELS: dict[str, str] = {
     "validated": "Validated",
     "validation_failed": "Validation failed",
     "retrying": "Retrying",
+    "planning_flow": "Choosing components",
+    "generating_flow": "Writing the flow",
+    "building_flow": "Building the flow",
+    "validating_flow": "Validating the flow",
+    "running_flow": "Probe run",
+    "repairing_flow": "Repairing the flow",
+    "flow_validated": "Flow validated",
+    "flow_failed": "Flow failed",
 }
 """The one registry of steps and what a person reads for them: the magic's live view uses it
 and the panel sends the label to the JavaScript view, which renders what it is sent."""
 
-ATTEMPT_STEPS: frozenset[str] = frozenset({"generating_component", "validating", "retrying"})
+ATTEMPT_STEPS: frozenset[str] = frozenset(
+    {"generating_component", "validating", "retrying", "generating_flow", "validating_flow", "repairing_flow"}
+)
 """Steps where the panel shows "attempt N of M" (the others repeat within an attempt)."""
 
 
@@ -81,6 +100,10 @@ class CompleteData(_Event):
     validation_error: str | None = None  # why the last attempt failed (validated is False)
     intent: str | None = None  # one of intent.INTENTS
     warnings: list[str] | None = None  # e.g. "your request was truncated"
+    # Flows only (absent for components and answers, so their wire JSON is the spec's):
+    flow: dict[str, Any] | None = None  # the Langflow flow JSON (importable in Langflow's UI)
+    spec: str | None = None  # the flow in lfx's compact spec
+    run: dict[str, Any] | None = None  # the probe run: {ok, text, error, stubbed, outputs, seconds}
 
 
 class CompleteEvent(_Event):

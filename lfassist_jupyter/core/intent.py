@@ -2,8 +2,8 @@
 
 The classifier never sees the conversation (Langflow's ADR: a shared memory made it
 classify its own JSON replies).  It only gets one line of context, whether the session
-already has a component, so follow-ups like "now make it lowercase too" are recognised as
-component requests instead of questions.
+already has a component or a flow, so follow-ups like "now make it lowercase too" or "add a
+summariser before the output" are recognised as change requests instead of questions.
 
 Models do not always answer with clean JSON, so parsing is tolerant (Langflow's ADR for
 models such as IBM granite): plain JSON, JSON in a markdown fence, JSON embedded in prose,
@@ -19,21 +19,38 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 GENERATE_COMPONENT = "generate_component"
+BUILD_FLOW = "build_flow"
+COMPONENT_THEN_FLOW = "component_then_flow"
 QUESTION = "question"
 OFF_TOPIC = "off_topic"
-Intent = Literal["generate_component", "question", "off_topic"]
-INTENTS: tuple[str, ...] = (GENERATE_COMPONENT, QUESTION, OFF_TOPIC)
+Intent = Literal["generate_component", "build_flow", "component_then_flow", "question", "off_topic"]
+INTENTS: tuple[str, ...] = (GENERATE_COMPONENT, BUILD_FLOW, COMPONENT_THEN_FLOW, QUESTION, OFF_TOPIC)
 """Every intent the classifier may answer, defined here once (prompt, parsing and routing use it)."""
+FLOW_INTENTS: tuple[str, ...] = (BUILD_FLOW, COMPONENT_THEN_FLOW)
+"""The intents the flow pipeline serves."""
 
 ResultKind = Literal["component", "flow", "answer"]
-INTENT_KIND: dict[str, ResultKind] = {GENERATE_COMPONENT: "component", QUESTION: "answer", OFF_TOPIC: "answer"}
-# How usage metrics name each intent ("requests by intent"): what was asked for, in a word.
-INTENT_METRIC: dict[str, str] = {GENERATE_COMPONENT: "component", QUESTION: "question", OFF_TOPIC: "off_topic"}
+INTENT_KIND: dict[str, ResultKind] = {
+    GENERATE_COMPONENT: "component",
+    BUILD_FLOW: "flow",
+    COMPONENT_THEN_FLOW: "flow",
+    QUESTION: "answer",
+    OFF_TOPIC: "answer",
+}
 """What kind of result each intent produces (the discriminator of results and outcomes)."""
+INTENT_METRIC: dict[str, str] = {
+    GENERATE_COMPONENT: "component",
+    BUILD_FLOW: "flow",
+    COMPONENT_THEN_FLOW: "flow",
+    QUESTION: "question",
+    OFF_TOPIC: "off_topic",
+}
+"""How usage metrics name each intent ("requests by intent"): what was asked for, in a word."""
 
 INTENT_SYSTEM_PROMPT = f"""\
 You classify requests sent to the Langflow Assistant, which writes Langflow custom \
-components (Python classes built on lfx) and answers questions about Langflow.
+components (Python classes built on lfx), builds Langflow flows (graphs of components) \
+and answers questions about Langflow.
 
 Reply with ONLY a JSON object, no prose, no code fence:
 {{"translation": "<the request translated to English; unchanged if already English>", \
@@ -41,6 +58,11 @@ Reply with ONLY a JSON object, no prose, no code fence:
 
 - {GENERATE_COMPONENT}: the user wants a Langflow component created or changed \
 (e.g. "make a component that uppercases text", "add a separator input", "now return a DataFrame").
+- {BUILD_FLOW}: the user wants a flow (several connected components) built or changed \
+(e.g. "a flow that summarises a PDF with an LLM and answers in the chat", \
+"add a summariser before the output", "use Anthropic instead").
+- {COMPONENT_THEN_FLOW}: the user wants a flow that needs a new custom component of its own \
+(e.g. "a chat flow with a custom component that reverses the words of the question").
 - {QUESTION}: a question about Langflow, lfx, components, flows, or Python for components.
 - {OFF_TOPIC}: anything else (other tools or platforms, general knowledge, chit-chat).
 """
@@ -58,13 +80,26 @@ class IntentResult:
     parsed_by: str  # json | fenced_json | embedded_json | pattern | default
 
 
-def build_intent_messages(text: str, *, has_component: bool = False) -> tuple[str, list[dict[str, str]]]:
-    """The system prompt and the single user message of the classification call."""
-    context = (
-        f"Context: the user already has a component in this session; requests to change it are {GENERATE_COMPONENT}.\n"
-        if has_component
-        else ""
-    )
+def build_intent_messages(
+    text: str, *, has_component: bool = False, has_flow: bool = False
+) -> tuple[str, list[dict[str, str]]]:
+    """The system prompt and the single user message of the classification call.
+
+    With ``has_flow`` the context line says a flow exists, so an edit of it ("add a
+    summariser before the output") is recognised as ``build_flow``; a flow is the later
+    artefact when both exist, so it is named last.
+    """
+    context = ""
+    if has_component:
+        context += (
+            f"Context: the user already has a component in this session; requests to change it are "
+            f"{GENERATE_COMPONENT}.\n"
+        )
+    if has_flow:
+        context += (
+            f"Context: the user already has a flow in this session; requests to change it "
+            f"(add, remove or swap a component, rewire it) are {BUILD_FLOW}.\n"
+        )
     return INTENT_SYSTEM_PROMPT, [{"role": "user", "content": f"{context}Request:\n{text}"}]
 
 

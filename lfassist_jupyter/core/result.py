@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lfassist_jupyter.core.events import CompleteData, Event
 from lfassist_jupyter.core.intent import GENERATE_COMPONENT, INTENT_KIND, QUESTION, ResultKind
+from lfassist_jupyter.flows.models import FlowReport
 from lfassist_jupyter.validation.report import ValidationReport
 
 if TYPE_CHECKING:
@@ -76,24 +77,48 @@ class AnswerOutcome(_Outcome):
 
 
 class FlowOutcome(_Outcome):
-    """A Langflow flow (the flow pipeline fills this in; kept minimal until it lands)."""
+    """The flow pipeline's answer: a Langflow flow, its spec, its validation and its probe run.
+
+    ``flow`` is None when no spec could be built at all (the model answered in prose, or the
+    provider failed).  ``validated`` means built, ``validate_flow`` found no error and the
+    probe run went through (or failed only for what the user must still provide: ``needs``).
+    """
 
     kind: Literal["flow"] = "flow"
     intent: str
     flow: dict[str, Any] | None = None
-    """The flow as Langflow JSON (nodes and edges)."""
+    """The flow as Langflow JSON (nodes and edges), importable in Langflow's UI."""
+    spec: str | None = None
+    """The flow in lfx's compact spec (what a ``%%assist_flow`` cell holds)."""
     validated: bool = False
     attempts: int = 0
     error: str | None = None
+    report: FlowReport | None = None
+    """``validate_flow``'s verdict on the last attempt (errors, and ``needs`` for a real run)."""
+    run: dict[str, Any] | None = None
+    """The probe run: ``{ok, text, error, stubbed: [{node, name, reason}], outputs, seconds}``."""
+    components: list[ComponentOutcome] = Field(default_factory=list)
+    """Custom components generated for this flow (each validated like any component)."""
+    notes: list[str] = Field(default_factory=list)
+    """What the builder skipped or repaired on the way (a malformed spec line, a renamed port)."""
+
+    @property
+    def needs(self) -> list[Any]:
+        """What the user must still provide before a real run (model, key, file...)."""
+        return list(self.report.needs) if self.report is not None else []
 
     def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
+        merged = [*(warnings or []), *self.notes]
         return CompleteData(
             result=self.result,
             validated=self.validated,
             validation_attempts=self.attempts,
             validation_error=self.error,
             intent=self.intent,
-            warnings=warnings or None,
+            warnings=merged or None,
+            flow=self.flow,
+            spec=self.spec,
+            run=self.run,
         )
 
 
@@ -119,6 +144,14 @@ class AssistResult:
     steps: list[str] = field(default_factory=list, repr=False)
     usage: RequestRecord | None = field(default=None, repr=False)
     """What the request cost: model calls, tokens, prompt characters, seconds (``metrics``)."""
+    flow: dict[str, Any] | None = field(default=None, repr=False)
+    """A flow result's Langflow flow JSON."""
+    spec: str | None = None
+    """A flow result's spec (lfx's compact format)."""
+    run: dict[str, Any] | None = field(default=None, repr=False)
+    """A flow result's probe run (``ok``, ``text``, ``stubbed``...)."""
+    flow_report: FlowReport | None = field(default=None, repr=False)
+    """A flow result's ``validate_flow`` report (errors and ``needs``)."""
     _registered: RegisteredComponent | None = field(default=None, init=False, repr=False)
 
     @property
@@ -132,7 +165,7 @@ class AssistResult:
 
     @property
     def ok(self) -> bool:
-        return self.status == "complete" and (self.kind != "component" or self.validated)
+        return self.status == "complete" and (self.kind not in ("component", "flow") or self.validated)
 
     def __str__(self) -> str:
         return self.code or self.result or self.error or ""
@@ -183,6 +216,9 @@ class ResultBuilder:
             r.attempts = d.validation_attempts
             r.error = d.validation_error if not d.validated else None
             r.warnings = list(d.warnings or [])
+            if r.kind == "flow":
+                r.flow, r.spec, r.run = d.flow, d.spec, d.run
+                r.code = r.class_name = None  # set from the outcome: only one generated component counts
         elif event.event == "error":
             r.status = "error"
             r.error = event.message
@@ -197,6 +233,12 @@ class ResultBuilder:
         self._r.outcome = outcome
         if isinstance(outcome, ComponentOutcome):
             self._r.report = outcome.report
+        elif isinstance(outcome, FlowOutcome):
+            self._r.flow_report = outcome.report
+            made = [c for c in outcome.components if c.code]
+            if len(made) == 1:
+                self._r.code, self._r.class_name = made[0].code, made[0].class_name
+                self._r.report = made[0].report
 
     def result(self) -> AssistResult:
         return self._r

@@ -46,12 +46,13 @@ def new_session_id() -> str:
 class Turn:
     role: str  # user | assistant
     content: str
-    kind: str = "text"  # text | component | answer | cancelled
+    kind: str = "text"  # text | component | flow | answer | cancelled
     class_name: str | None = None
     validated: bool | None = None
     ts: float = field(default_factory=time.time)
     original: str | None = None  # what the user typed, when the model was given a translation
     attempts: int | None = None  # validation attempts of a component turn (None: not recorded)
+    flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON (``content`` holds its spec)
 
 
 @dataclass
@@ -67,6 +68,11 @@ class Session:
     def last_component(self) -> Turn | None:
         return next((t for t in reversed(self.turns) if t.kind == "component"), None)
 
+    @property
+    def last_flow(self) -> Turn | None:
+        """The flow a follow-up edits: the newest turn of kind ``flow`` (its spec in ``content``)."""
+        return next((t for t in reversed(self.turns) if t.kind == "flow"), None)
+
     def add(self, turn: Turn, *, window: int) -> None:
         if not self.title and turn.role == "user":
             text = (turn.original or turn.content).strip()
@@ -79,12 +85,16 @@ class Session:
         """Move turns beyond the recent window into the summary -- but never the last component."""
         keep = max(2, window * 2)
         while len(self.turns) > keep:
-            old = self.turns.pop(0)
+            # The flow a follow-up edits stays in the window (the next-oldest turn goes instead).
+            old = self.turns.pop(1 if self.turns[0] is self.last_flow else 0)
             if old.role == "user":
                 line = f"- The user asked: {old.content.strip()[:160]}"
             elif old.kind == "component":
                 state = "validated" if old.validated else "not validated"
                 line = f"- You wrote the component {old.class_name or '(unnamed)'} ({state})."
+            elif old.kind == "flow":
+                state = "validated" if old.validated else "not validated"
+                line = f"- You built a flow ({state})."
             else:
                 line = f"- You answered: {old.content.strip()[:120]}"
             lines = [*self.summary.splitlines(), line]
@@ -101,7 +111,12 @@ class Session:
         for t in self.turns:
             if t.kind == "cancelled":
                 continue
-            content = f"```python\n{t.content.rstrip()}\n```" if t.kind == "component" else t.content
+            if t.kind == "component":
+                content = f"```python\n{t.content.rstrip()}\n```"
+            elif t.kind == "flow":
+                content = f"```yaml\n{t.content.rstrip()}\n```"
+            else:
+                content = t.content
             if msgs and msgs[-1]["role"] == t.role:  # providers want alternating roles
                 msgs[-1] = {"role": t.role, "content": msgs[-1]["content"] + "\n\n" + content}
             else:

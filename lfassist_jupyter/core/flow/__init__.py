@@ -1,0 +1,1 @@
+"""The flow pipeline (``pipeline.FlowPipeline``) and its prompts."""

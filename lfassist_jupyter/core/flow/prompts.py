@@ -1,0 +1,128 @@
+"""Prompts of the flow pipeline: two short calls instead of an agent loop.
+
+Discovery in two phases keeps every prompt small: the *plan* call sees only the light
+catalogue (a name and one line per component) and answers with the few it needs; the
+*write* call sees the full interfaces of those few only, plus lfx's compact spec syntax
+(exactly what ``lfx/graph/flow_builder/spec.py`` parses, with one example). A repair round
+sends the top errors, each naming its node and field with a suggested fix.
+"""
+
+from __future__ import annotations
+
+MAX_PROMPT_CHARS = 16_000
+"""The budget of one call's prompt (system + messages): the issue's goal is at most 16 KB."""
+LIGHT_BUDGET = 12_500
+"""What the light catalogue may take of a plan prompt; beyond it, names only."""
+
+PLAN_SYSTEM = """\
+You plan Langflow flows. A flow is a graph of components; data goes from outputs to inputs.
+Choose the components the requested flow needs from the catalogue below.
+
+Reply with ONLY a JSON object, no prose:
+{{"components": ["ChatInput", "Prompt Template", "ChatOutput"], "new": []}}
+
+- "components": catalogue names exactly as listed, in the order the data flows. A chat flow \
+starts with ChatInput and ends with ChatOutput; a model step is LanguageModelComponent.
+- "new": only for a step that no catalogue component can do: custom components to generate, \
+each {{"name": "CamelCaseName", "description": "its input, what it does, its output"}}. \
+Usually empty: prefer catalogue components.
+- When a current flow is given, list the components of the changed flow (kept and added).
+
+Catalogue (name: what it does):
+{catalogue}
+"""
+
+SPEC_SYNTAX = """\
+Write the flow in lfx's compact flow spec, in ONE fenced block, like this:
+
+```
+name: Brief answers
+description: Answers the chat question briefly with a language model.
+
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  C: LanguageModelComponent
+  D: ChatOutput
+
+edges:
+  A.message -> B.question
+  B.prompt -> C.input_value
+  C.text_output -> D.input_value
+
+config:
+  B.template: Answer in one sentence: {question}
+  C.temperature: 0.2
+```
+
+Rules of the format:
+- nodes: `ID: ComponentType`, one per line; short IDs (A, B, C...); types exactly as named below.
+- edges: `Source.output -> Target.input`, one per line: an output name of the source and an \
+input name of the target, both from the interfaces below; the input must accept the output's \
+type (accepted types follow `<-`).
+- config: `Node.field: value`. Numbers and true/false become typed values; a multi-line value \
+is `|` followed by lines indented 4 spaces; surrounding quotes only delimit a value.
+- A Prompt Template's `{variables}` become inputs named after them: write `{question}` in \
+`B.template`, then connect into `B.question`.
+- Never write API keys or secrets; the user chooses the model and provides keys later.
+"""
+
+WRITE_SYSTEM = (
+    "You build Langflow flows.\n\n"
+    + SPEC_SYNTAX
+    + "\nReply with the fenced spec block and at most one sentence, nothing else.\n"
+)
+
+
+def light_catalogue(light: str, names: list[str]) -> str:
+    """The light catalogue within its budget: a big server catalogue falls back to names only."""
+    if len(light) <= LIGHT_BUDGET:
+        return light
+    compact = ", ".join(names)
+    return compact if len(compact) <= LIGHT_BUDGET else compact[: LIGHT_BUDGET - 1] + "…"
+
+
+def plan_system(catalogue: str) -> str:
+    return PLAN_SYSTEM.format(catalogue=catalogue)
+
+
+def plan_message(request: str, current_spec: str | None) -> str:
+    text = f"Requested flow:\n{request}\n"
+    if current_spec:
+        text += f"\nCurrent flow (the request changes it):\n```\n{current_spec.rstrip()}\n```\n"
+    return text
+
+
+def write_message(request: str, interfaces: str, current_spec: str | None, custom: list[str]) -> str:
+    """The write call's one user message: the request, the chosen interfaces, the flow to change."""
+    parts = [f"Requested flow:\n{request}\n"]
+    if current_spec:
+        parts.append(
+            "Current flow: change it as requested, keep everything else as it is, and reply with "
+            f"the whole changed spec:\n```\n{current_spec.rstrip()}\n```\n"
+        )
+    if custom:
+        parts.append(f"Custom components made for this flow (use them): {', '.join(custom)}.\n")
+    parts.append(f"Components you may use (inputs `name: type <- accepted types`, and outputs):\n\n{interfaces}\n")
+    return "\n".join(parts)
+
+
+def repair_message(errors: list[str], attempt: int, max_attempts: int, hint: str = "") -> str:
+    """A repair round: the top errors (node, field, suggested fix) and the ask for a whole spec."""
+    lines = "\n".join(f"- {e}" for e in errors)
+    text = (
+        f"The flow did not work (attempt {attempt} of {max_attempts}). Fix these problems:\n{lines}\n"
+        + (f"\n{hint}\n" if hint else "")
+        + "\nReply with the whole corrected spec in one fenced block."
+    )
+    return text
+
+
+def component_request(name: str, description: str, flow_request: str) -> str:
+    """The focused request for one custom node, sent to the component pipeline."""
+    return (
+        f"Write a Langflow component named {name}: {description}\n"
+        f"It is one node of this flow: {flow_request}\n"
+        "Take the text from a MessageTextInput named input_text and return a Message from one output "
+        "named output, unless the description needs other ports."
+    )
