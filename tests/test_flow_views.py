@@ -181,6 +181,61 @@ def test_flow_result_card_shows_picture_report_and_run():
     assert "Echo QA" in result._repr_markdown_()
 
 
+# -- %%assist with a flow result (the engine against the fake model server) --------------------------
+
+
+def plan(*names: str) -> str:
+    return json.dumps({"components": list(names), "new": []})
+
+
+def spec_reply(spec: str) -> str:
+    return f"Here is the flow:\n\n```yaml\n{spec}```\n"
+
+
+@pytest.fixture
+def llm_ip(ip, llm, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-flow-views-test-0123456789")
+    ip.rl_next_input = None
+    return ip
+
+
+def test_assist_flow_result_inserts_a_re_runnable_flow_cell(llm_ip, llm, capsys):
+    from components import intent
+
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
+    result = llm_ip.run_cell_magic("assist", "--out res", "a flow that answers the chat question with a prompt")
+    assert result.kind == "flow" and result.ok, result.error
+    out = capsys.readouterr().out
+    for label in ("Choosing components", "Building the flow", "Validating the flow", "Probe run", "Flow validated"):
+        assert label in out  # the live progress, with the labels of core/events.py's registry
+    cell = llm_ip.rl_next_input
+    assert cell.startswith("%%assist_flow\n") and "nodes:" in cell  # the spec, not code
+    html = result._repr_html_()
+    svg = well_formed(html)
+    assert {"Chat Input", "Prompt Template", "Chat Output"} <= set(svg_texts(svg))
+    assert "Flow valid (3 nodes, 2 edges)" in html and "Probe run" in html
+    # the inserted cell is re-runnable and builds the same flow
+    again = llm_ip.run_cell(cell)
+    assert again.success and again.result.ok
+    assert again.result.spec.strip() == result.spec.strip()
+
+
+def test_assist_flow_load_then_edit(llm_ip, llm, tmp_path, capsys):
+    from components import intent
+
+    llm_ip.run_cell_magic("assist_flow", "--save qa.json --quiet", QA_SPEC)
+    view = llm_ip.run_line_magic("assist", "flow load qa.json")
+    assert view.ok and "Loaded into this conversation" in repr(view)
+    edited = QA_SPEC.replace("Answer this: {question}", "Reply briefly: {question}")
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(edited))
+    result = llm_ip.run_cell_magic("assist", "", "make the prompt ask for a brief reply")
+    assert result.ok and result.run["text"].startswith("Reply briefly: ")
+    assert "Answer this" in llm.requests[-1].text  # the model saw the loaded flow to edit
+    with pytest.raises(UsageError, match="Usage: %assist flow load"):
+        llm_ip.run_line_magic("assist", "flow")
+
+
 # -- the panel's flow card -------------------------------------------------------------------------
 
 
@@ -201,6 +256,33 @@ def panel(sandbox, tmp_path, monkeypatch):
     panel = ChatPanel(workspace=workspace)
     panel.switch_session("lfassist-flowtest")
     return panel
+
+
+def test_live_flow_request_ends_in_a_flow_card(sandbox, llm, tmp_path, monkeypatch):
+    from components import intent
+
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-flow-panel-test-0123456789")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "live", local_validator=sandbox))
+    seen: list[dict] = []
+    panel.observe(lambda change: seen.append(change["new"]), "progress")
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
+    panel.send_prompt("a flow that answers with a prompt")
+    panel.wait(120)
+    labels = [s["label"] for p in seen for s in p.get("steps", [])]
+    assert "Choosing components" in labels and "Probe run" in labels
+    card = panel.messages[-1]
+    assert card["kind"] == "flow" and card["validated"] and card["flow_name"] == "Echo QA"
+    assert "Chat Input" in svg_texts(well_formed(card["picture_html"]))
+    assert any(line["text"].startswith("Probe run") and line["ok"] for line in card["lines"])
+    assert card["cell"].startswith("%%assist_flow")
+    # the session restores as the same card
+    panel.switch_session(panel.session_id)
+    restored = panel.messages[-1]
+    assert restored["kind"] == "flow" and restored["flow_name"] == "Echo QA" and restored["picture_html"]
 
 
 def test_restored_flow_turn_is_a_flow_card(panel):

@@ -217,6 +217,17 @@ async def run_flow(
     return parse_run_response(flow_id, _json(response, "the run"))
 
 
+async def get_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
+    """A stored flow's JSON (name, description, data{nodes, edges}), to load it for edits."""
+    response = await client._request("GET", f"/api/v1/flows/{flow_id}")
+    if response.status_code != 200:
+        raise _fail(client, response, "the flow request", flow_id)
+    flow = _json(response, "the flow")
+    if not isinstance(flow, dict) or not isinstance((flow.get("data") or {}).get("nodes"), list):
+        raise LangflowError(f"Langflow's flow {flow_id} has no nodes.")
+    return flow
+
+
 async def delete_flow(client: LangflowClient, flow_id: str) -> None:
     response = await client._request("DELETE", f"/api/v1/flows/{flow_id}")
     if response.status_code not in (200, 204):
@@ -244,6 +255,10 @@ def run_flow_sync(
 
 def list_flows_sync(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
     return _sync(list_flows(client, ours_only=ours_only))
+
+
+def get_flow_sync(client: LangflowClient, flow_id: str) -> dict[str, Any]:
+    return _sync(get_flow(client, flow_id))
 
 
 def delete_flow_sync(client: LangflowClient, flow_id: str) -> None:

@@ -49,6 +49,9 @@ HELP = """\
                          without a key, Langflow's auto-login is used when it is on
 %assist disconnect       forget the Langflow connection
 %assist components       the components registered in Langflow from notebooks
+%assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
+                         conversation: the next %%assist request edits it ("add a summariser before the output")
+%assist flows            the flows registered in Langflow from notebooks
 %assist panel            the chat panel (a widget driving the same assistant)
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
 %assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
@@ -332,6 +335,8 @@ class AssistMagics(Magics):
             return None
         if command == "components":
             return self._components()
+        if command in ("flow", "flows"):
+            return self._flow_subcommand(words[1:] if command == "flow" else ["list"])
         if command == "panel":
             from lfassist_jupyter.ui.panel import ChatPanel
 
@@ -344,7 +349,7 @@ class AssistMagics(Magics):
             return self._eval(line.split(None, 1)[1] if len(words) > 1 else "")
         raise UsageError(
             f"Unknown %assist subcommand '{command}'. "
-            "Try: status, models, new, history, connect, disconnect, components, panel, stats, eval, help."
+            "Try: status, models, new, history, connect, disconnect, components, flow, flows, panel, stats, eval, help."
         )
 
     def _eval(self, rest: str) -> Any:
@@ -526,6 +531,58 @@ class AssistMagics(Magics):
             register(self.workspace, view)
             for text, _ in view.notes:
                 print(text)
+
+    def _flow_subcommand(self, words: list[str]) -> Any:
+        """``%assist flow load FILE|ID`` and ``%assist flows``."""
+        from lfassist_jupyter.errors import ConfigError, LfAssistError
+
+        if words[:1] == ["list"]:
+            from lfassist_jupyter.langflow.flows import list_flows_sync
+
+            if self.langflow is None:
+                print("Not connected: use `%assist connect URL` first.")
+                return None
+            try:
+                flows = list_flows_sync(self.langflow)
+            except LfAssistError as exc:
+                print(f"Could not list flows: {exc}")
+                return None
+            if not flows:
+                print("No flows registered from notebooks yet (use %%assist_flow --register).")
+            for f in flows:
+                print(f"  {f['name']}  (id {f['id']})")
+            return flows
+        if len(words) != 2 or words[0] != "load":
+            raise UsageError("Usage: %assist flow load FILE.json  (or the id of a flow in the connected Langflow)")
+        source: Any = words[1]
+        from pathlib import Path
+
+        if not Path(source).expanduser().exists() and self.langflow is not None and not source.endswith(".json"):
+            from lfassist_jupyter.langflow.flows import get_flow_sync
+
+            try:
+                source = get_flow_sync(self.langflow, source)
+            except LfAssistError as exc:
+                raise UsageError(f"Could not load the flow from Langflow: {exc}") from exc
+        if self._session_id is None:
+            self._session_id = self.workspace.new_session_id()
+        assistant = self._assistant
+        if assistant is None or assistant.session_id != self._session_id:
+            assistant = self._assistant = self.workspace.assistant(self._session_id)
+        try:
+            flow = assistant.load_flow(source)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from exc
+        from lfassist_jupyter.flows import flow_to_spec, validate_flow
+        from lfassist_jupyter.ui.flow_cell import FlowView
+
+        view = FlowView(flow=flow, report=validate_flow(flow))
+        try:
+            view.spec = flow_to_spec(flow)
+        except Exception:
+            view.spec = None
+        view.notes.append(("Loaded into this conversation: the next %%assist request edits it.", True))
+        return view
 
     @magic_arguments()
     @argument("--run", default=None, metavar="TEXT", help="probe-run the flow in the sandbox on TEXT")

@@ -87,8 +87,8 @@ class ProgressStep(BaseModel):
             attempt=event.attempt,
             max_attempts=event.max_attempts,
             show_attempt=event.step in ATTEMPT_STEPS and event.max_attempts > 1,
-            failed=event.step == "validation_failed",
-            done=event.step == "validated",
+            failed=event.step in ("validation_failed", "flow_failed"),
+            done=event.step in ("validated", "flow_validated"),
             error=event.error,
         )
 
@@ -211,8 +211,9 @@ def turn_message(turn: Turn) -> PanelMessage:
             code=turn.content, class_name=turn.class_name, validated=bool(turn.validated), attempts=turn.attempts
         )
     if turn.kind == "flow":
+        stored = getattr(turn, "flow", None)
         return flow_message(
-            flow=flow_from_spec(turn.content),
+            flow=stored if isinstance(stored, dict) else flow_from_spec(turn.content),
             spec=_spec_of(turn.content),
             validated=turn.validated,
             attempts=turn.attempts,
