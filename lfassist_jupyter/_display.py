@@ -276,7 +276,8 @@ def flow_picture_html(flow: dict[str, Any] | None) -> str:
     try:
         from lfassist_jupyter.flows import flow_picture
 
-        return flow_picture(flow).html()
+        svg = flow_picture(flow).svg  # the card has the title: no second caption
+        return f'<div class="lfassist-flow-picture" style="overflow-x:auto;margin:4px 0">{svg}</div>'
     except Exception:  # a picture is a courtesy: a malformed flow still shows its report
         return ""
 

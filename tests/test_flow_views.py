@@ -151,6 +151,14 @@ def test_wiring_errors_name_the_node_and_the_fix(ip):
     well_formed(view._repr_html_())
 
 
+def test_deterministic_repairs_are_shown_naming_the_node(ip):
+    spec = QA_SPEC.replace("A.message -> B.question", "A.message -> B.query").replace("ChatOutput", "ChatOuput")
+    view = ip.run_cell_magic("assist_flow", "--run fixed", spec)
+    assert view.ok and view.run["text"] == "Answer this: fixed" == lfx_run(view.flow, "fixed")
+    text = repr(view)
+    assert "Repaired B: input 'query' -> 'question'" in text and "Repaired C: 'ChatOuput' -> 'ChatOutput'" in text
+
+
 def test_out_and_quiet(ip):
     assert ip.run_cell_magic("assist_flow", "--quiet --out qa", QA_SPEC) is None
     assert ip.user_ns["qa"].ok and ip.user_ns["qa"].flow["name"] == "Echo QA"

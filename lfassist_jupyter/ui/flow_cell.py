@@ -90,6 +90,13 @@ def load_flow_file(path: str | Path) -> dict[str, Any]:
     return flow
 
 
+def change_text(change: Any) -> str:
+    """A deterministic repair as one line naming the node: ``Repaired B: input 'query' -> 'question'``."""
+    if change.kind == "port" and change.before is not None:
+        return f"Repaired {change.node}: {change.field or 'port'} {change.before!r} -> {change.after!r}"
+    return f"Repaired {change.node}: {change.message}"
+
+
 def build_view(body: str) -> FlowView:
     """The cell body (spec text or a path to a flow JSON file) built and validated."""
     from lfassist_jupyter.flows import FlowReport, build_flow, flow_to_spec, validate_flow
@@ -105,7 +112,7 @@ def build_view(body: str) -> FlowView:
             spec = None
         return FlowView(flow=flow, spec=spec, report=validate_flow(flow), notes=notes)
     built = build_flow(body)  # FlowSpecError (a ConfigError) when there is no spec at all
-    notes += [(f"Repaired: {c.message}", None) for c in built.changes]
+    notes += [(change_text(c), None) for c in built.changes]
     notes += [(w, None) for w in built.warnings]
     if built.flow is None:
         report = FlowReport(ok=False, errors=list(built.errors))
