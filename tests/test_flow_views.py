@@ -229,6 +229,42 @@ def test_assist_flow_result_inserts_a_re_runnable_flow_cell(llm_ip, llm, capsys)
     assert again.result.spec.strip() == result.spec.strip()
 
 
+def test_assist_register_sends_the_flow_and_runs_it_there(llm_ip, llm, capsys):
+    """`%%assist --register` on a flow result: created in Langflow (mock server), then run once there."""
+    import httpx
+    from components import intent
+
+    from lfassist_jupyter.langflow import LangflowClient
+
+    calls: list[tuple[str, str, dict]] = []
+
+    def langflow(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else {}
+        calls.append((request.method, request.url.path, body))
+        if request.method == "GET":
+            return httpx.Response(200, json=[])
+        if request.url.path == "/api/v1/flows/":
+            return httpx.Response(201, json={"id": "f-1", "name": body["name"]})
+        text = f"Answer this: {body['input_value']}"
+        message = {"results": {"message": {"text": text}}, "component_display_name": "Chat Output"}
+        return httpx.Response(200, json={"session_id": "s", "outputs": [{"inputs": {}, "outputs": [message]}]})
+
+    magics = llm_ip.magics_manager.registry["AssistMagics"]
+    client = LangflowClient(
+        url="http://langflow.test", api_key="lf-0123456789abcdef", transport=httpx.MockTransport(langflow)
+    )
+    client.version = "1.13.0"
+    magics.workspace.connect(client, server_validation=False)
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
+    result = llm_ip.run_cell_magic("assist", "--register", "a flow that answers the chat question with a prompt")
+    assert result.ok
+    out = capsys.readouterr().out
+    assert "Registered flow 'Echo QA' in Langflow at http://langflow.test (id f-1)." in out
+    assert "Ran in Langflow on 'hello': 'Answer this: hello'" in out
+    created = next(body for method, path, body in calls if method == "POST" and path == "/api/v1/flows/")
+    assert created["data"]["nodes"] == result.flow["data"]["nodes"] and "lfassist-flow" in created["tags"]
+
+
 def test_assist_flow_load_then_edit(llm_ip, llm, tmp_path, capsys):
     from components import intent
 

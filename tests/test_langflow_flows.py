@@ -1,5 +1,6 @@
 """Flows in Langflow: register (create, then update in place) and run, against the real server; the
-error paths against a mock transport (each one clear line, never the key).
+error paths against a mock transport (each one clear line, never the key).  Only the tests
+against the real server are marked ``langflow``: the mock ones run in every quick run.
 
 The real server is the one tests/test_langflow.py starts (its ``Server`` class, reused).
 """
@@ -21,8 +22,6 @@ from lfassist_jupyter.langflow.flows import (
     register_flow_sync,
     run_flow_sync,
 )
-
-pytestmark = pytest.mark.langflow
 
 KEY = "lf-flow-test-key-0123456789abcdef"
 
@@ -65,6 +64,7 @@ def client(server):
     return LangflowClient(url=server.url).connect_sync()
 
 
+@pytest.mark.langflow
 def test_register_creates_then_updates_in_place_and_runs(client, flow):
     first = register_flow_sync(client, flow)
     assert first.created and first.name == "lfassist Echo QA"
@@ -81,6 +81,7 @@ def test_register_creates_then_updates_in_place_and_runs(client, flow):
     assert [o["component"] for o in result.outputs] == ["Chat Output"]
 
 
+@pytest.mark.langflow
 def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -107,12 +108,14 @@ def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, mo
         InteractiveShell.clear_instance()
 
 
+@pytest.mark.langflow
 def test_missing_flow_is_a_clear_404(client):
     with pytest.raises(LangflowError, match=r"no flow 00000000-0000-0000-0000-000000000000 \(404\)") as info:
         run_flow_sync(client, "00000000-0000-0000-0000-000000000000", "hi")
     assert client.api_key not in str(info.value)
 
 
+@pytest.mark.langflow
 def test_delete(client, flow):
     registered = register_flow_sync(client, flow, "lfassist to delete")
     delete_flow_sync(client, registered.id)
