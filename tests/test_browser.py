@@ -238,7 +238,10 @@ def test_flow_card_picture_insert_and_run(page, llm_server):
     page.press(".lfa-input", "Enter")
     card = page.wait_for_selector(".lfa-card[data-kind='flow']", timeout=90_000)
     assert "Echo QA" in card.inner_text() and "validated" in card.inner_text()
-    assert page.locator(".lfa-card[data-kind='flow'] .lfa-picture svg text >> text=Prompt Template").count() == 1
+    texts = page.eval_on_selector_all(
+        ".lfa-card[data-kind='flow'] .lfa-picture svg text", "t => t.map(x => x.textContent)"
+    )
+    assert {"Chat Input", "Prompt Template", "Chat Output", "Message"} <= set(texts)  # the SVG rendered in the DOM
     assert "Flow valid (3 nodes, 2 edges)" in card.inner_text()
     page.locator(".lfa-panel").screenshot(path=str(SHOTS / "chat-panel-flow.png"))
     page.fill(".lfa-probe", "from the browser")
