@@ -204,6 +204,7 @@ async def test_component_then_flow_generates_the_custom_node_and_uses_it(llm, ma
     assert steps(result)[:2] == ["planning_flow", "generating_component"]
     assert "validated" in steps(result) and steps(result)[-1] == "flow_validated"
     assert result.code == GOOD and result.class_name == "UppercaseComponent"
+    assert str(result) == result.spec  # a flow's text is its spec, not the custom node's code
     # The write prompt offered the generated component with its real ports.
     assert "UppercaseComponent (Uppercase)" in llm.requests[3].text and "input_text" in llm.requests[3].text
     assert result.run["text"] == PROBE_TEXT.upper()
@@ -367,3 +368,54 @@ async def test_a_prose_reply_is_an_answer_not_a_broken_flow(llm, make_assistant)
     result = await make_assistant("openai").arun("a flow")
     assert result.status == "complete" and result.flow is None
     assert result.result == "Which model provider do you want to use?"
+
+
+async def test_a_loaded_flow_key_never_reaches_the_session_file_or_a_prompt(llm, make_assistant, tmp_path):
+    flow = build_flow(LLM_SPEC).flow
+    model = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "LanguageModelComponent")
+    field = model["data"]["node"]["template"]["api_key"]
+    assert field["password"]
+    field.update(value="sk-live-secret-abcdef123456", load_from_db=False)
+    assistant = make_assistant("openai")
+    assistant.load_flow(json.dumps(flow))
+
+    llm.queue(intent("build_flow"), plan("ChatInput"), spec_reply(LLM_SPEC))
+    assert (await assistant.arun("make it briefer")).ok
+    stored = "".join(p.read_text() for p in (tmp_path / "sessions").glob("*.json"))
+    assert "LanguageModelComponent" in stored and "sk-live-secret" not in stored
+    assert all("sk-live-secret" not in r.text for r in llm.requests)
+
+
+async def test_prose_in_a_repair_round_is_a_failed_attempt_not_the_old_flow(llm, make_assistant):
+    broken = COMBINE_SPEC.replace("A.message -> D.text2", "A.message -> D.txt")
+    llm.queue(intent("build_flow"), plan("ChatInput"), spec_reply(broken), "Sorry, I cannot fix that.")
+    result = await make_assistant("openai", max_retries=2).arun("a flow")
+    assert not result.validated and result.attempts == 2
+    assert "held no spec" in result.error
+    assert steps(result).count("flow_validated") == 0
+
+
+async def test_a_probe_run_missing_only_a_file_is_a_need_not_a_repair(llm, make_assistant):
+    file_spec = "nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n"
+    llm.queue(intent("build_flow"), plan("File", "ChatOutput"), spec_reply(file_spec))
+    result = await make_assistant("openai").arun("show a file's text in the chat")
+
+    assert result.ok and len(llm.requests) == 3  # no repair round spent on it
+    assert result.run["ok"] is False and "No files" in result.run["error"]
+    assert [(n.kind, n.node) for n in result.flow_report.needs] == [("file", "Read File")]
+    assert "Before a real run, provide: Give Read File a file" in result.result
+
+
+def test_sandbox_run_flow_is_time_capped(sandbox):
+    from lfassist_jupyter.flows import default_catalog
+
+    slow = GOOD.replace("return Message(text=", "import time\n        time.sleep(60)\n        return Message(text=")
+    made = sandbox.component_template_sync(slow)
+    assert made["ok"], made
+    catalog = default_catalog()
+    catalog.add("SlowComponent", made["template"])
+    spec = "nodes:\n  A: ChatInput\n  U: SlowComponent\n  C: ChatOutput\nedges:\n  A.message -> U.input_text\n"
+    flow = build_flow(spec + "  U.output -> C.input_value\n", catalog=catalog).flow
+    run = sandbox.run_flow_sync(flow, "x", timeout=2)
+    assert run["ok"] is False and "in time" in run["error"]
+    assert sandbox.run_flow_sync(build_flow(UPPER_SPEC).flow, "after")["text"] == "AFTER"

@@ -2,7 +2,7 @@
 
 ``Assistant`` owns the conversation and the request's life: hygiene, one stateless intent
 call, routing to the pipeline registered for the intent (``core/answer.py``,
-``core/component/pipeline.py``; a flow pipeline registers the same way), then writing the
+``core/component/pipeline.py``, ``core/flow/pipeline.py``), then writing the
 outcome into the session and ending the stream with the spec's ``complete`` event.
 ``stream`` is the one implementation; ``run`` drives it from blocking code (including a
 Jupyter kernel, whose loop is already running) and ``cancel`` stops it from any thread.
@@ -74,7 +74,7 @@ _DEFAULT = _Default()
 
 
 class Assistant:
-    """Turns a natural-language request into a validated Langflow component, or an answer.
+    """Turns a natural-language request into a validated Langflow component, a flow, or an answer.
 
     Args:
         provider: a provider name (``"openai"``, ``"anthropic"``, ``"ollama"``, ``"scripted"``),
@@ -255,7 +255,7 @@ class Assistant:
         spec text. Returns the flow JSON. Raises ``ConfigError`` with the reason when it is
         none of these or cannot be built; the session is unchanged then.
         """
-        from lfassist_jupyter.core.flow.pipeline import custom_templates
+        from lfassist_jupyter.core.flow.pipeline import custom_templates, without_secrets
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows import FlowSpecError, build_flow, default_catalog, flow_to_spec
 
@@ -280,6 +280,7 @@ class Assistant:
             data = built.flow
         if not isinstance(data, dict) or not isinstance(data.get("data", data).get("nodes"), list):
             raise ConfigError("Not a Langflow flow: expected a JSON object with data.nodes and data.edges.")
+        data = without_secrets(data)  # the session is written to disk: no key goes with it
         catalog = default_catalog()
         for name, template in custom_templates(data).items():
             if name not in catalog:
@@ -507,11 +508,13 @@ class Assistant:
             else:  # the provider failed before any code: nothing was said
                 return
         elif isinstance(outcome, FlowOutcome) and outcome.flow is not None and outcome.spec:
+            from lfassist_jupyter.core.flow.pipeline import without_secrets
+
             turn = Turn(
                 role="assistant",
                 content=outcome.spec,
                 kind="flow",
-                flow=outcome.flow,
+                flow=without_secrets(outcome.flow),
                 validated=outcome.validated,
                 attempts=outcome.attempts,
             )

@@ -168,6 +168,8 @@ class AssistResult:
         return self.status == "complete" and (self.kind not in ("component", "flow") or self.validated)
 
     def __str__(self) -> str:
+        if self.kind == "flow":  # a flow's text is its spec (a custom node's code is in .code)
+            return self.spec or self.result or self.error or ""
         return self.code or self.result or self.error or ""
 
     def _repr_markdown_(self) -> str:

@@ -42,8 +42,11 @@ def register(ops: dict, worker: object) -> None:
             from lfx.run.base import RunError
             from lfx.run.base import run_flow as lfx_run_flow
 
+            # Not asyncio.run: on a timeout it would wait for lfx's executor threads (a component
+            # blocked in one never returns); this child answers and exits instead.
+            loop = asyncio.new_event_loop()
             with w._Armed(deadline):
-                out = asyncio.run(
+                out = loop.run_until_complete(
                     lfx_run_flow(
                         flow_json=json.dumps(flow),
                         input_value=text,

@@ -34,7 +34,7 @@ from lfassist_jupyter.core.intent import COMPONENT_THEN_FLOW
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome
 from lfassist_jupyter.errors import ProviderError
-from lfassist_jupyter.flows.models import FlowReport
+from lfassist_jupyter.flows.models import FlowReport, Need
 
 PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
@@ -70,6 +70,45 @@ def custom_templates(flow: Mapping[str, Any] | None) -> dict[str, dict[str, Any]
         )
         if nd.get("type") == "CustomComponent" and name and isinstance(template.get("template"), Mapping):
             out[str(name)] = dict(template)
+    return out
+
+
+def without_secrets(flow: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``flow`` whose password fields are empty (a global variable's *name* stays):
+    what the session keeps on disk and the prompts see never holds a key."""
+    import copy
+
+    clean = copy.deepcopy(flow)
+    data = clean.get("data", clean)
+    for node in data.get("nodes", []) if isinstance(data, dict) else []:
+        template = ((node.get("data") or {}).get("node") or {}).get("template") if isinstance(node, dict) else None
+        for field in (template or {}).values():
+            secret = isinstance(field, dict) and field.get("password") and not field.get("load_from_db")
+            if secret and field.get("value"):
+                field["value"] = ""
+    return clean
+
+
+def file_needs(flow: dict[str, Any], error: str) -> list[Need]:
+    """Files the probe run lacked: a node with an empty file field that the run's error names.
+
+    A File component's path is optional in its template (a file may arrive by an edge), so
+    ``validate_flow`` cannot call it a need; when the probe run fails in exactly such a node,
+    the missing file is what the user must provide, not something a model repair can fix.
+    """
+    out: list[Need] = []
+    data = flow.get("data", flow)
+    for node in data.get("nodes", []):
+        spec = (node.get("data") or {}).get("node") or {}
+        name = str(spec.get("display_name") or node.get("id"))
+        if not name or name not in error:
+            continue
+        for fname, field in (spec.get("template") or {}).items():
+            if not isinstance(field, dict) or field.get("show") is False:
+                continue
+            if (field.get("type") == "file" or field.get("_input_type") == "FileInput") and not field.get("value"):
+                message = f"Give {name} a file ({fname}): the probe run had none."
+                out.append(Need(kind="file", node=name, node_id=str(node.get("id")), field=fname, message=message))
     return out
 
 
@@ -285,9 +324,12 @@ class FlowPipeline:
                 )
             progress("building_flow", attempt, "Building the flow with lfx...")
             built, problems, notes = await asyncio.to_thread(self._build, reply, catalog)
-            if built is None and attempt == 1 and not problems:
-                # No spec at all: the model answered in prose (e.g. asked which model to use).
-                return FlowOutcome(result=reply, intent=self.intent, components=components)
+            report = run = None  # the outcome describes the last attempt
+            if built is None and not problems:
+                if attempt == 1:
+                    # No spec at all: the model answered in prose (e.g. asked which model to use).
+                    return FlowOutcome(result=reply, intent=self.intent, components=components)
+                problems = ["flow: the reply held no spec (a fenced block with 'nodes:' and 'edges:')."]
             if built is not None:
                 flow, spec = built.flow, built.spec
                 if not built.ok:
@@ -303,6 +345,8 @@ class FlowPipeline:
                 if not problems:
                     progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")
                     run = await self._probe(flow)
+                    if not run.get("ok"):
+                        report.needs += file_needs(flow, str(run.get("error") or ""))
                     if not run.get("ok") and not report.needs:
                         problems = [f"flow: the probe run failed: {run.get('error')}"]
             if not problems and flow is not None:
