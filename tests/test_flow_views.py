@@ -229,14 +229,12 @@ def test_assist_flow_result_inserts_a_re_runnable_flow_cell(llm_ip, llm, capsys)
     assert again.result.spec.strip() == result.spec.strip()
 
 
-def test_assist_register_sends_the_flow_and_runs_it_there(llm_ip, llm, capsys):
-    """`%%assist --register` on a flow result: created in Langflow (mock server), then run once there."""
+def mock_langflow(calls: list) -> object:
+    """A connected LangflowClient over a mock server: lists no flows, creates ``f-1``, runs it like
+    Langflow's RunResponse (the real server's shape is checked in tests/test_langflow_flows.py)."""
     import httpx
-    from components import intent
 
     from lfassist_jupyter.langflow import LangflowClient
-
-    calls: list[tuple[str, str, dict]] = []
 
     def langflow(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content) if request.content else {}
@@ -249,12 +247,20 @@ def test_assist_register_sends_the_flow_and_runs_it_there(llm_ip, llm, capsys):
         message = {"results": {"message": {"text": text}}, "component_display_name": "Chat Output"}
         return httpx.Response(200, json={"session_id": "s", "outputs": [{"inputs": {}, "outputs": [message]}]})
 
-    magics = llm_ip.magics_manager.registry["AssistMagics"]
     client = LangflowClient(
         url="http://langflow.test", api_key="lf-0123456789abcdef", transport=httpx.MockTransport(langflow)
     )
     client.version = "1.13.0"
-    magics.workspace.connect(client, server_validation=False)
+    return client
+
+
+def test_assist_register_sends_the_flow_and_runs_it_there(llm_ip, llm, capsys):
+    """`%%assist --register` on a flow result: created in Langflow (mock server), then run once there."""
+    from components import intent
+
+    calls: list[tuple[str, str, dict]] = []
+    magics = llm_ip.magics_manager.registry["AssistMagics"]
+    magics.workspace.connect(mock_langflow(calls), server_validation=False)
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
     result = llm_ip.run_cell_magic("assist", "--register", "a flow that answers the chat question with a prompt")
     assert result.ok
@@ -354,6 +360,22 @@ def test_flow_card_save_and_run(panel, tmp_path):
 def view(panel, msg: dict) -> None:
     """What the browser does: a custom comm message from the view, through ipywidgets' own dispatch."""
     panel._handle_msg({"content": {"data": {"method": "custom", "content": msg}}, "buffers": []})
+
+
+def test_flow_card_register_runs_it_in_langflow(panel):
+    calls: list = []
+    panel.workspace.connect(mock_langflow(calls), server_validation=False)
+    card = panel.messages[-1]
+    panel.register_flow(card["id"]).result(60)
+    assert (
+        "Registered flow 'Echo QA'" in panel.notice
+        and "Ran in Langflow on 'hello': 'Answer this: hello'" in panel.notice
+    )
+    assert [(m, p) for m, p, _ in calls] == [
+        ("GET", "/api/v1/flows/"),
+        ("POST", "/api/v1/flows/"),
+        ("POST", "/api/v1/run/f-1"),
+    ]
 
 
 def test_flow_card_buttons_through_the_view_messages(panel):

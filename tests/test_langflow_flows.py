@@ -103,6 +103,13 @@ def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, mo
         again = shell.run_cell_magic("assist_flow", "--register", spec)
         assert again.registered.id == view.registered.id and not again.registered.created
         assert "Updated flow 'lfassist magic QA'" in repr(again)
+        # load it back from Langflow by id, to edit it in the conversation
+        loaded = shell.run_line_magic("assist", f"flow load {view.registered.id}")
+        assert (
+            loaded.ok and loaded.flow["name"] == "lfassist magic QA" and "Loaded into this conversation" in repr(loaded)
+        )
+        listed = shell.run_line_magic("assist", "flows")
+        assert [f["id"] for f in listed if f["name"] == "lfassist magic QA"] == [view.registered.id]
     finally:
         shell.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
