@@ -117,6 +117,8 @@ def result_markdown(result: Any) -> str:
         return "⏹ Request cancelled."
     if result.status == "error":
         return f"❌ {result.error}"
+    if result.kind == "flow":
+        return flow_result_markdown(result)
     if result.kind != "component" or not result.code:
         return result.result
     badge = "✅ validated" if result.validated else "⚠️ not validated"
@@ -220,6 +222,8 @@ def result_html(result: Any) -> str:
         return f'<div style="{_CARD}">⏹ Request cancelled.</div>'
     if result.status == "error":
         return f'<div style="{_CARD}">❌ {html.escape(result.error or "Error")}</div>'
+    if result.kind == "flow":
+        return flow_result_html(result)
     if result.kind != "component" or not result.code:
         text = html.escape(result.result).replace("\n", "<br>")
         return f'<div style="{_CARD}">{text}</div>'
@@ -244,6 +248,8 @@ def result_html(result: Any) -> str:
 def result_text(result: Any) -> str:
     if result.status != "complete":
         return result_markdown(result)
+    if result.kind == "flow":
+        return flow_result_text(result)
     if result.kind != "component" or not result.code:
         return result.result
     badge = "validated" if result.validated else "NOT validated"
@@ -254,3 +260,155 @@ def result_text(result: Any) -> str:
         lines += [f"  input  {i.name} ({i.type})" for i in result.report.inputs]
         lines += [f"  output {o.name} -> {' | '.join(o.types)}" for o in result.report.outputs]
     return "\n".join(lines)
+
+
+# -- flows ----------------------------------------------------------------------------------------
+# One rendering of a flow for every view: the `%%assist` result card, `%%assist_flow` and the
+# panel's flow card (which takes `flow_picture_html` and `run_lines`).  The picture is inline SVG
+# made by `flows.flow_picture` from escaped text: no script, so it renders in JupyterLab, an
+# exported HTML file and VS Code alike.
+
+
+def flow_picture_html(flow: dict[str, Any] | None) -> str:
+    """The flow's picture as an HTML fragment (inline SVG), or "" when it cannot be drawn."""
+    if not isinstance(flow, dict):
+        return ""
+    try:
+        from lfassist_jupyter.flows import flow_picture
+
+        svg = flow_picture(flow).svg  # the card has the title: no second caption
+        return f'<div class="lfassist-flow-picture" style="overflow-x:auto;margin:4px 0">{svg}</div>'
+    except Exception:  # a picture is a courtesy: a malformed flow still shows its report
+        return ""
+
+
+def flow_name(flow: dict[str, Any] | None, default: str = "Flow") -> str:
+    return str((flow or {}).get("name") or default) if isinstance(flow, dict) else default
+
+
+def run_lines(run: dict[str, Any] | None, input_text: str | None = None) -> list[tuple[str, bool | None]]:
+    """A probe run (the sandbox's dict) as (line, ok) pairs: the verdict, the output, what was stubbed."""
+    if not run:
+        return []
+    on = f" on {input_text!r}" if input_text else ""
+    if run.get("ok"):
+        lines: list[tuple[str, bool | None]] = [(f"Probe run{on}: {run.get('text')!r}", True)]
+    else:
+        lines = [(f"Probe run{on} failed: {str(run.get('error') or 'unknown error').splitlines()[0][:300]}", False)]
+    stubbed = run.get("stubbed") or []
+    if stubbed:
+        names = ", ".join(f"{s.get('name') or s.get('node')} ({s.get('reason')})" for s in stubbed)
+        lines.append((f"Stubbed in the sandbox (no keys, no network): {names}", None))
+    return lines
+
+
+def _report_lines(report: Any) -> list[tuple[str, bool | None]]:
+    if report is None:
+        return []
+    head = "valid" if report.ok else f"{len(report.errors)} error(s)"
+    lines: list[tuple[str, bool | None]] = [
+        (f"Flow {head} ({report.node_count} nodes, {report.edge_count} edges)", bool(report.ok))
+    ]
+    lines += [(str(e), False) for e in report.errors]
+    lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs]
+    return lines
+
+
+_LINE_COLOR = {True: "#1a7f37", False: "#cf222e", None: "#9a6700"}
+
+
+def flow_html(
+    flow: dict[str, Any] | None,
+    *,
+    report: Any = None,
+    run: dict[str, Any] | None = None,
+    run_input: str | None = None,
+    title: str | None = None,
+    badge: tuple[str, bool | None] | None = None,
+    notes: list[tuple[str, bool | None]] | None = None,
+    spec: str | None = None,
+) -> str:
+    """A flow card: title and badge, the picture, the validation verdict, the probe run, notes."""
+    name = title or flow_name(flow)
+    head = f"<b>{html.escape(name)}</b>" + (_badge(*badge) if badge else "")
+    parts = [f'<div style="{_CARD}" class="lfassist-flow-card">{head}', flow_picture_html(flow)]
+    for text, ok in [*_report_lines(report), *run_lines(run, run_input), *(notes or [])]:
+        parts.append(f'<div style="color:{_LINE_COLOR[ok]}">{html.escape(text)}</div>')
+    if report is not None and report.warnings:
+        items = "".join(f"<li>{html.escape(w)}</li>" for w in report.warnings)
+        parts.append(f"<details><summary>warnings</summary><ul>{items}</ul></details>")
+    if spec:
+        parts.append(f"<details><summary>spec</summary><pre>{html.escape(spec)}</pre></details>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def flow_text(
+    flow: dict[str, Any] | None,
+    *,
+    report: Any = None,
+    run: dict[str, Any] | None = None,
+    run_input: str | None = None,
+    title: str | None = None,
+    notes: list[tuple[str, bool | None]] | None = None,
+) -> str:
+    """The same facts as `flow_html`, as plain lines (a terminal, a log, markdown)."""
+    lines = [title or flow_name(flow)]
+    lines += [f"  {text}" for text, _ in [*_report_lines(report), *run_lines(run, run_input), *(notes or [])]]
+    return "\n".join(lines)
+
+
+def _flow_result_parts(result: Any) -> dict[str, Any]:
+    """What a flow `AssistResult` holds (fields named by the flow contract; read defensively)."""
+    outcome = getattr(result, "outcome", None)
+
+    def pick(name: str, alt: str | None = None) -> Any:
+        value = getattr(result, name, None)
+        if value is None and outcome is not None:
+            value = getattr(outcome, alt or name, None)
+        return value
+
+    attempts = f"{result.attempts} attempt{'s' * (result.attempts != 1)}"
+    badge = ("validated" if result.validated else "not validated", bool(result.validated))
+    notes: list[tuple[str, bool | None]] = []
+    if not result.validated and result.error:
+        notes.append((result.error.splitlines()[0][:300], False))
+    notes += [(f"⚠️ {w}", None) for w in result.warnings]
+    report = pick("flow_report", "report")
+    if report is None and isinstance(pick("flow"), dict):  # the verdict on the card, even when not attached
+        report = getattr(result, "_lfa_flow_report", None)
+        if report is None:
+            try:
+                from lfassist_jupyter.flows import validate_flow
+
+                report = validate_flow(pick("flow"))
+                result._lfa_flow_report = report  # the card renders as html, markdown and text
+            except Exception:
+                report = None
+    return dict(
+        flow=pick("flow"),
+        report=report,
+        run=pick("run"),
+        title=f"{flow_name(pick('flow'))} · {attempts}",
+        badge=badge,
+        notes=notes,
+        spec=pick("spec"),
+    )
+
+
+def flow_result_html(result: Any) -> str:
+    return flow_html(**_flow_result_parts(result))
+
+
+def flow_result_text(result: Any) -> str:
+    parts = _flow_result_parts(result)
+    badge = parts.pop("badge")
+    parts.pop("spec")
+    parts["title"] = f"{parts['title']} · {badge[0]}"
+    return flow_text(**parts)
+
+
+def flow_result_markdown(result: Any) -> str:
+    text = flow_result_text(result)
+    spec = _flow_result_parts(result)["spec"]
+    return f"```\n{text}\n```" + (f"\n\n```yaml\n{spec.rstrip()}\n```" if spec else "")

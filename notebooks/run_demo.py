@@ -23,7 +23,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BUILD = HERE / "_build"
 DEFAULT = ["quickstart"]
-ALL = ["quickstart", "chat-panel", "validate-your-own", "configuration"]  # langflow.ipynb needs a server
+ALL = ["quickstart", "chat-panel", "validate-your-own", "configuration", "flows"]  # langflow.ipynb needs a server
 _REAL = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "OLLAMA_BASE_URL")
 
 

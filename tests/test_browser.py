@@ -217,6 +217,50 @@ def test_switch_sessions(page, llm_server):
     assert "a component that uppercases text" in page.inner_text(".lfa-transcript")
 
 
+FLOW_SPEC = """\
+name: Echo QA
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  C: ChatOutput
+edges:
+  A.message -> B.question
+  B.prompt -> C.input_value
+config:
+  B.template: Answer this: {question}
+"""
+
+
+def test_flow_card_picture_insert_and_run(page, llm_server):
+    plan = json.dumps({"components": ["ChatInput", "Prompt Template", "ChatOutput"], "new": []})
+    llm_server.queue(intent("build_flow"), plan, f"```yaml\n{FLOW_SPEC}```")
+    page.fill(".lfa-input", "a flow that answers with a prompt")
+    page.press(".lfa-input", "Enter")
+    card = page.wait_for_selector(".lfa-card[data-kind='flow']", timeout=90_000)
+    assert "Echo QA" in card.inner_text() and "validated" in card.inner_text()
+    texts = page.eval_on_selector_all(
+        ".lfa-card[data-kind='flow'] .lfa-picture svg text", "t => t.map(x => x.textContent)"
+    )
+    assert {"Chat Input", "Prompt Template", "Chat Output", "Message"} <= set(texts)  # the SVG rendered in the DOM
+    assert "Flow valid (3 nodes, 2 edges)" in card.inner_text()
+    page.locator(".lfa-panel").screenshot(path=str(SHOTS / "chat-panel-flow.png"))
+    page.fill(".lfa-probe", "from the browser")
+    page.click("button[aria-label='Probe-run the flow']")
+    page.wait_for_selector(".lfa-notice >> text=Answer this: from the browser", timeout=60_000)
+    before = len(_cell_texts(page))
+    page.click("button[aria-label='Insert the flow cell']")
+    page.wait_for_function(
+        "n => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].length > n", arg=before, timeout=20_000
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell .cm-content')]"
+        ".some(e => e.innerText.includes('%%assist_flow'))",
+        timeout=20_000,
+    )
+    inserted = [t for t in _cell_texts(page) if "%%assist_flow" in t]
+    assert inserted and "B.template: Answer this: {question}" in inserted[0]
+
+
 def test_saved_notebook_has_the_panel_state_but_no_secret(page, lab):
     _, root = lab
     page.keyboard.press("Escape")

@@ -49,12 +49,23 @@ HELP = """\
                          without a key, Langflow's auto-login is used when it is on
 %assist disconnect       forget the Langflow connection
 %assist components       the components registered in Langflow from notebooks
+%assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
+                         conversation: the next %%assist request edits it ("add a summariser before the output")
+%assist flows            the flows registered in Langflow from notebooks
 %assist panel            the chat panel (a widget driving the same assistant)
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
 %assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
                          run eval cases and check each result by running it in the sandbox
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
+%%assist_flow [options]  the cell body is a flow spec (nodes:/edges:/config:) or a flow JSON file path:
+                         build it, validate it and draw it (re-run the cell after editing the spec)
+  --run "TEXT"           probe-run it in the sandbox on TEXT (models stubbed: no keys, no network)
+  --save FILE.json       write a flow file Langflow's UI imports (Upload a flow)
+  --register             create or update it in the connected Langflow, then run it there once
+  --name NAME            the flow's name for --save / --register (default: the spec's name)
+  --out VAR              bind the result (FlowView: .flow, .spec, .report, .run) to VAR
+  --quiet                show nothing unless something failed
 
 Defaults: %config AssistMagics.model = "..." (also provider, intent_model, max_retries, insert,
 server_validation).
@@ -300,11 +311,13 @@ class AssistMagics(Magics):
         progress = LiveProgress(rich=self._rich, quiet=args.quiet)
         result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False)
         self.last_result = result
-        if result.status == "complete" and result.validated and result.code and self.insert and not args.no_insert:
+        if result.kind == "flow":
+            self._flow_result(result, args)
+        elif result.status == "complete" and result.validated and result.code and self.insert and not args.no_insert:
             self.shell.set_next_input(result.code, replace=False)
         if args.out:
             self.shell.user_ns[args.out] = result
-        if args.register and result.status == "complete" and result.validated and result.code:
+        if args.register and result.kind != "flow" and result.status == "complete" and result.validated and result.code:
             self._register(result)
         if result.status != "complete" and not self._rich:
             print(result.error)
@@ -334,6 +347,8 @@ class AssistMagics(Magics):
             return None
         if command == "components":
             return self._components()
+        if command in ("flow", "flows"):
+            return self._flow_subcommand(words[1:] if command == "flow" else ["list"])
         if command == "panel":
             from lfassist_jupyter.ui.panel import ChatPanel
 
@@ -346,7 +361,7 @@ class AssistMagics(Magics):
             return self._eval(line.split(None, 1)[1] if len(words) > 1 else "")
         raise UsageError(
             f"Unknown %assist subcommand '{command}'. "
-            "Try: status, models, new, history, connect, disconnect, components, panel, stats, eval, help."
+            "Try: status, models, new, history, connect, disconnect, components, flow, flows, panel, stats, eval, help."
         )
 
     def _eval(self, rest: str) -> Any:
@@ -498,6 +513,110 @@ class AssistMagics(Magics):
         except ConfigError as exc:  # --timeout nan / inf / -1: one line, not a traceback
             raise UsageError(f"%%assist_validate: {exc}") from None
 
+    # -- flows -------------------------------------------------------------------------------
+
+    def _flow_result(self, result: AssistResult, args: Any) -> None:
+        """A flow from ``%%assist``: insert a re-runnable ``%%assist_flow`` cell with its spec (not
+        code), and register it on ``--register``."""
+        spec = getattr(result, "spec", None)
+        if result.status == "complete" and spec and self.insert and not args.no_insert:
+            from lfassist_jupyter.ui.flow_cell import flow_cell_source
+
+            self.shell.set_next_input(flow_cell_source(spec), replace=False)
+        flow = getattr(result, "flow", None)
+        if args.register and result.status == "complete" and flow:
+            from lfassist_jupyter.ui.flow_cell import FlowView, register
+
+            view = FlowView(flow=flow, spec=spec, report=getattr(result, "flow_report", None))
+            if view.report is None:
+                from lfassist_jupyter.flows import validate_flow
+
+                view.report = validate_flow(flow)
+            register(self.workspace, view)
+            for text, _ in view.notes:
+                print(text)
+
+    def _flow_subcommand(self, words: list[str]) -> Any:
+        """``%assist flow load FILE|ID`` and ``%assist flows``."""
+        from lfassist_jupyter.errors import ConfigError, LfAssistError
+
+        if words[:1] == ["list"]:
+            from lfassist_jupyter.langflow.flows import list_flows_sync
+
+            if self.langflow is None:
+                print("Not connected: use `%assist connect URL` first.")
+                return None
+            try:
+                flows = list_flows_sync(self.langflow)
+            except LfAssistError as exc:
+                print(f"Could not list flows: {exc}")
+                return None
+            if not flows:
+                print("No flows registered from notebooks yet (use %%assist_flow --register).")
+            for f in flows:
+                print(f"  {f['name']}  (id {f['id']})")
+            return flows
+        if len(words) != 2 or words[0] != "load":
+            raise UsageError("Usage: %assist flow load FILE.json  (or the id of a flow in the connected Langflow)")
+        source: Any = words[1]
+        from pathlib import Path
+
+        if not Path(source).expanduser().exists() and self.langflow is not None and not source.endswith(".json"):
+            from lfassist_jupyter.langflow.flows import get_flow_sync
+
+            try:
+                source = get_flow_sync(self.langflow, source)
+            except LfAssistError as exc:
+                raise UsageError(f"Could not load the flow from Langflow: {exc}") from exc
+        if self._session_id is None:
+            self._session_id = self.workspace.new_session_id()
+        assistant = self._assistant
+        if assistant is None or assistant.session_id != self._session_id:
+            assistant = self._assistant = self.workspace.assistant(self._session_id)
+        try:
+            flow = assistant.load_flow(source)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from exc
+        from lfassist_jupyter.flows import flow_to_spec, validate_flow
+        from lfassist_jupyter.ui.flow_cell import FlowView
+
+        view = FlowView(flow=flow, report=validate_flow(flow))
+        try:
+            view.spec = flow_to_spec(flow)
+        except Exception:
+            view.spec = None
+        view.notes.append(("Loaded into this conversation: the next %%assist request edits it.", True))
+        return view
+
+    @magic_arguments()
+    @argument("--run", default=None, metavar="TEXT", help="probe-run the flow in the sandbox on TEXT")
+    @argument("--save", default=None, metavar="FILE", help="write a flow JSON file Langflow's UI imports")
+    @argument("--register", action="store_true", help="create or update the flow in the connected Langflow")
+    @argument("--name", default=None, help="the flow's name for --save and --register")
+    @argument("--out", default=None, help="bind the FlowView to this variable")
+    @argument("--quiet", action="store_true", help="show nothing unless something failed")
+    @cell_magic
+    def assist_flow(self, line: str, cell: str) -> Any:
+        """Build, validate and draw the flow in the cell body (lfx's spec, or a flow JSON file path)."""
+        args = _parse(self.assist_flow, line)
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.ui.flow_cell import assist_flow
+
+        try:
+            view = assist_flow(
+                self.workspace, cell, run=args.run, save_to=args.save, register_flow=args.register, name=args.name
+            )
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from exc
+        if args.out:
+            self.shell.user_ns[args.out] = view
+        failed = (
+            not view.ok or (view.run is not None and not view.run.get("ok")) or any(ok is False for _, ok in view.notes)
+        )
+        if args.quiet and not failed:
+            return None
+        return view
+
 
 _warmup: threading.Thread | None = None
 
@@ -526,6 +645,6 @@ def load_ipython_extension(ipython: Any) -> None:
 def unload_ipython_extension(ipython: Any) -> None:
     reset_workspace()
     magics = ipython.magics_manager.magics
-    for kind, name in (("line", "assist"), ("cell", "assist"), ("cell", "assist_validate")):
+    for kind, name in (("line", "assist"), ("cell", "assist"), ("cell", "assist_validate"), ("cell", "assist_flow")):
         magics[kind].pop(name, None)
     ipython.magics_manager.registry.pop("AssistMagics", None)

@@ -17,8 +17,15 @@ from lfassist_jupyter.core.events import ATTEMPT_STEPS, ProgressEvent, step_labe
 from lfassist_jupyter.core.session import Session, Turn
 from lfassist_jupyter.validation.report import FieldSummary, ValidationReport
 
-MessageKind = Literal["text", "component", "failure", "cancelled", "error"]
+MessageKind = Literal["text", "component", "failure", "flow", "cancelled", "error"]
 CANCELLED_NOTE = "Request cancelled"
+
+
+class FlowLine(BaseModel):
+    """One line of a flow card's summary: the verdict, an error, a need, the probe run."""
+
+    text: str
+    ok: bool | None = None  # True green, False red, None amber (a need, a stub, a note)
 
 
 class PanelMessage(BaseModel):
@@ -40,6 +47,13 @@ class PanelMessage(BaseModel):
     steps: list[str] | None = None  # labels of the steps the request went through
     inputs: list[dict[str, Any]] | None = None
     outputs: list[dict[str, Any]] | None = None
+    # flow cards (kind "flow"); the flow JSON itself stays in Python (ChatPanel keeps it by id):
+    flow_name: str | None = None
+    spec: str | None = None
+    cell: str | None = None  # the re-runnable %%assist_flow cell Insert puts in the notebook
+    picture_html: str | None = None
+    """Inline SVG made by `flows.flow_picture` from escaped text (no script); the view inserts it."""
+    lines: list[FlowLine] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -48,6 +62,8 @@ class PanelMessage(BaseModel):
         """One line for a listing (``%assist history``)."""
         if self.class_name:
             return self.class_name
+        if self.flow_name:
+            return f"flow: {self.flow_name}"
         lines = (self.text or self.note or "").strip().splitlines() or [""]
         return lines[0][:80]
 
@@ -72,8 +88,8 @@ class ProgressStep(BaseModel):
             attempt=event.attempt,
             max_attempts=event.max_attempts,
             show_attempt=event.step in ATTEMPT_STEPS and event.max_attempts > 1,
-            failed=event.step == "validation_failed",
-            done=event.step == "validated",
+            failed=event.step in ("validation_failed", "flow_failed"),
+            done=event.step in ("validated", "flow_validated"),
             error=event.error,
         )
 
@@ -175,12 +191,70 @@ def component_message(
     )
 
 
+def flow_message(
+    *,
+    flow: dict[str, Any] | None,
+    spec: str | None,
+    report: Any = None,
+    run: dict[str, Any] | None = None,
+    validated: bool | None = None,
+    attempts: int | None = None,
+    error: str | None = None,
+    steps: list[str] | None = None,
+) -> PanelMessage:
+    """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it."""
+    from lfassist_jupyter._display import _report_lines, flow_name, flow_picture_html, run_lines
+    from lfassist_jupyter.ui.flow_cell import flow_cell_source
+
+    if report is None and flow is not None:
+        try:
+            from lfassist_jupyter.flows import validate_flow
+
+            report = validate_flow(flow)
+        except Exception:  # a summary without the verdict beats no card
+            report = None
+    lines = [FlowLine(text=t, ok=ok) for t, ok in [*_report_lines(report), *run_lines(run)]]
+    if error and not validated:
+        lines.insert(0, FlowLine(text=error.splitlines()[0][:300], ok=False))
+    return PanelMessage(
+        role="assistant",
+        kind="flow",
+        flow_name=flow_name(flow),
+        validated=bool(report.ok) if validated is None and report is not None else bool(validated),
+        attempts=attempts,
+        spec=spec or "",
+        cell=flow_cell_source(spec) if spec else None,
+        picture_html=flow_picture_html(flow),
+        lines=lines,
+        error=error or None,
+        steps=steps or [],
+    )
+
+
+def flow_from_spec(spec: str) -> dict[str, Any] | None:
+    """Rebuild a stored flow from its spec (a restored session keeps the spec, not the JSON)."""
+    try:
+        from lfassist_jupyter.flows import build_flow, extract_spec
+
+        return build_flow(extract_spec(spec)).flow
+    except Exception:  # an unbuildable stored spec still shows as a card with its text
+        return None
+
+
 def turn_message(turn: Turn) -> PanelMessage:
     if turn.role == "user":
         return user_message(turn.original or turn.content)
     if turn.kind == "component":
         return component_message(
             code=turn.content, class_name=turn.class_name, validated=bool(turn.validated), attempts=turn.attempts
+        )
+    if turn.kind == "flow":
+        stored = getattr(turn, "flow", None)
+        return flow_message(
+            flow=stored if isinstance(stored, dict) else flow_from_spec(turn.content),
+            spec=_spec_of(turn.content),
+            validated=turn.validated,
+            attempts=turn.attempts,
         )
     if turn.kind == "cancelled":
         return cancelled_message()
@@ -194,3 +268,12 @@ def transcript(session: Session) -> list[PanelMessage]:
     if session.turns and session.turns[-1].role == "user":
         messages.append(cancelled_message())
     return messages
+
+
+def _spec_of(text: str) -> str:
+    try:
+        from lfassist_jupyter.flows import extract_spec
+
+        return extract_spec(text)
+    except Exception:
+        return text

@@ -41,6 +41,8 @@ from lfassist_jupyter.ui.messages import (
     cancelled_message,
     component_message,
     error_message,
+    flow_from_spec,
+    flow_message,
     user_message,
 )
 from lfassist_jupyter.ui.workspace import Workspace, current_workspace
@@ -107,6 +109,7 @@ class ChatPanel(anywidget.AnyWidget):
         self.selected_model = saved if saved in {c.value for c in choices} else default
         self.session_id = workspace.new_session_id()
         self._refresh_sessions()
+        self._flows: dict[str, dict[str, Any]] = {}  # flow card id -> flow JSON (kept out of the traits)
         self._lab: Any = None
         self._connect_lab()
         self.on_msg(self._on_view_msg)
@@ -164,6 +167,9 @@ class ChatPanel(anywidget.AnyWidget):
             "insert": lambda: self.insert(str(content.get("id", ""))),
             "register": lambda: self.register(str(content.get("id", ""))),
             "retry": lambda: self.retry(str(content.get("id", ""))),
+            "save_flow": lambda: self.save_flow(str(content.get("id", ""))),
+            "register_flow": lambda: self.register_flow(str(content.get("id", ""))),
+            "run_flow": lambda: self.run_flow(str(content.get("id", "")), str(content.get("text") or "")),
         }.get(kind)
         if handler is None:
             self.notice = f"Unknown request from the panel: {kind!r}"
@@ -265,7 +271,23 @@ class ChatPanel(anywidget.AnyWidget):
         data = event.data
         if data.warnings:  # e.g. "this conversation is not being saved": never silent
             self.notice = " ".join(data.warnings)
-        if data.component_code:
+        flow, spec = getattr(data, "flow", None), getattr(data, "spec", None)
+        if flow is not None or spec:
+            outcome = getattr(assistant, "last_outcome", None)
+            message = flow_message(
+                flow=flow,
+                spec=spec,
+                report=getattr(outcome, "report", None),
+                run=getattr(data, "run", None),
+                validated=data.validated,
+                attempts=data.validation_attempts,
+                error=data.validation_error,
+                steps=[s.label for s in steps],
+            )
+            if flow is not None:
+                self._flows[message.id] = flow
+            self._append(message)
+        elif data.component_code:
             self._append(
                 component_message(
                     code=data.component_code,
@@ -283,9 +305,11 @@ class ChatPanel(anywidget.AnyWidget):
     # -- buttons ----------------------------------------------------------------------------
 
     def insert(self, message_id: str) -> None:
-        """**Insert into notebook**: a new cell below the active one, through JupyterLab's commands."""
+        """**Insert into notebook**: a new cell below the active one, through JupyterLab's commands.
+        A flow card inserts its re-runnable ``%%assist_flow`` cell."""
         message = self._message(message_id)
-        if not message or not message.get("code"):
+        text = (message or {}).get("code") or (message or {}).get("cell")
+        if not message or not text:
             self.notice = "Nothing to insert."
             return
         if not self.can_insert or self._lab is None:
@@ -293,8 +317,9 @@ class ChatPanel(anywidget.AnyWidget):
             self.notice = "This front end cannot insert cells: the code was copied to the clipboard instead."
             return
         self._lab.commands.execute("notebook:insert-cell-below")
-        self._lab.commands.execute("notebook:replace-selection", {"text": message["code"]})
-        self.notice = f"Inserted {message.get('class_name') or 'the code'} into a new cell."
+        self._lab.commands.execute("notebook:replace-selection", {"text": text})
+        what = message.get("class_name") or (f"the flow {message['flow_name']}" if message.get("cell") else "the code")
+        self.notice = f"Inserted {what} into a new cell."
 
     def register(self, message_id: str) -> None:
         """**Register with Langflow**, in the background; the result is a notice."""
@@ -318,6 +343,94 @@ class ChatPanel(anywidget.AnyWidget):
 
         self.notice = "Registering with Langflow..."
         asyncio.run_coroutine_threadsafe(go(), get_loop())
+
+    # -- flow card buttons --------------------------------------------------------------------
+
+    def _flow(self, message_id: str) -> dict[str, Any] | None:
+        """The flow behind a card: kept since the request, or rebuilt from the card's spec (a
+        restored session); None (with a notice) when there is none."""
+        flow = self._flows.get(message_id)
+        message = self._message(message_id)
+        if flow is None and message and message.get("spec"):
+            flow = flow_from_spec(message["spec"])
+            if flow is not None:
+                self._flows[message_id] = flow
+        if flow is None:
+            self.notice = "This card has no flow to act on."
+        return flow
+
+    def flow_file_path(self, message_id: str) -> Path:
+        """Where **Save** writes a card's flow: ``<flow name>.json`` in the notebook's directory."""
+        import re
+
+        message = self._message(message_id) or {}
+        stem = re.sub(r"[^\w.-]+", "-", str(message.get("flow_name") or "flow")).strip("-.") or "flow"
+        return Path.cwd() / f"{stem}.json"
+
+    def save_flow(self, message_id: str) -> Path | None:
+        """**Save**: write the flow as a file Langflow's UI imports, next to the notebook; says where."""
+        from lfassist_jupyter.errors import ConfigError
+
+        flow = self._flow(message_id)
+        if flow is None:
+            return None
+        try:
+            path = self.workspace.save_flow(flow, self.flow_file_path(message_id))
+        except ConfigError as exc:
+            self.notice = f"Not saved: {exc}"
+            return None
+        self.notice = f"Saved {path} — import it in Langflow (Upload a flow)."
+        return path
+
+    def _background(self, job: Callable[[], str]) -> Future[None]:
+        """Run a blocking button action off the kernel's loop; its one-line outcome is the notice."""
+        from lfassist_jupyter._runtime import get_loop
+
+        async def go() -> None:
+            try:
+                self.notice = await asyncio.to_thread(job)
+            except Exception as exc:  # a button must always answer
+                self.notice = f"Failed: {exc}"
+
+        return asyncio.run_coroutine_threadsafe(go(), get_loop())
+
+    def run_flow(self, message_id: str, text: str = "") -> Future[None] | None:
+        """**Run**: a probe run in the sandbox (models stubbed); the output is the notice."""
+        from lfassist_jupyter._display import run_lines
+        from lfassist_jupyter.ui.flow_cell import PROBE_INPUT
+
+        flow = self._flow(message_id)
+        if flow is None:
+            return None
+        probe = text.strip() or PROBE_INPUT
+
+        def job() -> str:
+            run = self.workspace.probe_run_flow(flow, probe)
+            return " · ".join(line for line, _ in run_lines(run, probe))
+
+        self.notice = f"Running the flow on {probe!r} in the sandbox..."
+        return self._background(job)
+
+    def register_flow(self, message_id: str) -> Future[None] | None:
+        """**Register**: create or update the flow in the connected Langflow and run it there once."""
+        from lfassist_jupyter.ui.flow_cell import FlowView, register
+
+        if self.workspace.langflow is None:
+            self.notice = "Not connected to Langflow: run `%assist connect URL` and reopen the panel."
+            return None
+        flow = self._flow(message_id)
+        if flow is None:
+            return None
+
+        def job() -> str:
+            from lfassist_jupyter.flows import validate_flow
+
+            view = FlowView(flow=flow, report=validate_flow(flow))
+            register(self.workspace, view)
+            return " · ".join(text for text, _ in view.notes)
+
+        self.notice = "Registering the flow with Langflow..."
+        return self._background(job)
 
     def retry(self, message_id: str) -> None:
         """**Try again**: resend the request that led to this message."""

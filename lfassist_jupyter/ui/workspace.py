@@ -19,13 +19,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.assistant import Assistant
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.core.session import SessionStore
     from lfassist_jupyter.langflow.client import LangflowClient, RegisteredComponent
+    from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
     from lfassist_jupyter.ui.messages import PanelMessage
     from lfassist_jupyter.validation.ports import ComponentValidator
 
@@ -210,6 +211,59 @@ class Workspace:
         registered = self._client().register_sync(result.code)
         result.record_registration(registered)
         return registered
+
+    # -- flows ------------------------------------------------------------------------------
+
+    def register_flow(self, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
+        """Blocking: create the flow in the connected Langflow, or update ours of the same name."""
+        from lfassist_jupyter.langflow.flows import register_flow_sync
+
+        return register_flow_sync(self._client(), flow, name)
+
+    def run_registered_flow(self, flow_id: str, input_text: str) -> FlowRunResult:
+        """Blocking: run a flow stored in the connected Langflow on ``input_text``."""
+        from lfassist_jupyter.langflow.flows import run_flow_sync
+
+        return run_flow_sync(self._client(), flow_id, input_text)
+
+    def probe_run_flow(self, flow: dict[str, Any], input_text: str) -> dict[str, Any]:
+        """Probe-run ``flow`` in the sandbox (models stubbed, no keys, no network); never raises.
+
+        Returns the sandbox's dict: ``{"ok", "text", "error", "stubbed", "outputs"}``."""
+        runner = getattr(self.local_validator(), "run_flow_sync", None)
+        if runner is None:  # a test's stub validator, or an older sandbox
+            return {
+                "ok": False,
+                "text": None,
+                "error": "This validator cannot run flows.",
+                "stubbed": [],
+                "outputs": [],
+            }
+        return runner(flow, input_text)
+
+    @staticmethod
+    def save_flow(flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
+        """Write ``flow`` as a JSON file Langflow's UI imports (name, description, data{nodes, edges}).
+
+        Raises ``ConfigError`` with one line when the file cannot be written."""
+        import json
+
+        from lfassist_jupyter.errors import ConfigError, LangflowError
+        from lfassist_jupyter.langflow.flows import flow_body
+
+        target = Path(path).expanduser()
+        if target.suffix.lower() != ".json":
+            target = target.with_name(target.name + ".json")
+        try:
+            body = flow_body(flow, name)
+        except LangflowError as exc:
+            raise ConfigError(str(exc)) from exc
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(body, indent=2), encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"Could not write {target}: {exc.strerror or exc}") from exc
+        return target.resolve()
 
     # -- models -----------------------------------------------------------------------------
 

@@ -1,0 +1,265 @@
+"""Flows in a running Langflow: register (create or update in place), run, list and delete.
+
+What the Langflow UI does, through its HTTP API (checked against Langflow 1.13's
+``api/v1/flows.py`` and ``api/v1/endpoints.py``):
+
+- ``POST /api/v1/flows/`` takes a ``FlowCreate`` (``name``, ``description``, ``data`` with
+  ``nodes``/``edges``, ``tags``...) and answers the stored flow with its ``id``.  A second post
+  with the same name makes "Name (1)", so a flow of ours (found by our tag and its name) is
+  updated in place with ``PATCH /api/v1/flows/{id}`` (a ``FlowUpdate``: name, description,
+  data): registering again never makes a duplicate.
+- ``POST /api/v1/run/{id}`` takes a ``SimplifiedAPIRequest`` (``input_value``, ``input_type``,
+  ``output_type``) and answers a ``RunResponse``: ``{"session_id", "outputs": [{"inputs",
+  "outputs": [ResultData]}]}``, where a chat output's text is in ``results.message.text``.
+- A flow without model components needs no keys, so registering and running it is free.
+
+Every failure is a ``LangflowError`` with one clear line (server down, 401/403, 404, 422,
+a body that is not JSON); the API key never appears in one.  The functions take the
+connected ``LangflowClient`` (its ``_request`` handles the URL, the key and the transport
+errors); each has a blocking ``*_sync`` twin.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lfassist_jupyter._secrets import redact
+from lfassist_jupyter.errors import LangflowError
+from lfassist_jupyter.langflow.client import TAG
+
+if TYPE_CHECKING:
+    import httpx
+
+    from lfassist_jupyter.langflow.client import LangflowClient
+
+FLOW_TAG = "lfassist-flow"
+"""Second tag on flows registered from notebooks (the first, ``TAG``, is shared with components)."""
+
+RUN_TIMEOUT = 120.0  # a run can take much longer than a build; the client's timeout is for quick calls
+
+
+@dataclass
+class RegisteredFlow:
+    id: str
+    name: str
+    created: bool  # False: an existing flow of ours was updated in place
+    url: str
+
+    @property
+    def link(self) -> str:
+        """The flow in Langflow's editor."""
+        return f"{self.url}/flow/{self.id}"
+
+    def __str__(self) -> str:
+        verb = "Registered" if self.created else "Updated"
+        return f"{verb} flow '{self.name}' in Langflow at {self.url} (id {self.id})."
+
+
+@dataclass
+class FlowRunResult:
+    """What ``POST /api/v1/run/{id}`` answered: the chat text and every component's output."""
+
+    flow_id: str
+    text: str | None
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # [{"component", "text"}]
+    session_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"Ran in Langflow: {self.text!r}" if self.text is not None else "Ran in Langflow: no chat output."
+
+
+def _json(response: httpx.Response, what: str) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:
+        kind = response.headers.get("content-type", "unknown content type")
+        raise LangflowError(
+            f"Langflow answered {what} with a body that is not JSON ({response.status_code}, {kind}). "
+            "Is the URL a Langflow server?"
+        ) from exc
+
+
+def _fail(client: LangflowClient, response: httpx.Response, what: str, flow_id: str | None = None) -> LangflowError:
+    """One clear line for an HTTP failure."""
+    status = response.status_code
+    if status in (401, 403):
+        return client._auth_error(response)
+    detail = redact(str(client._detail(response)))[:300]
+    if status == 404:
+        return LangflowError(
+            f"Langflow has no flow {flow_id} (404): it was deleted or belongs to another user. Register it again."
+            if flow_id
+            else f"Langflow answered 404 to {what}: is this Langflow version too old?"
+        )
+    if status == 422:
+        return LangflowError(f"Langflow rejected {what} as invalid (422): {detail}")
+    return LangflowError(f"Langflow answered {status} to {what}: {detail}")
+
+
+def flow_body(flow: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The flow as Langflow's create/import endpoints take it: name, description, data{nodes, edges}.
+
+    The same shape is what Langflow's UI imports from a file (its upload endpoint builds a
+    ``FlowCreate`` from it), so ``--save`` writes this too.
+    """
+    if not isinstance(flow, dict):
+        raise LangflowError("a flow must be Langflow flow JSON (a dict with data.nodes and data.edges).")
+    data = flow.get("data", flow)
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
+        raise LangflowError("the flow has no data.nodes: is it Langflow flow JSON?")
+    return {
+        "name": (name or flow.get("name") or "Flow from a notebook").strip(),
+        "description": flow.get("description") or "",
+        "data": {
+            "nodes": copy.deepcopy(data["nodes"]),
+            "edges": copy.deepcopy(data.get("edges") or []),
+            "viewport": data.get("viewport") or {"x": 0, "y": 0, "zoom": 1},
+        },
+        "is_component": False,
+    }
+
+
+async def list_flows(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
+    """The server's flows (not components); by default only those registered from notebooks."""
+    response = await client._request(
+        "GET", "/api/v1/flows/", params={"get_all": "true", "header_flows": "true", "remove_example_flows": "true"}
+    )
+    if response.status_code != 200:
+        raise _fail(client, response, "the list of flows")
+    flows = _json(response, "the list of flows")
+    if isinstance(flows, dict):  # paginated answers
+        flows = flows.get("items", [])
+    if not isinstance(flows, list):
+        raise LangflowError("Langflow's list of flows was not a list.")
+    return [
+        f
+        for f in flows
+        if isinstance(f, dict) and not f.get("is_component") and (not ours_only or FLOW_TAG in (f.get("tags") or []))
+    ]
+
+
+async def register_flow(client: LangflowClient, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
+    """Save ``flow`` in Langflow, tagged as ours: created, or updated in place when a flow of
+    ours with the same name exists (never a duplicate)."""
+    body = flow_body(flow, name)
+    existing = [f for f in await list_flows(client) if f.get("name") == body["name"]]
+    if existing:
+        flow_id = str(existing[0]["id"])
+        update = {k: body[k] for k in ("name", "description", "data")}
+        response = await client._request("PATCH", f"/api/v1/flows/{flow_id}", json=update)
+        created = False
+    else:
+        flow_id = None
+        response = await client._request("POST", "/api/v1/flows/", json={**body, "tags": [TAG, FLOW_TAG]})
+        created = True
+    if response.status_code not in (200, 201):
+        raise _fail(client, response, "the flow", flow_id)
+    saved = _json(response, "the saved flow")
+    if not isinstance(saved, dict) or not saved.get("id"):
+        raise LangflowError("Langflow saved the flow but did not answer its id.")
+    return RegisteredFlow(
+        id=str(saved["id"]), name=str(saved.get("name") or body["name"]), created=created, url=client.url or ""
+    )
+
+
+def _message_text(value: Any) -> str | None:
+    """The text of a Message as the run endpoint serialises it (a dict with ``text``, or a str)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("text", "message"):
+            if isinstance(value.get(key), str):
+                return value[key]
+    return None
+
+
+def parse_run_response(flow_id: str, payload: Any) -> FlowRunResult:
+    """The chat text and each component's text from a ``RunResponse``."""
+    if not isinstance(payload, dict):
+        raise LangflowError("Langflow's run answer was not a JSON object.")
+    outputs: list[dict[str, Any]] = []
+    for run in payload.get("outputs") or []:
+        for result in (run or {}).get("outputs") or [] if isinstance(run, dict) else []:
+            if not isinstance(result, dict):
+                continue
+            text = None
+            results = result.get("results")
+            if isinstance(results, dict):
+                text = next((t for t in map(_message_text, results.values()) if t is not None), None)
+            if text is None:
+                for message in result.get("messages") or []:
+                    text = _message_text(message)
+                    if text is not None:
+                        break
+            outputs.append({"component": result.get("component_display_name") or "", "text": text})
+    text = next((o["text"] for o in outputs if o["text"] is not None), None)
+    return FlowRunResult(flow_id=flow_id, text=text, outputs=outputs, session_id=payload.get("session_id"))
+
+
+async def run_flow(
+    client: LangflowClient, flow_id: str, input_text: str, *, timeout: float = RUN_TIMEOUT
+) -> FlowRunResult:
+    """Run a stored flow on ``input_text`` (chat in, chat out) and return what it answered."""
+    response = await client._request(
+        "POST",
+        f"/api/v1/run/{flow_id}",
+        json={"input_value": str(input_text), "input_type": "chat", "output_type": "chat"},
+        params={"stream": "false"},
+        timeout=timeout,
+    )
+    if response.status_code != 200:
+        if response.status_code >= 500 or response.status_code == 400:
+            detail = redact(str(client._detail(response)))[:300]
+            raise LangflowError(f"The flow failed in Langflow ({response.status_code}): {detail}")
+        raise _fail(client, response, "the run request", flow_id)
+    return parse_run_response(flow_id, _json(response, "the run"))
+
+
+async def get_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
+    """A stored flow's JSON (name, description, data{nodes, edges}), to load it for edits."""
+    response = await client._request("GET", f"/api/v1/flows/{flow_id}")
+    if response.status_code != 200:
+        raise _fail(client, response, "the flow request", flow_id)
+    flow = _json(response, "the flow")
+    if not isinstance(flow, dict) or not isinstance((flow.get("data") or {}).get("nodes"), list):
+        raise LangflowError(f"Langflow's flow {flow_id} has no nodes.")
+    return flow
+
+
+async def delete_flow(client: LangflowClient, flow_id: str) -> None:
+    response = await client._request("DELETE", f"/api/v1/flows/{flow_id}")
+    if response.status_code not in (200, 204):
+        raise _fail(client, response, "the delete request", flow_id)
+
+
+# -- blocking twins ------------------------------------------------------------------------------
+
+
+def _sync(coro: Any) -> Any:
+    from lfassist_jupyter._runtime import run_sync
+
+    return run_sync(coro)
+
+
+def register_flow_sync(client: LangflowClient, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
+    return _sync(register_flow(client, flow, name))
+
+
+def run_flow_sync(
+    client: LangflowClient, flow_id: str, input_text: str, *, timeout: float = RUN_TIMEOUT
+) -> FlowRunResult:
+    return _sync(run_flow(client, flow_id, input_text, timeout=timeout))
+
+
+def list_flows_sync(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
+    return _sync(list_flows(client, ours_only=ours_only))
+
+
+def get_flow_sync(client: LangflowClient, flow_id: str) -> dict[str, Any]:
+    return _sync(get_flow(client, flow_id))
+
+
+def delete_flow_sync(client: LangflowClient, flow_id: str) -> None:
+    return _sync(delete_flow(client, flow_id))

@@ -1,0 +1,208 @@
+"""What ``%%assist_flow`` does, apart from option parsing: spec or file -> flow -> report, picture,
+probe run, file, registration.  The panel's flow card buttons use the same functions.
+
+Kept out of ``ui/magics.py`` so the magic stays a thin view and the panel can share it.
+Everything here returns a ``FlowView`` (displays itself: HTML card, plain text) or raises
+``ConfigError`` with one line for input the user must fix (no usable spec, no such file).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lfassist_jupyter.errors import ConfigError, LfAssistError
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.flows import FlowReport
+    from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
+    from lfassist_jupyter.ui.workspace import Workspace
+
+PROBE_INPUT = "hello"
+"""The input of the run that proves a registered flow works, when ``--run`` gave none."""
+
+Note = tuple[str, "bool | None"]
+
+
+@dataclass
+class FlowView:
+    """A flow as ``%%assist_flow`` shows it; ``--out VAR`` binds this object."""
+
+    flow: dict[str, Any] | None
+    spec: str | None = None
+    report: FlowReport | None = None
+    run: dict[str, Any] | None = None
+    """The sandbox probe run: ``{"ok", "text", "error", "stubbed", "outputs"}``."""
+    run_input: str | None = None
+    registered: RegisteredFlow | None = None
+    server_run: FlowRunResult | None = None
+    saved: Path | None = None
+    notes: list[Note] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.flow is not None and self.report is not None and self.report.ok
+
+    @property
+    def name(self) -> str:
+        from lfassist_jupyter._display import flow_name
+
+        return flow_name(self.flow)
+
+    def _repr_html_(self) -> str:
+        from lfassist_jupyter._display import flow_html
+
+        return flow_html(
+            self.flow, report=self.report, run=self.run, run_input=self.run_input, notes=self.notes, spec=None
+        )
+
+    def __repr__(self) -> str:
+        from lfassist_jupyter._display import flow_text
+
+        return flow_text(self.flow, report=self.report, run=self.run, run_input=self.run_input, notes=self.notes)
+
+
+def flow_cell_source(spec: str) -> str:
+    """The re-runnable cell that holds a flow: ``%%assist_flow`` and the spec."""
+    return f"%%assist_flow\n{spec.strip()}\n"
+
+
+def _looks_like_path(body: str) -> bool:
+    text = body.strip()
+    return bool(text) and "\n" not in text and (text.lower().endswith(".json") or Path(text).expanduser().is_file())
+
+
+def load_flow_file(path: str | Path) -> dict[str, Any]:
+    """A flow JSON file (Langflow's export, or our ``--save``), with one-line errors."""
+    target = Path(path).expanduser()
+    try:
+        flow = json.loads(target.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"No such flow file: {target}") from exc
+    except OSError as exc:
+        raise ConfigError(f"Could not read {target}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{target} is not JSON: {exc}") from exc
+    if not isinstance(flow, dict) or not isinstance(flow.get("data", flow).get("nodes"), list):
+        raise ConfigError(f"{target} is not a Langflow flow (no data.nodes).")
+    return flow
+
+
+def change_text(change: Any) -> str:
+    """A deterministic repair as one line naming the node: ``Repaired B: input 'query' -> 'question'``."""
+    if change.kind == "port" and change.before is not None:
+        return f"Repaired {change.node}: {change.field or 'port'} {change.before!r} -> {change.after!r}"
+    return f"Repaired {change.node}: {change.message}"
+
+
+def build_view(body: str) -> FlowView:
+    """The cell body (spec text or a path to a flow JSON file) built and validated."""
+    from lfassist_jupyter.flows import FlowReport, build_flow, flow_to_spec, validate_flow
+
+    if not body.strip():
+        raise ConfigError("The cell is empty: write a flow spec (nodes:, edges:, config:) or a path to a flow JSON.")
+    notes: list[Note] = []
+    if _looks_like_path(body):
+        flow = load_flow_file(body.strip())
+        try:
+            spec = flow_to_spec(flow)
+        except Exception:  # a flow our spec cannot express still validates and draws
+            spec = None
+        return FlowView(flow=flow, spec=spec, report=validate_flow(flow), notes=notes)
+    built = build_flow(body)  # FlowSpecError (a ConfigError) when there is no spec at all
+    notes += [(change_text(c), None) for c in built.changes]
+    notes += [(w, None) for w in built.warnings]
+    if built.flow is None:
+        report = FlowReport(ok=False, errors=list(built.errors))
+        return FlowView(flow=None, spec=built.spec or body, report=report, notes=notes)
+    report = validate_flow(built.flow)
+    if built.errors:  # what the builder could not do (an edge it dropped) is an error of the flow too
+        seen = {str(e) for e in report.errors}
+        extra = [e for e in built.errors if str(e) not in seen]
+        report = report.model_copy(update={"ok": False, "errors": [*extra, *report.errors]})
+    return FlowView(flow=built.flow, spec=built.spec or body, report=report, notes=notes)
+
+
+def probe_run(workspace: Workspace, view: FlowView, text: str) -> None:
+    """Run the flow in the sandbox on ``text`` (models stubbed); the result goes on the view."""
+    view.run_input = text
+    if view.flow is None:
+        view.run = {"ok": False, "error": "there is no flow to run.", "stubbed": [], "text": None}
+        return
+    view.run = workspace.probe_run_flow(view.flow, text)
+
+
+def save(workspace: Workspace, view: FlowView, path: str | Path, name: str | None = None) -> None:
+    if view.flow is None:
+        view.notes.append(("Not saved: there is no flow.", False))
+        return
+    try:
+        view.saved = workspace.save_flow(view.flow, path, name)
+    except ConfigError as exc:
+        view.notes.append((f"Not saved: {exc}", False))
+        return
+    view.notes.append((f"Saved to {view.saved} (import it in Langflow: Upload a flow).", True))
+
+
+def _blocking_needs(report: FlowReport | None) -> list[str]:
+    """What stops a real run without the user's keys or choices (a model, a secret)."""
+    if report is None:
+        return []
+    return [f"{n.node}.{n.field} ({n.kind})" for n in report.needs if n.kind in ("model", "secret")]
+
+
+def register(workspace: Workspace, view: FlowView, *, name: str | None = None, run_text: str | None = None) -> None:
+    """Create or update the flow in the connected Langflow, then prove it there with a run.
+
+    The run is skipped (and said so) when the flow needs a model or a key: that is a real
+    model call, the user's explicit choice, not a side effect of registering."""
+    if workspace.langflow is None:
+        view.notes.append(("Not registered: no Langflow connection. Use `%assist connect URL` first.", False))
+        return
+    if view.flow is None or not view.ok:
+        view.notes.append(("Not registered: fix the flow's errors first.", False))
+        return
+    try:
+        view.registered = workspace.register_flow(view.flow, name)
+    except LfAssistError as exc:
+        view.notes.append((f"Not registered: {exc}", False))
+        return
+    view.notes.append((str(view.registered), True))
+    needs = _blocking_needs(view.report)
+    if needs:
+        view.notes.append((f"Not run in Langflow: it needs {', '.join(needs)}; set them there, then run it.", None))
+        return
+    text = run_text or PROBE_INPUT
+    try:
+        view.server_run = workspace.run_registered_flow(view.registered.id, text)
+    except LfAssistError as exc:
+        view.notes.append((f"Registered, but the run in Langflow failed: {exc}", False))
+        return
+    answered = view.server_run.text
+    view.notes.append(
+        (f"Ran in Langflow on {text!r}: {answered!r}", True)
+        if answered is not None
+        else (f"Ran in Langflow on {text!r}: no chat output.", None)
+    )
+
+
+def assist_flow(
+    workspace: Workspace,
+    body: str,
+    *,
+    run: str | None = None,
+    save_to: str | None = None,
+    register_flow: bool = False,
+    name: str | None = None,
+) -> FlowView:
+    """The whole of ``%%assist_flow``: build + validate, then the requested actions, in order."""
+    view = build_view(body)
+    if run is not None:
+        probe_run(workspace, view, run)
+    if save_to:
+        save(workspace, view, save_to, name)
+    if register_flow:
+        register(workspace, view, name=name, run_text=run)
+    return view
