@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from components import GOOD, fenced  # noqa: E402
+from components import GOOD, UPPER_SPEC, fenced  # noqa: E402
 
 from lfassist_jupyter import Assistant, ScriptedProvider  # noqa: E402
 from lfassist_jupyter.validation.sandbox import SandboxValidator, validate_component  # noqa: E402
@@ -225,20 +225,6 @@ def widget_coalescing(tokens: int = 5000) -> tuple[int, float]:
     return len(synced), elapsed
 
 
-FLOW_SPEC = """\
-nodes:
-  A: ChatInput
-  X: TextOperations
-  C: ChatOutput
-edges:
-  A.message -> X.text_input
-  X.message -> C.input_value
-config:
-  X.operation: Case Conversion
-  X.case_type: uppercase
-"""
-
-
 def flow_first_valid(validator: SandboxValidator) -> tuple[int, float, float]:
     """Model calls, the largest prompt (KB) and ms (model time excluded) to a first valid flow.
 
@@ -252,7 +238,7 @@ def flow_request(validator: SandboxValidator) -> tuple[int, float, float]:
     replies = [
         json.dumps({"translation": "uppercase flow", "intent": "build_flow"}),
         json.dumps({"components": ["ChatInput", "TextOperations", "ChatOutput"], "new": []}),
-        f"```\n{FLOW_SPEC}```",
+        f"```\n{UPPER_SPEC}```",
     ]
     provider = ScriptedProvider(replies=replies, chunk_size=10_000)
     assistant = Assistant(provider=provider, validator=validator, session_store=False)
@@ -270,7 +256,7 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
 
     from lfassist_jupyter.flows import build_flow
 
-    flow = build_flow(FLOW_SPEC).flow
+    flow = build_flow(UPPER_SPEC).flow
     assert validator.run_flow_sync(flow, "warm up")["text"] == "WARM UP"
     warm = timed(lambda: validator.run_flow_sync(flow, "probe"), n)
     path = Path(tempfile.mkdtemp(prefix="lfassist-bench-")) / "flow.json"

@@ -221,3 +221,48 @@ BUSY_LOOP = _swap(
             pass
         return Message(text="never")""",
 )
+
+
+# -- flows: specs in lfx's compact syntax, and the replies that carry them ----------------------
+
+QA_SPEC = """\
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  C: ChatOutput
+edges:
+  A.message -> B.question
+  B.prompt -> C.input_value
+config:
+  B.template: Answer this: {question}
+"""
+"""ChatInput -> Prompt Template -> ChatOutput: runs with no model, "Answer this: <input>"."""
+
+UPPER_SPEC = """\
+nodes:
+  A: ChatInput
+  X: TextOperations
+  C: ChatOutput
+edges:
+  A.message -> X.text_input
+  X.message -> C.input_value
+config:
+  X.operation: Case Conversion
+  X.case_type: uppercase
+"""
+"""ChatInput -> Text Operations (uppercase) -> ChatOutput: a built-in that transforms the text."""
+
+
+def named(spec: str, name: str) -> str:
+    """``spec`` with a flow name (the name Langflow shows)."""
+    return f"name: {name}\n{spec}"
+
+
+def plan(*names: str, new: list | None = None) -> str:
+    """The flow planner's reply: the catalogue components it chose, and new ones to generate."""
+    return json.dumps({"components": list(names), "new": new or []})
+
+
+def spec_reply(spec: str, lang: str = "") -> str:
+    """A model reply carrying a spec in a fenced block (with or without a language tag)."""
+    return f"Here is the flow:\n\n```{lang}\n{spec}```\n"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from components import GOOD, WRONG_IMPORT, fenced, intent
+from components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent, named
 from fakellm import FakeLLM, Reply
 
 pytestmark = pytest.mark.browser
@@ -217,18 +217,7 @@ def test_switch_sessions(page, llm_server):
     assert "a component that uppercases text" in page.inner_text(".lfa-transcript")
 
 
-FLOW_SPEC = """\
-name: Echo QA
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> C.input_value
-config:
-  B.template: Answer this: {question}
-"""
+FLOW_SPEC = named(QA_SPEC, "Echo QA")
 
 
 def test_flow_card_picture_insert_and_run(page, llm_server):

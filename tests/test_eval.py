@@ -14,23 +14,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from components import GOOD, WRONG_IMPORT, fenced, intent
+from components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent, plan, spec_reply
 from fakellm import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FLOW_SPEC = """\
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> C.input_value
-config:
-  B.template: Answer this: {question}
-"""
-PLAN = json.dumps({"components": ["ChatInput", "Prompt Template", "ChatOutput"], "new": []})
 
 CASES = textwrap.dedent(
     """
@@ -81,7 +69,9 @@ def _replies() -> list:
         ask, fenced(WRONG_IMPORT), fenced(GOOD),  # fixed_on_retry: fails, then the fix passes
         ask, fenced(GOOD),                      # wrong_text: validates, but uppercases
         ask, fenced(WRONG_IMPORT), fenced(WRONG_IMPORT),  # never_valid: both attempts fail
-        intent("build_flow"), PLAN, f"```\n{FLOW_SPEC}```",  # answer_flow: plan, write, probe-run
+        intent("build_flow"),  # answer_flow: plan, write, probe-run
+        plan("ChatInput", "Prompt Template", "ChatOutput"),
+        spec_reply(QA_SPEC),
         Status(401, "invalid key"),             # provider_down: the classification call is refused
     ]  # fmt: skip
 

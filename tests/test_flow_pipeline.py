@@ -7,7 +7,7 @@ import asyncio
 import json
 
 import pytest
-from components import GOOD, fenced, intent
+from components import GOOD, QA_SPEC, UPPER_SPEC, fenced, intent, named, plan, spec_reply
 
 from lfassist_jupyter.core.flow.pipeline import PROBE_TEXT
 from lfassist_jupyter.flows import build_flow, default_catalog
@@ -24,19 +24,6 @@ edges:
   M.text_output -> C.input_value
 config:
   B.template: Be brief. {question}
-"""
-
-UPPER_SPEC = """\
-nodes:
-  A: ChatInput
-  X: TextOperations
-  C: ChatOutput
-edges:
-  A.message -> X.text_input
-  X.message -> C.input_value
-config:
-  X.operation: Case Conversion
-  X.case_type: uppercase
 """
 
 
@@ -94,18 +81,7 @@ def test_sandbox_run_flow_failing_flow_is_a_failed_run_not_an_exception(sandbox)
 
 # -- the pipeline end to end, on the real SDKs against the fake model server ------------------
 
-PROMPT_SPEC = """\
-name: Echo answer
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> C.input_value
-config:
-  B.template: Answer this: {question}
-"""
+PROMPT_SPEC = named(QA_SPEC, "Echo answer")
 
 COMBINE_SPEC = """\
 nodes:
@@ -125,14 +101,6 @@ config:
 
 FLOW_STEPS = ["planning_flow", "generating_flow", "building_flow", "validating_flow", "running_flow", "flow_validated"]
 MAX_PROMPT_BYTES = 16 * 1024
-
-
-def plan(*names: str, new: list | None = None) -> str:
-    return json.dumps({"components": list(names), "new": new or []})
-
-
-def spec_reply(spec: str, lang: str = "") -> str:
-    return f"Here is the flow:\n\n```{lang}\n{spec}```\n"
 
 
 def steps(result) -> list[str]:

@@ -14,23 +14,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from components import QA_SPEC, named, plan, spec_reply
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from lfassist_jupyter.flows import build_flow, validate_flow
 
-QA_SPEC = """\
-name: Echo QA
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> C.input_value
-config:
-  B.template: Answer this: {question}
-"""
+ECHO_QA = named(QA_SPEC, "Echo QA")
 
 MODEL_SPEC = """\
 name: Model QA
@@ -86,7 +76,7 @@ def ip(sandbox, tmp_path, monkeypatch):
 
 
 def test_assist_flow_validates_and_draws(ip):
-    view = ip.run_cell_magic("assist_flow", "", QA_SPEC)
+    view = ip.run_cell_magic("assist_flow", "", ECHO_QA)
     assert view.ok and view.report.node_count == 3 and view.report.edge_count == 2
     assert view.spec.strip().startswith("name: Echo QA")
     svg = well_formed(view._repr_html_())
@@ -96,7 +86,7 @@ def test_assist_flow_validates_and_draws(ip):
 
 
 def test_run_probes_in_the_sandbox_with_the_text_lfx_gives(ip):
-    view = ip.run_cell_magic("assist_flow", '--run "what is up?"', QA_SPEC)
+    view = ip.run_cell_magic("assist_flow", '--run "what is up?"', ECHO_QA)
     assert view.run["ok"] and view.run["stubbed"] == []
     assert view.run["text"] == lfx_run(view.flow, "what is up?")
     assert "Probe run on 'what is up?': 'Answer this: what is up?'" in repr(view)
@@ -115,7 +105,7 @@ def test_run_stubs_model_nodes_and_says_so(ip):
 def test_save_writes_a_file_langflow_imports(ip, tmp_path):
     from lfx.graph.graph.base import Graph
 
-    view = ip.run_cell_magic("assist_flow", "--save qa.json --name 'My QA'", QA_SPEC)
+    view = ip.run_cell_magic("assist_flow", "--save qa.json --name 'My QA'", ECHO_QA)
     path = tmp_path / "qa.json"
     assert view.saved == path.resolve() and path.is_file()
     body = json.loads(path.read_text())
@@ -142,7 +132,7 @@ def test_bad_spec_is_one_clear_line_without_traceback(ip, capsys):
 
 
 def test_wiring_errors_name_the_node_and_the_fix(ip):
-    spec = QA_SPEC.replace("B: Prompt Template", "B: NoSuchComponent")
+    spec = ECHO_QA.replace("B: Prompt Template", "B: NoSuchComponent")
     view = ip.run_cell_magic("assist_flow", "--run hi --register", spec)
     assert not view.ok
     assert any("NoSuchComponent" in str(e) for e in view.report.errors)
@@ -152,7 +142,7 @@ def test_wiring_errors_name_the_node_and_the_fix(ip):
 
 
 def test_deterministic_repairs_are_shown_naming_the_node(ip):
-    spec = QA_SPEC.replace("A.message -> B.question", "A.message -> B.query").replace("ChatOutput", "ChatOuput")
+    spec = ECHO_QA.replace("A.message -> B.question", "A.message -> B.query").replace("ChatOutput", "ChatOuput")
     view = ip.run_cell_magic("assist_flow", "--run fixed", spec)
     assert view.ok and view.run["text"] == "Answer this: fixed" == lfx_run(view.flow, "fixed")
     text = repr(view)
@@ -160,10 +150,10 @@ def test_deterministic_repairs_are_shown_naming_the_node(ip):
 
 
 def test_out_and_quiet(ip):
-    assert ip.run_cell_magic("assist_flow", "--quiet --out qa", QA_SPEC) is None
+    assert ip.run_cell_magic("assist_flow", "--quiet --out qa", ECHO_QA) is None
     assert ip.user_ns["qa"].ok and ip.user_ns["qa"].flow["name"] == "Echo QA"
     # --quiet still shows what failed
-    assert ip.run_cell_magic("assist_flow", "--quiet", QA_SPEC.replace("ChatOutput", "NoSuch")) is not None
+    assert ip.run_cell_magic("assist_flow", "--quiet", ECHO_QA.replace("ChatOutput", "NoSuch")) is not None
 
 
 def test_help_lists_the_flow_magic(ip, capsys):
@@ -178,7 +168,7 @@ def test_help_lists_the_flow_magic(ip, capsys):
 def test_flow_result_card_shows_picture_report_and_run():
     from lfassist_jupyter.core.result import AssistResult, FlowOutcome
 
-    flow = build_flow(QA_SPEC).flow
+    flow = build_flow(ECHO_QA).flow
     outcome = FlowOutcome(result="done", intent="build_flow", flow=flow, validated=True, attempts=1)
     result = AssistResult(status="complete", kind="flow", intent="build_flow", validated=True, attempts=1)
     result.outcome = outcome
@@ -192,14 +182,6 @@ def test_flow_result_card_shows_picture_report_and_run():
 # -- %%assist with a flow result (the engine against the fake model server) --------------------------
 
 
-def plan(*names: str) -> str:
-    return json.dumps({"components": list(names), "new": []})
-
-
-def spec_reply(spec: str) -> str:
-    return f"Here is the flow:\n\n```yaml\n{spec}```\n"
-
-
 @pytest.fixture
 def llm_ip(ip, llm, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
@@ -211,7 +193,7 @@ def llm_ip(ip, llm, monkeypatch):
 def test_assist_flow_result_inserts_a_re_runnable_flow_cell(llm_ip, llm, capsys):
     from components import intent
 
-    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(ECHO_QA, "yaml"))
     result = llm_ip.run_cell_magic("assist", "--out res", "a flow that answers the chat question with a prompt")
     assert result.kind == "flow" and result.ok, result.error
     out = capsys.readouterr().out
@@ -261,7 +243,7 @@ def test_assist_register_sends_the_flow_and_runs_it_there(llm_ip, llm, capsys):
     calls: list[tuple[str, str, dict]] = []
     magics = llm_ip.magics_manager.registry["AssistMagics"]
     magics.workspace.connect(mock_langflow(calls), server_validation=False)
-    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(ECHO_QA, "yaml"))
     result = llm_ip.run_cell_magic("assist", "--register", "a flow that answers the chat question with a prompt")
     assert result.ok
     out = capsys.readouterr().out
@@ -274,11 +256,11 @@ def test_assist_register_sends_the_flow_and_runs_it_there(llm_ip, llm, capsys):
 def test_assist_flow_load_then_edit(llm_ip, llm, tmp_path, capsys):
     from components import intent
 
-    llm_ip.run_cell_magic("assist_flow", "--save qa.json --quiet", QA_SPEC)
+    llm_ip.run_cell_magic("assist_flow", "--save qa.json --quiet", ECHO_QA)
     view = llm_ip.run_line_magic("assist", "flow load qa.json")
     assert view.ok and "Loaded into this conversation" in repr(view)
-    edited = QA_SPEC.replace("Answer this: {question}", "Reply briefly: {question}")
-    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(edited))
+    edited = ECHO_QA.replace("Answer this: {question}", "Reply briefly: {question}")
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(edited, "yaml"))
     result = llm_ip.run_cell_magic("assist", "", "make the prompt ask for a brief reply")
     assert result.ok and result.run["text"].startswith("Reply briefly: ")
     assert "Answer this" in llm.requests[-1].text  # the model saw the loaded flow to edit
@@ -300,7 +282,7 @@ def panel(sandbox, tmp_path, monkeypatch):
     session = Session(id="lfassist-flowtest", title="a flow")
     session.turns = [
         Turn(role="user", content="a flow that answers with a prompt"),
-        Turn(role="assistant", content=f"Here it is:\n```\n{QA_SPEC}```\n", kind="flow", validated=True, attempts=1),
+        Turn(role="assistant", content=f"Here it is:\n```\n{ECHO_QA}```\n", kind="flow", validated=True, attempts=1),
     ]
     workspace.store.save(session)
     panel = ChatPanel(workspace=workspace)
@@ -319,7 +301,7 @@ def test_live_flow_request_ends_in_a_flow_card(sandbox, llm, tmp_path, monkeypat
     panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "live", local_validator=sandbox))
     seen: list[dict] = []
     panel.observe(lambda change: seen.append(change["new"]), "progress")
-    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(ECHO_QA, "yaml"))
     panel.send_prompt("a flow that answers with a prompt")
     panel.wait(120)
     labels = [s["label"] for p in seen for s in p.get("steps", [])]
@@ -396,7 +378,7 @@ def test_picture_in_a_real_kernel(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext lfassist_jupyter"),
-        nbformat.v4.new_code_cell(f"%%assist_flow --run 'from a kernel'\n{QA_SPEC}"),
+        nbformat.v4.new_code_cell(f"%%assist_flow --run 'from a kernel'\n{ECHO_QA}"),
         nbformat.v4.new_code_cell("%%assist_flow\nnot a spec"),
     ]
     NotebookClient(

@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from components import UPPER_SPEC
 
 from lfassist_jupyter.flows import (
     FlowSpecError,
@@ -85,20 +86,6 @@ def test_built_flow_passes_lfx_structural_validation(tmp_path):
     path = tmp_path / "flow.json"
     path.write_text(json.dumps(build_flow(QA_SPEC).flow))
     assert validate_flow_file(Path(path), level=1).errors == []
-
-
-UPPER_SPEC = """\
-nodes:
-  A: ChatInput
-  X: TextOperations
-  C: ChatOutput
-edges:
-  A.message -> X.text_input
-  X.message -> C.input_value
-config:
-  X.operation: Case Conversion
-  X.case_type: uppercase
-"""
 
 
 def test_components_are_updated_like_the_canvas_does():

@@ -11,6 +11,7 @@ import json
 
 import httpx
 import pytest
+from components import QA_SPEC, named
 
 from lfassist_jupyter.errors import LangflowAuthError, LangflowConnectionError, LangflowError
 from lfassist_jupyter.flows import build_flow
@@ -25,23 +26,12 @@ from lfassist_jupyter.langflow.flows import (
 
 KEY = "lf-flow-test-key-0123456789abcdef"
 
-QA_SPEC = """\
-name: lfassist Echo QA
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> C.input_value
-config:
-  B.template: Answer this: {question}
-"""
+ECHO_QA = named(QA_SPEC, "lfassist Echo QA")
 
 
 @pytest.fixture(scope="module")
 def flow() -> dict:
-    return build_flow(QA_SPEC).flow
+    return build_flow(ECHO_QA).flow
 
 
 # -- the real server --------------------------------------------------------------------------------
@@ -72,7 +62,7 @@ def test_register_creates_then_updates_in_place_and_runs(client, flow):
     assert [f["id"] for f in ours] == [first.id] and FLOW_TAG in ours[0]["tags"]
     assert run_flow_sync(client, first.id, "what is Langflow?").text == "Answer this: what is Langflow?"
 
-    changed = build_flow(QA_SPEC.replace("Answer this: {question}", "Reply to: {question}")).flow
+    changed = build_flow(ECHO_QA.replace("Answer this: {question}", "Reply to: {question}")).flow
     second = register_flow_sync(client, changed)
     assert not second.created and second.id == first.id
     assert len([f for f in list_flows_sync(client) if f["name"].startswith(first.name)]) == 1  # no "(1)"
@@ -93,7 +83,7 @@ def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, mo
     try:
         magics = shell.magics_manager.registry["AssistMagics"]
         magics.workspace = Workspace(data_dir=tmp_path / "data", local_validator=sandbox, langflow=client)
-        spec = QA_SPEC.replace("lfassist Echo QA", "lfassist magic QA")
+        spec = ECHO_QA.replace("lfassist Echo QA", "lfassist magic QA")
         view = shell.run_cell_magic("assist_flow", '--register --run "from the magic"', spec)
         assert view.registered is not None and view.registered.created
         assert (

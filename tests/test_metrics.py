@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from components import GOOD, WRONG_IMPORT, fenced, intent
+from components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent, plan, spec_reply
 from fakellm import Reply, Status
 
 import lfassist_jupyter
@@ -61,19 +61,6 @@ async def test_repair_lowers_the_first_attempt_rate(llm, make_assistant):
     assert s["model_calls"] == 3
 
 
-FLOW_SPEC = """\
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> C.input_value
-config:
-  B.template: Answer this: {question}
-"""
-
-
 async def test_question_off_topic_and_flow_are_counted_by_kind(llm, make_assistant):
     assistant = make_assistant("openai")
     llm.queue(intent("question"), "Langflow is a visual builder.")
@@ -85,8 +72,7 @@ async def test_question_off_topic_and_flow_are_counted_by_kind(llm, make_assista
     assert s["model_calls"] == 3  # off-topic costs the classification call only
     assert s["assistant_validation_attempts"]["count"] == 0
 
-    plan = '{"components": ["ChatInput", "Prompt Template", "ChatOutput"], "new": []}'
-    llm.queue(intent("build_flow"), plan, f"```\n{FLOW_SPEC}```")
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
     result = await assistant.arun("a flow that answers with a prompt")
     assert result.kind == "flow" and result.validated, result.error
     s = lfassist_jupyter.stats()
