@@ -3,64 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
-from lfassist_jupyter.providers.base import IDLE_TIMEOUT, Provider, Usage, check_base_url, check_timeout, env_timeout
+from lfassist_jupyter.providers._sdk import SDKProvider
+from lfassist_jupyter.providers.base import Usage
 
 
 @dataclass
-class AnthropicProvider(Provider):
+class AnthropicProvider(SDKProvider):
+    """Claude through the official ``anthropic`` SDK (its own retries on 429/5xx, like OpenAI's)."""
+
     name: str = "anthropic"
     display_name: str = "Anthropic"
-    api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
-    timeout: float = field(default_factory=env_timeout)
-    """Seconds to the first text of a reply (``LFASSIST_TIMEOUT``); silences between pieces are
-    limited to ``min(30, timeout)`` and a whole reply to ten minutes (see ``providers.base``)."""
-    http_retries: int = 2
-    """Retries of one HTTP call on 429/5xx, done by the SDK (not generation attempts: those are
-    the assistant's ``max_retries``)."""
-    _client: Any = field(default=None, init=False, repr=False)
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            import anthropic
+    @staticmethod
+    def _sdk() -> ModuleType:
+        import anthropic
 
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self.api_key,
-                base_url=self.base_url,
-                timeout=self._http_timeout(),
-                max_retries=self.http_retries,
-            )
-        return self._client
+        return anthropic
 
-    def __post_init__(self) -> None:
-        self.timeout = check_timeout(self.timeout)
-        self.base_url = check_base_url(self.base_url, self.display_name)
-
-    def _http_timeout(self) -> Any:
-        # The SDK's own Timeout class: anthropic 2.x runs on httpx2 and rejects httpx objects.
-        from anthropic import Timeout
-
-        idle = min(IDLE_TIMEOUT, self.timeout)
-        return Timeout(connect=min(10.0, self.timeout), read=idle, write=idle, pool=idle)
-
-    def stream(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        model: str,
-        max_tokens: int = 4096,
-        temperature: float = 0.2,
-    ) -> AsyncIterator[str]:
-        where = f" at {self.base_url}" if self.base_url else ""
-        raw = self._raw_stream(
-            system=system, messages=messages, model=model, max_tokens=max_tokens, temperature=temperature
-        )
-        return self._guarded(raw, timeout=self.timeout, where=where)
+    def _make_client(self, sdk: ModuleType, **limits: Any) -> Any:
+        return sdk.AsyncAnthropic(api_key=self.api_key, base_url=self.base_url, **limits)
 
     async def _raw_stream(
         self,

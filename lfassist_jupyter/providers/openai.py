@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
-from lfassist_jupyter.providers.base import IDLE_TIMEOUT, Provider, Usage, check_base_url, check_timeout, env_timeout
+from lfassist_jupyter.providers._sdk import SDKProvider
+from lfassist_jupyter.providers.base import Usage
 
 
 @dataclass
-class OpenAIProvider(Provider):
+class OpenAIProvider(SDKProvider):
     """Chat completions with streaming through the official ``openai`` SDK.
 
     Retries on 429/5xx are the SDK's own (bounded by ``http_retries``, exponential
@@ -20,28 +22,16 @@ class OpenAIProvider(Provider):
 
     name: str = "openai"
     display_name: str = "OpenAI"
-    api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
-    timeout: float = field(default_factory=env_timeout)
-    """Seconds to the first text of a reply (``LFASSIST_TIMEOUT``); silences between pieces are
-    limited to ``min(30, timeout)`` and a whole reply to ten minutes (see ``providers.base``)."""
-    http_retries: int = 2
-    """Retries of one HTTP call on 429/5xx, done by the SDK (not generation attempts: those are
-    the assistant's ``max_retries``)."""
-    _client: Any = field(default=None, init=False, repr=False)
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            import openai
+    @staticmethod
+    def _sdk() -> ModuleType:
+        import openai
 
-            self._client = openai.AsyncOpenAI(
-                # Local OpenAI-compatible servers need no key, but the SDK insists on one.
-                api_key=self.api_key or "not-needed",
-                base_url=self.base_url,
-                timeout=self._http_timeout(),
-                max_retries=self.http_retries,
-            )
-        return self._client
+        return openai
+
+    def _make_client(self, sdk: ModuleType, **limits: Any) -> Any:
+        # Local OpenAI-compatible servers need no key, but the SDK insists on one.
+        return sdk.AsyncOpenAI(api_key=self.api_key or "not-needed", base_url=self.base_url, **limits)
 
     def _params(self, model: str, max_tokens: int, temperature: float) -> dict[str, Any]:
         params: dict[str, Any] = {"stream_options": {"include_usage": True}}
@@ -51,32 +41,6 @@ class OpenAIProvider(Provider):
         if self.base_url:  # compatible servers default to short replies without it
             params["max_tokens"] = max_tokens
         return params
-
-    def __post_init__(self) -> None:
-        self.timeout = check_timeout(self.timeout)
-        self.base_url = check_base_url(self.base_url, self.display_name)
-
-    def _http_timeout(self) -> Any:
-        # The SDK's own Timeout class: anthropic 2.x runs on httpx2 and rejects httpx objects.
-        from openai import Timeout
-
-        idle = min(IDLE_TIMEOUT, self.timeout)
-        return Timeout(connect=min(10.0, self.timeout), read=idle, write=idle, pool=idle)
-
-    def stream(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        model: str,
-        max_tokens: int = 4096,
-        temperature: float = 0.2,
-    ) -> AsyncIterator[str]:
-        where = f" at {self.base_url}" if self.base_url else ""
-        raw = self._raw_stream(
-            system=system, messages=messages, model=model, max_tokens=max_tokens, temperature=temperature
-        )
-        return self._guarded(raw, timeout=self.timeout, where=where)
 
     async def _raw_stream(
         self,
