@@ -1,6 +1,8 @@
 """Component sources used across tests -- good ones, and ones broken in one known way each --
-and the shapes of the model replies that carry them."""
+the shapes of the model replies that carry them, the flow specs, and lfx's own runner as the
+ground truth for what a flow answers."""
 
+import asyncio
 import json
 
 GOOD = """\
@@ -253,6 +255,40 @@ config:
 """ChatInput -> Text Operations (uppercase) -> ChatOutput: a built-in that transforms the text."""
 
 
+COMBINE_SPEC = """\
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  C: ChatOutput
+  D: CombineText
+edges:
+  A.message -> B.question
+  B.prompt -> D.text1
+  A.message -> D.text2
+  D.combined_text -> C.input_value
+config:
+  B.template: Answer this: {question}
+  D.delimiter: " -- "
+"""
+"""QA_SPEC with the question joined after the prompt by Combine Text: "Answer this: <input> -- <input>".
+The quoted delimiter is one of lfx's builder gaps (its quotes would be kept)."""
+
+LLM_SPEC = """\
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  M: LanguageModelComponent
+  C: ChatOutput
+edges:
+  A.message -> B.question
+  B.prompt -> M.input_value
+  M.text_output -> C.input_value
+config:
+  B.template: Be brief. {question}
+"""
+"""A flow with a language model: valid, but it needs a model and a key before it can run."""
+
+
 def named(spec: str, name: str) -> str:
     """``spec`` with a flow name (the name Langflow shows)."""
     return f"name: {name}\n{spec}"
@@ -266,3 +302,22 @@ def plan(*names: str, new: list | None = None) -> str:
 def spec_reply(spec: str, lang: str = "") -> str:
     """A model reply carrying a spec in a fenced block (with or without a language tag)."""
     return f"Here is the flow:\n\n```{lang}\n{spec}```\n"
+
+
+def lfx_run(flow: dict, text: str) -> str:
+    """Run a flow with lfx's own headless runner (in this test process) and return its chat output.
+
+    On a thread of its own, so async tests (whose loop is running) can call it too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lfx.run.base import run_flow
+
+    def go() -> dict:
+        return asyncio.run(
+            run_flow(flow_json=json.dumps(flow), input_value=text, check_variables=False, check_dependencies=False)
+        )
+
+    with ThreadPoolExecutor(1) as pool:
+        out = pool.submit(go).result()
+    assert out.get("success"), out
+    return out["result"]

@@ -3,48 +3,25 @@ through the real SDKs against the fake model server, each built flow run by lfx 
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
-from components import GOOD, QA_SPEC, UPPER_SPEC, fenced, intent, named, plan, spec_reply
+from components import (
+    COMBINE_SPEC,
+    GOOD,
+    LLM_SPEC,
+    QA_SPEC,
+    UPPER_SPEC,
+    fenced,
+    intent,
+    lfx_run,
+    named,
+    plan,
+    spec_reply,
+)
 
 from lfassist_jupyter.core.flow.pipeline import PROBE_TEXT
 from lfassist_jupyter.flows import build_flow, default_catalog
-
-LLM_SPEC = """\
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  M: LanguageModelComponent
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> M.input_value
-  M.text_output -> C.input_value
-config:
-  B.template: Be brief. {question}
-"""
-
-
-def lfx_run(flow: dict, text: str) -> str:
-    """Run a flow with lfx's own headless runner (in this test process) and return its chat output.
-
-    On a thread of its own, so async tests (whose loop is running) can call it too."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from lfx.run.base import run_flow
-
-    def go() -> dict:
-        return asyncio.run(
-            run_flow(flow_json=json.dumps(flow), input_value=text, check_variables=False, check_dependencies=False)
-        )
-
-    with ThreadPoolExecutor(1) as pool:
-        out = pool.submit(go).result()
-    assert out.get("success"), out
-    return out["result"]
-
 
 # -- the sandbox's run_flow op ----------------------------------------------------------------
 
@@ -83,21 +60,6 @@ def test_sandbox_run_flow_failing_flow_is_a_failed_run_not_an_exception(sandbox)
 
 PROMPT_SPEC = named(QA_SPEC, "Echo answer")
 
-COMBINE_SPEC = """\
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  C: ChatOutput
-  D: CombineText
-edges:
-  A.message -> B.question
-  B.prompt -> D.text1
-  A.message -> D.text2
-  D.combined_text -> C.input_value
-config:
-  B.template: Answer this: {question}
-  D.delimiter: " | "
-"""
 
 FLOW_STEPS = ["planning_flow", "generating_flow", "building_flow", "validating_flow", "running_flow", "flow_validated"]
 MAX_PROMPT_BYTES = 16 * 1024
@@ -205,7 +167,7 @@ async def test_repair_round_sends_the_error_naming_the_node_and_skips_bad_lines(
     assert "D.txt" in repair and "text1" in repair and "text2" in repair  # node, field and the fix
     assert result.attempts == 2
     assert any("goes to" in w for w in result.warnings)  # the malformed line was skipped, not fatal
-    assert lfx_run(result.flow, "hi") == "Answer this: hi | hi"
+    assert lfx_run(result.flow, "hi") == "Answer this: hi -- hi"
 
 
 async def test_repair_gives_up_after_max_retries_with_the_last_error(llm, make_assistant):

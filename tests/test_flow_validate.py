@@ -7,22 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from components import LLM_SPEC
 
 from lfassist_jupyter.flows import build_flow, validate_flow
-
-LLM_SPEC = """\
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  M: LanguageModelComponent
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> M.input_value
-  M.text_output -> C.input_value
-config:
-  B.template: Be brief. {question}
-"""
 
 
 def lfx_level4_errors(flow: dict, tmp_path: Path) -> list:

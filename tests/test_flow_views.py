@@ -7,14 +7,13 @@ the probe run's text is compared with what lfx's own runner answers on the same 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nbformat
 import pytest
-from components import QA_SPEC, named, plan, spec_reply
+from components import QA_SPEC, lfx_run, named, plan, spec_reply
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
@@ -32,17 +31,6 @@ edges:
   A.message -> M.input_value
   M.text_output -> C.input_value
 """
-
-
-def lfx_run(flow: dict, text: str) -> str:
-    """What lfx's own headless runner answers for ``flow`` on ``text``."""
-    from lfx.run.base import run_flow
-
-    out = asyncio.run(
-        run_flow(flow_json=json.dumps(flow), input_value=text, check_variables=False, check_dependencies=False)
-    )
-    assert out.get("success"), out
-    return out["result"]
 
 
 def well_formed(html: str) -> ET.Element:

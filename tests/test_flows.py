@@ -7,7 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from components import UPPER_SPEC
+from components import COMBINE_SPEC, LLM_SPEC, UPPER_SPEC, lfx_run, named
 
 from lfassist_jupyter.flows import (
     FlowSpecError,
@@ -20,37 +20,12 @@ from lfassist_jupyter.flows import (
     validate_flow,
 )
 
-QA_SPEC = """\
-name: Echo QA
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  C: ChatOutput
-  D: CombineText
-edges:
-  A.message -> B.question
-  B.prompt -> D.text1
-  A.message -> D.text2
-  D.combined_text -> C.input_value
-config:
-  B.template: Answer this: {question}
-  D.delimiter: " -- "
-"""
-
-
-def lfx_run(flow: dict, text: str) -> str:
-    """Run a flow with lfx's own headless runner and return the chat output's text."""
-    from lfx.run.base import run_flow
-
-    out = asyncio.run(
-        run_flow(flow_json=json.dumps(flow), input_value=text, check_variables=False, check_dependencies=False)
-    )
-    assert out.get("success"), out
-    return out["result"]
-
 
 def node(flow: dict, kind: str) -> dict:
     return next(n for n in flow["data"]["nodes"] if n["data"]["type"] == kind)
+
+
+QA_SPEC = named(COMBINE_SPEC, "Echo QA")
 
 
 # -- building ----------------------------------------------------------------------------------
@@ -322,20 +297,6 @@ def test_picture_is_safe_self_contained_svg():
 
 
 # -- probe run -------------------------------------------------------------------------------
-
-LLM_SPEC = """\
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  M: LanguageModelComponent
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> M.input_value
-  M.text_output -> C.input_value
-config:
-  B.template: Be brief. {question}
-"""
 
 
 def test_probe_run_stubs_the_model_and_runs_the_rest():

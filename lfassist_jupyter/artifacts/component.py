@@ -39,7 +39,8 @@ def is_component_base(name: str) -> bool:
     return bool(name) and COMPONENT_BASE.search(name) is not None
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name (a base class, a called function), else None."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -53,7 +54,7 @@ def _dotted(node: ast.AST) -> str | None:
 def _base_name(base: ast.expr) -> str | None:
     if isinstance(base, ast.Subscript):
         base = base.value
-    return _dotted(base)
+    return dotted_name(base)
 
 
 def find_component_class(tree: ast.Module) -> ast.ClassDef | None:

@@ -43,6 +43,21 @@ class FlowError(BaseModel):
         where = f"{self.node}.{self.field}" if self.node and self.field else (self.node or "flow")
         return f"{where}: {self.message}" + (f" Fix: {self.fix}" if self.fix else "")
 
+    @classmethod
+    def missing_port(
+        cls, kind: Literal["output", "input"], node: str, node_id: str, port: str, ports: list
+    ) -> FlowError:
+        """An edge names a port the node does not have: the fix lists the ones it has (the
+        same wording whether lfx's builder or our validator found it)."""
+        return cls(
+            code="missing_output" if kind == "output" else "missing_input",
+            node=node,
+            node_id=node_id,
+            field=port,
+            message=f"{node} has no {kind} {port!r}.",
+            fix=f"Use one of its {kind}s {ports}.",
+        )
+
 
 class Need(BaseModel):
     """Something the user must still provide before a real run; not a wiring error."""

@@ -392,24 +392,10 @@ def _edge_error(
     src_t, tgt_t = _template(flow, src), _template(flow, tgt)
     outputs = [o.get("name") for o in src_t.get("outputs", [])]
     if "not found" in message and out_name not in outputs:
-        return FlowError(
-            code="missing_output",
-            node=edge["source_id"],
-            node_id=src,
-            field=out_name,
-            message=f"{edge['source_id']} has no output {out_name!r}.",
-            fix=f"Use one of its outputs {outputs}.",
-        )
+        return FlowError.missing_port("output", edge["source_id"], src, out_name, outputs)
     if "not found" in message:
         inputs = [k for k, v in tgt_t["template"].items() if isinstance(v, dict) and v.get("input_types")]
-        return FlowError(
-            code="missing_input",
-            node=edge["target_id"],
-            node_id=tgt,
-            field=in_name,
-            message=f"{edge['target_id']} has no input {in_name!r}.",
-            fix=f"Use one of its inputs {inputs}.",
-        )
+        return FlowError.missing_port("input", edge["target_id"], tgt, in_name, inputs)
     code = "type_mismatch" if "Type mismatch" in message else "structure"
     return FlowError(
         code=code,

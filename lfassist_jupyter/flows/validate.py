@@ -162,16 +162,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
         outputs = {o.get("name"): o for o in src["data"]["node"].get("outputs", []) if isinstance(o, dict)}
         output = outputs.get(out_name)
         if output is None:
-            add(
-                FlowError(
-                    code="missing_output",
-                    node=_name(src),
-                    node_id=src_id,
-                    field=str(out_name),
-                    message=f"{_name(src)} has no output {out_name!r}.",
-                    fix=f"Use one of its outputs {list(outputs)}.",
-                )
-            )
+            add(FlowError.missing_port("output", _name(src), src_id, str(out_name), list(outputs)))
             continue
         out_types = list(output.get("types") or [])
         template = tgt["data"]["node"].get("template", {})
@@ -193,16 +184,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
             graph[src_id].append((tgt_id, index))  # not a loop port after all: an ordinary edge
         if not isinstance(field, dict):
             inputs = [k for k, v in template.items() if isinstance(v, dict) and v.get("input_types")]
-            add(
-                FlowError(
-                    code="missing_input",
-                    node=_name(tgt),
-                    node_id=tgt_id,
-                    field=str(port),
-                    message=f"{_name(tgt)} has no input {port!r}.",
-                    fix=f"Use one of its inputs {inputs}.",
-                )
-            )
+            add(FlowError.missing_port("input", _name(tgt), tgt_id, str(port), inputs))
             continue
         accepted = list(field.get("input_types") or [])
         if not accepted:

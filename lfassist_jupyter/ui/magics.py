@@ -466,21 +466,26 @@ class AssistMagics(Magics):
         return None
 
     def _components(self) -> Any:
+        return self._list_registered("components", "%%assist --register", lambda lf: lf.list_components_sync())
+
+    def _list_registered(self, what: str, how: str, fetch: Any) -> Any:
+        """Print what notebooks registered in the connected Langflow (``what``: components or
+        flows), one line per item; a dead or lying server is one line, never a traceback."""
         from lfassist_jupyter.errors import LfAssistError
 
         if self.langflow is None:
             print("Not connected: use `%assist connect URL` first.")
             return None
         try:
-            components = self.langflow.list_components_sync()
+            items = fetch(self.langflow)
         except LfAssistError as exc:
-            print(f"Could not list components: {exc}")
+            print(f"Could not list {what}: {exc}")
             return None
-        if not components:
-            print("No components registered from notebooks yet (use %%assist --register).")
-        for c in components:
-            print(f"  {c['name']}  (id {c['id']})")
-        return components
+        if not items:
+            print(f"No {what} registered from notebooks yet (use {how}).")
+        for item in items:
+            print(f"  {item['name']}  (id {item['id']})")
+        return items
 
     def _history(self) -> None:
         if self._assistant is not None:
@@ -543,19 +548,7 @@ class AssistMagics(Magics):
         if words[:1] == ["list"]:
             from lfassist_jupyter.langflow.flows import list_flows_sync
 
-            if self.langflow is None:
-                print("Not connected: use `%assist connect URL` first.")
-                return None
-            try:
-                flows = list_flows_sync(self.langflow)
-            except LfAssistError as exc:
-                print(f"Could not list flows: {exc}")
-                return None
-            if not flows:
-                print("No flows registered from notebooks yet (use %%assist_flow --register).")
-            for f in flows:
-                print(f"  {f['name']}  (id {f['id']})")
-            return flows
+            return self._list_registered("flows", "%%assist_flow --register", list_flows_sync)
         if len(words) != 2 or words[0] != "load":
             raise UsageError("Usage: %assist flow load FILE.json  (or the id of a flow in the connected Langflow)")
         source: Any = words[1]

@@ -1149,33 +1149,17 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
                 )
             else:
                 _smoke(cls, code, instance, template, report, deadline)
-        except _Timeout:
-            if _STATE["network"]:
-                report.update(smoke="skipped", smoke_reason="it uses the network (refused while validating)")
-            else:
-                report["smoke"] = "failed"
-                findings.append(
-                    _finding(
-                        "error",
-                        "smoke",
-                        f"an output did not finish within {timeout:g} s (infinite loop?).",
-                        rule="smoke-timeout",
-                    )
-                )
         except BaseException as exc:
-            if _STATE["network"]:
+            if _STATE["network"]:  # the refusal, not the component, ended it
                 report.update(smoke="skipped", smoke_reason="it uses the network (refused while validating)")
+            elif isinstance(exc, _Timeout):
+                report["smoke"] = "failed"
+                message = f"an output did not finish within {timeout:g} s (infinite loop?)."
+                findings.append(_finding("error", "smoke", message, rule="smoke-timeout"))
             else:
                 report["smoke"] = "failed"
-                findings.append(
-                    _finding(
-                        "error",
-                        "smoke",
-                        f"it cannot be created with sample inputs: {_error_text(exc)}",
-                        evidence=_exc_traceback(exc),
-                        rule="smoke-init",
-                    )
-                )
+                message = f"it cannot be created with sample inputs: {_error_text(exc)}"
+                findings.append(_finding("error", "smoke", message, evidence=_exc_traceback(exc), rule="smoke-init"))
         report["timings_ms"]["smoke"] = round((time.perf_counter() - t1) * 1000, 3)
     return _finish(report)
 

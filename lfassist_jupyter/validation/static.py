@@ -28,6 +28,7 @@ from typing import Literal
 
 from lfassist_jupyter.artifacts.component import (
     MAX_CODE_CHARS,
+    dotted_name,
     find_component_class,
     is_component_base,
     lfx_component_class,
@@ -95,19 +96,8 @@ _DANGEROUS_PREFIXES = {
 _DUNDER_ESCAPES = {"__subclasses__", "__globals__", "__builtins__", "__code__"}
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 def _base_name(base: ast.expr) -> str:
-    return _dotted(base.value if isinstance(base, ast.Subscript) else base) or ""
+    return dotted_name(base.value if isinstance(base, ast.Subscript) else base) or ""
 
 
 def _kw(call: ast.Call, name: str) -> ast.expr | None:
@@ -189,7 +179,7 @@ def security_findings(tree: ast.Module) -> list[tuple[int, str]]:
                     issues.append((node.lineno, f"import of `{node.module}.{a.name}` ({why})"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            name = _dotted(node.func)
+            name = dotted_name(node.func)
             if name is None:
                 continue
             head, _, rest = name.partition(".")
@@ -206,7 +196,7 @@ def security_findings(tree: ast.Module) -> list[tuple[int, str]]:
                 if why is None and top in _DANGEROUS_MODULES:
                     why = _DANGEROUS_MODULES[top]
             if resolved in ("getattr", "setattr") and len(node.args) >= 2:
-                target = _dotted(node.args[0])
+                target = dotted_name(node.args[0])
                 if target and aliases.get(target, target).split(".")[0] in ("os", "sys", "builtins", "subprocess"):
                     why = "reaches into a system module by name"
             if why:
@@ -252,7 +242,7 @@ def _check_class(cls: ast.ClassDef, report: ValidationReport) -> None:
     outputs = _class_list(cls, "outputs") or []
     named_inputs = [(n, c) for c in inputs if (n := _const_str(_kw(c, "name")))]
     named_outputs = [(n, c) for c in outputs if (n := _const_str(_kw(c, "name")))]
-    report.inputs = [FieldSummary(name=n, type=_dotted(c.func)) for n, c in named_inputs]
+    report.inputs = [FieldSummary(name=n, type=dotted_name(c.func)) for n, c in named_inputs]
 
     # Linear: a Counter, not names.count(n) per name (20,000 inputs must stay instant).
     for kind, named in (("input", named_inputs), ("output", named_outputs)):
