@@ -312,14 +312,19 @@ def flow_name(flow: dict[str, Any] | None, default: str = "Flow") -> str:
 
 
 def run_lines(run: dict[str, Any] | None, input_text: str | None = None) -> list[tuple[str, bool | None]]:
-    """A probe run (the sandbox's dict) as (line, ok) pairs: the verdict, the output, what was stubbed."""
+    """A probe run (the sandbox's dict) or a real run as (line, ok) pairs: the verdict, the output,
+    what was stubbed, or for a real run where it ran and which variables it was given."""
     if not run:
         return []
     on = f" on {input_text!r}" if input_text else ""
+    kind = "Real run" if run.get("real") else "Probe run"
     if run.get("ok"):
-        lines: list[tuple[str, bool | None]] = [(f"Probe run{on}: {run.get('text')!r}", True)]
+        lines: list[tuple[str, bool | None]] = [(f"{kind}{on}: {run.get('text')!r}", True)]
     else:
-        lines = [(f"Probe run{on} failed: {str(run.get('error') or 'unknown error').splitlines()[0][:300]}", False)]
+        lines = [(f"{kind}{on} failed: {str(run.get('error') or 'unknown error').splitlines()[0][:300]}", False)]
+    if run.get("real"):
+        given = ", ".join(run.get("variables") or []) or "none"
+        lines.append((f"Ran on this machine, isolation: {run.get('isolation')}; variables given: {given}", None))
     stubbed = run.get("stubbed") or []
     if stubbed:
         names = ", ".join(f"{s.get('name') or s.get('node')} ({s.get('reason')})" for s in stubbed)

@@ -83,3 +83,47 @@ def kernel_sigint():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+SHELL_KEY = "sk-magic-test-key-0123456789"
+"""The fake key the shells below are given: tests check it never shows up anywhere."""
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    shell.rl_next_input = None
+    return shell
+
+
+def _close_shell(shell) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell.run_line_magic("unload_ext", "lfassist_jupyter")
+    InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def ip(llm, monkeypatch):
+    """A real IPython shell with the extension loaded, talking to the fake model server."""
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SHELL_KEY)
+    shell = _shell()
+    yield shell
+    _close_shell(shell)
+
+
+@pytest.fixture
+def flow_ip(sandbox, tmp_path, monkeypatch):
+    """A real IPython shell whose workspace validates with the session's warm sandbox, working
+    in a temporary directory (files saved by flow magics land there)."""
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.chdir(tmp_path)
+    shell = _shell()
+    magics = shell.magics_manager.registry["AssistMagics"]
+    magics.workspace = Workspace(data_dir=tmp_path / "data", local_validator=sandbox)
+    yield shell
+    _close_shell(shell)

@@ -12,24 +12,9 @@ import asyncio
 import pytest
 from components import GOOD, fenced, intent
 from fakellm import Endless, Hang
-from IPython.core.interactiveshell import InteractiveShell
 
 from lfassist_jupyter.core.component.extract import MAX_REPLY_CHARS, extract_component_code
 from lfassist_jupyter.errors import ConfigError, LangflowError
-
-
-@pytest.fixture
-def ip(llm, monkeypatch):
-    """A real IPython shell with the extension loaded, talking to the fake model server."""
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-bad-input-test-0123456789")
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "lfassist_jupyter")
-    shell.rl_next_input = None
-    yield shell
-    shell.run_line_magic("unload_ext", "lfassist_jupyter")
-    InteractiveShell.clear_instance()
-
 
 # -- extraction: big and adversarial replies ------------------------------------------------
 

@@ -15,7 +15,6 @@ import nbformat
 import pytest
 from components import QA_SPEC, lfx_run, named, plan, spec_reply
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 from lfassist_jupyter.flows import build_flow, validate_flow
 
@@ -46,25 +45,11 @@ def svg_texts(svg: ET.Element) -> list[str]:
     return [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text")]
 
 
-@pytest.fixture
-def ip(sandbox, tmp_path, monkeypatch):
-    from lfassist_jupyter.ui.workspace import Workspace
-
-    monkeypatch.chdir(tmp_path)
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "lfassist_jupyter")
-    magics = shell.magics_manager.registry["AssistMagics"]
-    magics.workspace = Workspace(data_dir=tmp_path / "data", local_validator=sandbox)
-    yield shell
-    shell.run_line_magic("unload_ext", "lfassist_jupyter")
-    InteractiveShell.clear_instance()
-
-
 # -- %%assist_flow ---------------------------------------------------------------------------------
 
 
-def test_assist_flow_validates_and_draws(ip):
-    view = ip.run_cell_magic("assist_flow", "", ECHO_QA)
+def test_assist_flow_validates_and_draws(flow_ip):
+    view = flow_ip.run_cell_magic("assist_flow", "", ECHO_QA)
     assert view.ok and view.report.node_count == 3 and view.report.edge_count == 2
     assert view.spec.strip().startswith("name: Echo QA")
     svg = well_formed(view._repr_html_())
@@ -73,15 +58,15 @@ def test_assist_flow_validates_and_draws(ip):
     assert "Flow valid (3 nodes, 2 edges)" in repr(view)
 
 
-def test_run_probes_in_the_sandbox_with_the_text_lfx_gives(ip):
-    view = ip.run_cell_magic("assist_flow", '--run "what is up?"', ECHO_QA)
+def test_run_probes_in_the_sandbox_with_the_text_lfx_gives(flow_ip):
+    view = flow_ip.run_cell_magic("assist_flow", '--run "what is up?"', ECHO_QA)
     assert view.run["ok"] and view.run["stubbed"] == []
     assert view.run["text"] == lfx_run(view.flow, "what is up?")
     assert "Probe run on 'what is up?': 'Answer this: what is up?'" in repr(view)
 
 
-def test_run_stubs_model_nodes_and_says_so(ip):
-    view = ip.run_cell_magic("assist_flow", "--run hi", MODEL_SPEC)
+def test_run_stubs_model_nodes_and_says_so(flow_ip):
+    view = flow_ip.run_cell_magic("assist_flow", "--run hi", MODEL_SPEC)
     assert view.run["ok"], view.run
     assert [s["name"] for s in view.run["stubbed"]] == ["Language Model"]
     html = view._repr_html_()
@@ -90,10 +75,10 @@ def test_run_stubs_model_nodes_and_says_so(ip):
     assert any(n.kind == "model" for n in view.report.needs)
 
 
-def test_save_writes_a_file_langflow_imports(ip, tmp_path):
+def test_save_writes_a_file_langflow_imports(flow_ip, tmp_path):
     from lfx.graph.graph.base import Graph
 
-    view = ip.run_cell_magic("assist_flow", "--save qa.json --name 'My QA'", ECHO_QA)
+    view = flow_ip.run_cell_magic("assist_flow", "--save qa.json --name 'My QA'", ECHO_QA)
     path = tmp_path / "qa.json"
     assert view.saved == path.resolve() and path.is_file()
     body = json.loads(path.read_text())
@@ -102,26 +87,26 @@ def test_save_writes_a_file_langflow_imports(ip, tmp_path):
     assert validate_flow(path).ok  # our validator re-loads the file
     graph = Graph.from_payload(body["data"], flow_id="saved")  # and lfx builds a graph from it
     assert len(graph.vertices) == 3 and len(graph.edges) == 2
-    again = ip.run_cell_magic("assist_flow", "--run again", str(path))  # a file path as the cell body
+    again = flow_ip.run_cell_magic("assist_flow", "--run again", str(path))  # a file path as the cell body
     assert again.ok and again.run["text"] == "Answer this: again"
     assert "nodes:" in again.spec
 
 
-def test_bad_spec_is_one_clear_line_without_traceback(ip, capsys):
+def test_bad_spec_is_one_clear_line_without_traceback(flow_ip, capsys):
     with pytest.raises(UsageError, match="No flow spec found"):
-        ip.run_cell_magic("assist_flow", "", "make me a flow please")
-    result = ip.run_cell("%%assist_flow\nmake me a flow please\n")
+        flow_ip.run_cell_magic("assist_flow", "", "make me a flow please")
+    result = flow_ip.run_cell("%%assist_flow\nmake me a flow please\n")
     captured = capsys.readouterr()
     assert isinstance(result.error_in_exec, UsageError)
     assert "Traceback" not in captured.out + captured.err
     assert "No flow spec found" in captured.out + captured.err
     with pytest.raises(UsageError, match="No such flow file"):
-        ip.run_cell_magic("assist_flow", "", "missing.json")
+        flow_ip.run_cell_magic("assist_flow", "", "missing.json")
 
 
-def test_wiring_errors_name_the_node_and_the_fix(ip):
+def test_wiring_errors_name_the_node_and_the_fix(flow_ip):
     spec = ECHO_QA.replace("B: Prompt Template", "B: NoSuchComponent")
-    view = ip.run_cell_magic("assist_flow", "--run hi --register", spec)
+    view = flow_ip.run_cell_magic("assist_flow", "--run hi --register", spec)
     assert not view.ok
     assert any("NoSuchComponent" in str(e) for e in view.report.errors)
     text = repr(view)
@@ -129,23 +114,23 @@ def test_wiring_errors_name_the_node_and_the_fix(ip):
     well_formed(view._repr_html_())
 
 
-def test_deterministic_repairs_are_shown_naming_the_node(ip):
+def test_deterministic_repairs_are_shown_naming_the_node(flow_ip):
     spec = ECHO_QA.replace("A.message -> B.question", "A.message -> B.query").replace("ChatOutput", "ChatOuput")
-    view = ip.run_cell_magic("assist_flow", "--run fixed", spec)
+    view = flow_ip.run_cell_magic("assist_flow", "--run fixed", spec)
     assert view.ok and view.run["text"] == "Answer this: fixed" == lfx_run(view.flow, "fixed")
     text = repr(view)
     assert "Repaired B: input 'query' -> 'question'" in text and "Repaired C: 'ChatOuput' -> 'ChatOutput'" in text
 
 
-def test_out_and_quiet(ip):
-    assert ip.run_cell_magic("assist_flow", "--quiet --out qa", ECHO_QA) is None
-    assert ip.user_ns["qa"].ok and ip.user_ns["qa"].flow["name"] == "Echo QA"
+def test_out_and_quiet(flow_ip):
+    assert flow_ip.run_cell_magic("assist_flow", "--quiet --out qa", ECHO_QA) is None
+    assert flow_ip.user_ns["qa"].ok and flow_ip.user_ns["qa"].flow["name"] == "Echo QA"
     # --quiet still shows what failed
-    assert ip.run_cell_magic("assist_flow", "--quiet", ECHO_QA.replace("ChatOutput", "NoSuch")) is not None
+    assert flow_ip.run_cell_magic("assist_flow", "--quiet", ECHO_QA.replace("ChatOutput", "NoSuch")) is not None
 
 
-def test_help_lists_the_flow_magic(ip, capsys):
-    ip.run_line_magic("assist", "help")
+def test_help_lists_the_flow_magic(flow_ip, capsys):
+    flow_ip.run_line_magic("assist", "help")
     out = capsys.readouterr().out
     assert "%%assist_flow" in out and "--save FILE.json" in out and "--register" in out
 
@@ -171,11 +156,11 @@ def test_flow_result_card_shows_picture_report_and_run():
 
 
 @pytest.fixture
-def llm_ip(ip, llm, monkeypatch):
+def llm_ip(flow_ip, llm, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-flow-views-test-0123456789")
-    ip.rl_next_input = None
-    return ip
+    flow_ip.rl_next_input = None
+    return flow_ip
 
 
 def test_assist_flow_result_inserts_a_re_runnable_flow_cell(llm_ip, llm, capsys):

@@ -10,23 +10,9 @@ import time
 import nbformat
 import pytest
 from components import GOOD, WRONG_IMPORT, fenced, intent
+from conftest import SHELL_KEY as KEY
 from fakellm import Reply
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-
-KEY = "sk-magic-test-key-0123456789"
-
-
-@pytest.fixture
-def ip(llm, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "lfassist_jupyter")
-    shell.rl_next_input = None
-    yield shell
-    shell.run_line_magic("unload_ext", "lfassist_jupyter")
-    InteractiveShell.clear_instance()
 
 
 def test_assist_cell_builds_validates_and_inserts_the_code(ip, llm, capsys):

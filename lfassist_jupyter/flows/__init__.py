@@ -13,6 +13,7 @@ Public API::
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog() -> Catalog                                      # lfx's bundled components (+ add())
     flow_picture(flow) -> FlowPicture                                 # inline SVG, _repr_html_
+    run_flow(flow, text, *, env=None, timeout=300) -> dict            # a real run, with only the keys it needs
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "flow_picture",
     "flow_to_spec",
     "repair_flow",
+    "run_flow",
     "validate_flow",
 ]
 
@@ -51,6 +53,7 @@ _LAZY = {
     "validate_flow": "validate",
     "repair_flow": "repair",
     "flow_picture": "picture",
+    "run_flow": "local",
 }
 
 

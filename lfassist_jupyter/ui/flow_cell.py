@@ -134,6 +134,21 @@ def probe_run(workspace: Workspace, view: FlowView, text: str) -> None:
     view.run = workspace.probe_run_flow(view.flow, text)
 
 
+def local_run(view: FlowView, text: str) -> None:
+    """Run the flow for real on this machine (models called, only the keys it reads given)."""
+    from lfassist_jupyter.flows.local import run_flow
+
+    view.run_input = text
+    if view.flow is None or not view.ok:
+        view.notes.append(("Not run: fix the flow's errors first.", False))
+        return
+    print("Running the flow for real (its models are called; the keys it reads are passed)...", flush=True)
+    try:
+        view.run = run_flow(view.flow, text)
+    except ConfigError as exc:
+        view.notes.append((str(exc), False))
+
+
 def save(workspace: Workspace, view: FlowView, path: str | Path, name: str | None = None) -> None:
     if view.flow is None:
         view.notes.append(("Not saved: there is no flow.", False))
@@ -196,11 +211,16 @@ def assist_flow(
     save_to: str | None = None,
     register_flow: bool = False,
     name: str | None = None,
+    run_local: str | None = None,
 ) -> FlowView:
     """The whole of ``%%assist_flow``: build + validate, then the requested actions, in order."""
     view = build_view(body)
+    if run is not None and run_local is not None:
+        raise ConfigError("Use --run (a probe run, models stubbed) or --run-local (a real run), not both.")
     if run is not None:
         probe_run(workspace, view, run)
+    if run_local is not None:
+        local_run(view, run_local)
     if save_to:
         save(workspace, view, save_to, name)
     if register_flow:

@@ -61,6 +61,7 @@ HELP = """\
 %%assist_flow [options]  the cell body is a flow spec (nodes:/edges:/config:) or a flow JSON file path:
                          build it, validate it and draw it (re-run the cell after editing the spec)
   --run "TEXT"           probe-run it in the sandbox on TEXT (models stubbed: no keys, no network)
+  --run-local "TEXT"     run it for real on TEXT: its models are called, with only the keys it reads
   --save FILE.json       write a flow file Langflow's UI imports (Upload a flow)
   --register             create or update it in the connected Langflow, then run it there once
   --name NAME            the flow's name for --save / --register (default: the spec's name)
@@ -583,6 +584,12 @@ class AssistMagics(Magics):
 
     @magic_arguments()
     @argument("--run", default=None, metavar="TEXT", help="probe-run the flow in the sandbox on TEXT")
+    @argument(
+        "--run-local",
+        default=None,
+        metavar="TEXT",
+        help="run the flow for real on TEXT on this machine (calls its models; only the keys it reads are passed)",
+    )
     @argument("--save", default=None, metavar="FILE", help="write a flow JSON file Langflow's UI imports")
     @argument("--register", action="store_true", help="create or update the flow in the connected Langflow")
     @argument("--name", default=None, help="the flow's name for --save and --register")
@@ -597,7 +604,13 @@ class AssistMagics(Magics):
 
         try:
             view = assist_flow(
-                self.workspace, cell, run=args.run, save_to=args.save, register_flow=args.register, name=args.name
+                self.workspace,
+                cell,
+                run=args.run,
+                save_to=args.save,
+                register_flow=args.register,
+                name=args.name,
+                run_local=args.run_local,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc

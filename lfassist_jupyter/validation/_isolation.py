@@ -35,6 +35,7 @@ from pathlib import Path
 SANDBOX_TMP = "/tmp"
 SANDBOX_HOME = "/tmp/home"
 _ETC = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types", "/etc/ssl/certs", "/etc/nsswitch.conf")
+_ETC_NET = ("/etc/resolv.conf", "/etc/hosts", "/etc/gai.conf", "/etc/host.conf")
 _ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
@@ -82,12 +83,22 @@ def interpreter_paths(python: str) -> tuple[str, ...]:
 
 
 def bwrap_command(
-    bwrap: str, python: str, argv: list[str], *, env: dict[str, str], extra_ro: tuple[str, ...] = ()
+    bwrap: str,
+    python: str,
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    extra_ro: tuple[str, ...] = (),
+    network: bool = False,
 ) -> list[str]:
-    """The full ``bwrap ... -- python argv`` command line."""
+    """The full ``bwrap ... -- python argv`` command line.
+
+    ``network`` is for a real flow run only (the user's explicit choice): the host's network
+    and name resolution, and nothing else more than a validation gets."""
     cmd = [
         bwrap,
         "--unshare-all",  # user, pid, net, ipc, uts, cgroup
+        *(["--share-net"] if network else []),
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
@@ -104,7 +115,7 @@ def bwrap_command(
             cmd += ["--symlink", os.readlink(link), link]
         elif os.path.isdir(link):
             cmd += ["--ro-bind", link, link]
-    for path in _ETC:
+    for path in (*_ETC, *(_ETC_NET if network else ())):
         if os.path.exists(path):
             cmd += ["--ro-bind", path, path]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", SANDBOX_TMP, "--dir", SANDBOX_HOME]

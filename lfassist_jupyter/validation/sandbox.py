@@ -93,15 +93,16 @@ def _encoded_forms(secret: str) -> list[str]:
     return forms
 
 
-def redact_text(text: str) -> str:
-    """``_secrets.redact`` plus the hex and base64 forms of secret environment values."""
+def redact_text(text: str, extra: tuple[str, ...] = ()) -> str:
+    """``_secrets.redact`` plus the hex and base64 forms of secret environment values (and of
+    ``extra``: keys given to a real run that are not in this process's environment)."""
     if not text:
         return text
-    for value in secret_values():
+    for value in secret_values(extra):
         if len(value) >= 8:
             for form in _encoded_forms(value):
                 text = text.replace(form, "***")
-    return redact(text)
+    return redact(text, extra)
 
 
 def _redact_tree(obj: Any) -> Any:
