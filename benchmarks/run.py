@@ -179,7 +179,8 @@ def langflow_server(n: int) -> list[float] | None:
 
     if os.environ.get("LFASSIST_BENCH_NO_LANGFLOW"):
         return None
-    from test_langflow import VENV, Server
+    from langflow_env import VENV
+    from test_langflow import Server
 
     if not (VENV / "bin" / "langflow").exists():
         return None
@@ -250,11 +251,13 @@ def flow_request(validator: SandboxValidator) -> tuple[int, float, float]:
     return len(provider.calls), max(sizes) / 1024, elapsed
 
 
-def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[float]]:
-    """The probe run of a small flow: the warm sandbox vs. a cold ``lfx run`` per run (ms)."""
+def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[float], list[float]]:
+    """The probe run of a small flow in the warm sandbox, a cold ``lfx run`` per run, and our real
+    local run (``run_flow``: a fresh isolated process per run, so about a cold ``lfx run``), in ms."""
     import tempfile
 
     from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter.flows.local import run_flow
 
     flow = build_flow(UPPER_SPEC).flow
     assert validator.run_flow_sync(flow, "warm up")["text"] == "WARM UP"
@@ -267,7 +270,10 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
         out = subprocess.run([lfx, "run", str(path), "probe", "--format", "text"], capture_output=True, text=True)
         assert "PROBE" in out.stdout, out.stdout + out.stderr
 
-    return warm, timed(cold_run, 3)
+    def real_run() -> None:
+        assert run_flow(flow, "probe")["text"] == "PROBE"
+
+    return warm, timed(cold_run, 3), timed(real_run, 3)
 
 
 def _adversarial_inputs(size: int = 1_000_000) -> dict[str, str]:
@@ -343,7 +349,7 @@ def main() -> None:
     ready_ms, idle_first = first_after_idle()
     full, alone = pipeline(validator, 20)
     flow_calls, flow_kb, flow_ms = flow_first_valid(validator)
-    probe_warm, probe_cold = probe_runs(validator, 10)
+    probe_warm, probe_cold, real_runs = probe_runs(validator, 10)
     validator.close()
     reduced = reduced_warm(N)
     server = langflow_server(N)
@@ -431,6 +437,13 @@ def main() -> None:
             f"{statistics.median(probe_cold):.0f} ms",
             "3-node flow",
         ),
+        (
+            "flow: real local run (run_flow) vs cold `lfx run` p50",
+            f"{statistics.median(real_runs):.0f} ms",
+            f"{statistics.median(real_runs) / statistics.median(probe_cold):.2f}x the "
+            f"{statistics.median(probe_cold):.0f} ms",
+            "fresh bwrap process per run",
+        ),
     ]
     rows.append(("panel: syncs for a 5,000-token answer", f"{syncs}", f"{syncs / stream_s:.1f}/s vs "
                  f"{5000 / stream_s:.0f}/s unthrottled", "target <= 20/s"))  # fmt: skip
@@ -453,7 +466,7 @@ def main() -> None:
            "zygote_rss_mb": rss, "isolation": isolation,
            "pipeline": full, "validation_alone": alone, "langflow_server": server, "panel_syncs": syncs,
            "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb,
-           "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold,
+           "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold, "real_runs": real_runs,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
