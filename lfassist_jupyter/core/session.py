@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lfassist_jupyter.core.datadir import default_data_dir
+
 log = logging.getLogger("lfassist_jupyter")
 
 MAX_SESSIONS = 10
@@ -37,16 +39,6 @@ _MAX_STEM = 100  # file names stay far below the 255-byte limit of common file s
 MAX_SESSION_BYTES = 5_000_000
 """A session file holds ten turns and a 2,000-character summary: a few KB.  A file past this
 is not ours (or is damaged) and is set aside rather than read into memory."""
-
-
-def default_data_dir() -> Path:
-    """``$LFASSIST_DATA_DIR`` or the platform's per-user data directory."""
-    env = os.environ.get("LFASSIST_DATA_DIR")
-    if env:
-        return Path(env)
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("lfassist-jupyter", appauthor=False))
 
 
 def new_session_id() -> str:

@@ -79,7 +79,7 @@ class Workspace:
     ) -> None:
         """``assistant_factory`` (benchmarks, scripts) builds each assistant itself from the keyword
         arguments provider, model, intent_model, max_retries, session_id and session_store."""
-        from lfassist_jupyter.core.session import default_data_dir
+        from lfassist_jupyter.core.datadir import default_data_dir
 
         self.config = config or AssistConfig()
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
