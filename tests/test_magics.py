@@ -248,3 +248,21 @@ def test_requests_reuse_the_assistant_until_a_new_session(ip, llm):
     ip.run_cell_magic("assist", "", "What is a component?")
     assert magics._assistant.session_id != first.session_id
     assert "one" not in llm.requests[5].text.split("\n")  # a fresh conversation
+
+
+def test_a_script_that_exits_right_after_load_ext_exits_cleanly(tmp_path):
+    """`%load_ext` starts the sandbox's warm-up in a thread; a process that ends at once (a script,
+    `ipython -c`) could abort ("FATAL: exception not rethrown", exit code 134)
+    when the interpreter finalised during that thread's imports."""
+    import subprocess
+    import sys
+
+    script = (
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "InteractiveShell.instance().run_line_magic('load_ext', 'lfassist_jupyter')\n"
+        "print('loaded')\n"
+    )
+    for _ in range(4):
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert (proc.returncode, proc.stdout.strip()) == (0, "loaded"), proc.stderr[-500:]
+        assert "FATAL" not in proc.stderr

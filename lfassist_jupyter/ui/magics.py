@@ -9,6 +9,7 @@ work; they are mirrored into the workspace, which the chat panel shares.  Heavy 
 
 from __future__ import annotations
 
+import atexit
 import shlex
 import string
 import threading
@@ -641,6 +642,9 @@ def _warm_up_in_background() -> None:
 
     _warmup = threading.Thread(target=start, name="lfassist-warmup", daemon=True)
     _warmup.start()
+    # A process that exits right after %load_ext (a script, `ipython -c`) must not finalise while
+    # this thread is inside an import: that aborts the interpreter ("exception not rethrown").
+    atexit.register(_warmup.join, 10)
 
 
 def load_ipython_extension(ipython: Any) -> None:
