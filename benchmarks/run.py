@@ -251,6 +251,32 @@ def flow_request(validator: SandboxValidator) -> tuple[int, float, float]:
     return len(provider.calls), max(sizes) / 1024, elapsed
 
 
+def validate_starters() -> tuple[list[float], int] | None:
+    """``validate_flow`` per call (ms, p50 over repeats) on Langflow's own starter projects, and
+    how many it accepts; None when the Langflow test environment is not installed."""
+    from langflow_env import VENV
+
+    from lfassist_jupyter.flows import default_catalog, validate_flow
+
+    files = sorted(VENV.glob("lib/python*/site-packages/langflow/initial_setup/starter_projects/*.json"))
+    if not files:
+        return None
+    flows = [json.loads(f.read_text()) for f in files]
+    catalog = default_catalog()
+    accepted = sum(validate_flow(f, catalog=catalog).ok for f in flows)
+    times = [t for _ in range(5) for t in timed_each(lambda f: validate_flow(f, catalog=catalog), flows)]
+    return times, accepted
+
+
+def timed_each(fn, items) -> list[float]:
+    out = []
+    for item in items:
+        t0 = time.perf_counter()
+        fn(item)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
 def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[float], list[float]]:
     """The probe run of a small flow in the warm sandbox, a cold ``lfx run`` per run, and our real
     local run (``run_flow``: a fresh isolated process per run, so about a cold ``lfx run``), in ms."""
@@ -350,6 +376,7 @@ def main() -> None:
     full, alone = pipeline(validator, 20)
     flow_calls, flow_kb, flow_ms = flow_first_valid(validator)
     probe_warm, probe_cold, real_runs = probe_runs(validator, 10)
+    starters = validate_starters()
     validator.close()
     reduced = reduced_warm(N)
     server = langflow_server(N)
@@ -431,6 +458,12 @@ def main() -> None:
             "target <= 3 calls, <= 16 KB",
         ),
         (
+            "flow: validate_flow p50 over Langflow's starter projects",
+            f"{pct(starters[0], 50):.3f} ms" if starters else "n/a",
+            f"{starters[1]} accepted" if starters else "no Langflow test env",
+            "p95 " + (f"{pct(starters[0], 95):.3f} ms" if starters else "-"),
+        ),
+        (
             "flow: probe run, warm sandbox vs cold `lfx run` p50",
             f"{pct(probe_warm, 50):.0f} ms",
             f"{statistics.median(probe_cold) / pct(probe_warm, 50):.1f}x faster than "
@@ -466,7 +499,8 @@ def main() -> None:
            "zygote_rss_mb": rss, "isolation": isolation,
            "pipeline": full, "validation_alone": alone, "langflow_server": server, "panel_syncs": syncs,
            "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb,
-           "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold, "real_runs": real_runs,
+           "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold,
+           "real_runs": real_runs, "validate_starters": starters,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
