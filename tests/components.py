@@ -5,6 +5,9 @@ ground truth for what a flow answers."""
 import asyncio
 import json
 
+SHELL_KEY = "sk-magic-test-key-0123456789"
+"""The fake key the test shells are given (conftest's ``ip``): tests check it never shows up."""
+
 GOOD = """\
 from lfx.custom.custom_component.component import Component
 from lfx.io import MessageTextInput, Output

@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from components import SHELL_KEY
 from fakellm import FakeLLM
 
 _PROVIDER_VARS = (
@@ -83,10 +84,6 @@ def kernel_sigint():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
-
-
-SHELL_KEY = "sk-magic-test-key-0123456789"
-"""The fake key the shells below are given: tests check it never shows up anywhere."""
 
 
 def _shell():

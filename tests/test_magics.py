@@ -10,7 +10,7 @@ import time
 import nbformat
 import pytest
 from components import GOOD, WRONG_IMPORT, fenced, intent
-from conftest import SHELL_KEY as KEY
+from components import SHELL_KEY as KEY
 from fakellm import Reply
 from IPython.core.error import UsageError
 
