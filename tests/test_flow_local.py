@@ -7,10 +7,12 @@ names, a server on this machine, and a canary file in the user's HOME."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from components import LLM_SPEC, QA_SPEC, named
@@ -140,7 +142,19 @@ def test_a_crashing_or_hanging_component_is_a_report(probe_flow, monkeypatch):
     assert crashed["ok"] is False and "the service said no" in crashed["error"]
 
     started = time.monotonic()
+    seen_in_ps = []
+
+    def scan_command_lines() -> None:  # while the run hangs: the key is on no process's command line
+        time.sleep(4)
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):
+                seen_in_ps.append(b"demo-secret-value-42" in cmdline.read_bytes())
+
+    scanner = threading.Thread(target=scan_command_lines)
+    scanner.start()
     hung = lfassist_jupyter.run_flow(probe_flow, "hang", timeout=10)
+    scanner.join()
+    assert seen_in_ps and not any(seen_in_ps)
     assert hung["ok"] is False and "did not finish within 10 s" in hung["error"]
     assert time.monotonic() - started < 25
 

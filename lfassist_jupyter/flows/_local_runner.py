@@ -16,6 +16,7 @@ def main() -> None:
     os.dup2(2, 1)  # a component's print() must not corrupt the answer
     sys.stdout = sys.stderr
     request = json.loads(sys.stdin.read())
+    os.environ.update(request.get("env") or {})  # only the variables the flow reads
     try:
         from lfx.run.base import run_flow
 

@@ -121,7 +121,7 @@ def _run(flow: dict[str, Any], input_text: str, variables: dict[str, str], timeo
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lfassist-run-") as tmp:
         os.makedirs(os.path.join(tmp, "home"), exist_ok=True)
-        env = {**scrubbed_env(tmp), **variables}
+        env = scrubbed_env(tmp)  # the keys go on stdin: a command line is visible to `ps`
         argv = ["-I", "-u", str(RUNNER)]
         if mode == "full":
             env["HOME"], env["TMPDIR"] = _isolation.SANDBOX_HOME, _isolation.SANDBOX_TMP
@@ -145,7 +145,8 @@ def _run(flow: dict[str, Any], input_text: str, variables: dict[str, str], timeo
             )
             timed_out = False
             try:
-                proc.communicate(json.dumps({"flow": flow, "input": input_text}).encode(), timeout=timeout)
+                request = {"flow": flow, "input": input_text, "env": variables}
+                proc.communicate(json.dumps(request).encode(), timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:  # also on KeyboardInterrupt: the stop button leaves nothing running
