@@ -73,10 +73,11 @@ def run_flow(
         raise ConfigError(f"The input must be text, not {type(input_text).__name__}.")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not math.isfinite(timeout) or timeout <= 0:
         raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}.")
-    loaded, errors, _ = _load(flow, default_catalog())
+    catalog = default_catalog()
+    loaded, errors, _ = _load(flow, catalog)
     if loaded is None:
         raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
-    report = validate_flow(loaded)
+    report = validate_flow(loaded, catalog=catalog)
     problems = [*errors, *report.errors]  # what the builder dropped (an unknown component) counts too
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
