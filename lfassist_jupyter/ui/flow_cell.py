@@ -134,17 +134,39 @@ def probe_run(workspace: Workspace, view: FlowView, text: str) -> None:
     view.run = workspace.probe_run_flow(view.flow, text)
 
 
-def local_run(view: FlowView, text: str) -> None:
-    """Run the flow for real on this machine (models called, only the keys it reads given)."""
-    from lfassist_jupyter.flows.local import run_flow
+def local_run(
+    view: FlowView, text: str, *, env_names: list[str] | None = None, allow_hosts: list[str] | None = None
+) -> None:
+    """Run the flow for real on this machine (models called) with the variables named in
+    ``env_names`` (from the kernel's environment) and the network of ``allow_hosts`` plus its
+    providers'.  What it wants and reaches is printed first; a wanted variable the user did not
+    name stops it, with the ``--env`` to add."""
+    from lfassist_jupyter.flows.local import run_flow, run_plan
 
     view.run_input = text
     if view.flow is None or not view.ok:
         view.notes.append(("Not run: fix the flow's errors first.", False))
         return
-    print("Running the flow for real (its models are called; the keys it reads are passed)...", flush=True)
+    names = [n.strip() for entry in env_names or [] for n in entry.split(",") if n.strip()]
     try:
-        view.run = run_flow(view.flow, text)
+        plan = run_plan(view.flow, env=names, allow_hosts=allow_hosts or [])
+    except ConfigError as exc:
+        view.notes.append((str(exc), False))
+        return
+    view.notes += [(f"Note: {n}", None) for n in plan.notes]
+    if plan.missing:
+        wanted = sorted({m.split(" ")[0] for m in plan.missing})
+        view.notes.append(
+            (
+                f"Not run: the flow wants {', '.join(plan.missing)}. Re-run with "
+                f"{' '.join(f'--env {n}' for n in wanted)} to allow it ({plan.summary()}).",
+                False,
+            )
+        )
+        return
+    print(f"Running the flow for real (its models are called; {plan.summary()})...", flush=True)
+    try:
+        view.run = run_flow(view.flow, text, env=names, allow_hosts=allow_hosts or [])
     except ConfigError as exc:
         view.notes.append((str(exc), False))
 
@@ -212,6 +234,8 @@ def assist_flow(
     register_flow: bool = False,
     name: str | None = None,
     run_local: str | None = None,
+    env_names: list[str] | None = None,
+    allow_hosts: list[str] | None = None,
 ) -> FlowView:
     """The whole of ``%%assist_flow``: build + validate, then the requested actions, in order."""
     view = build_view(body)
@@ -220,7 +244,7 @@ def assist_flow(
     if run is not None:
         probe_run(workspace, view, run)
     if run_local is not None:
-        local_run(view, run_local)
+        local_run(view, run_local, env_names=env_names, allow_hosts=allow_hosts)
     if save_to:
         save(workspace, view, save_to, name)
     if register_flow:

@@ -62,7 +62,11 @@ HELP = """\
 %%assist_flow [options]  the cell body is a flow spec (nodes:/edges:/config:) or a flow JSON file path:
                          build it, validate it and draw it (re-run the cell after editing the spec)
   --run "TEXT"           probe-run it in the sandbox on TEXT (models stubbed: no keys, no network)
-  --run-local "TEXT"     run it for real on TEXT: its models are called, with only the keys it reads
+  --run-local "TEXT"     run it for real on TEXT: its models are called; it shows the variables it wants
+                         and the hosts it reaches, and runs only when each wanted variable is allowed:
+  --env NAME             allow the variable NAME (from the kernel's environment) to a --run-local run
+  --allow-host HOST      let a --run-local run reach HOST or HOST:PORT too (its model providers' hosts
+                         are allowed; a local or private address only when named here)
   --save FILE.json       write a flow file Langflow's UI imports (Upload a flow)
   --register             create or update it in the connected Langflow, then run it there once
   --name NAME            the flow's name for --save / --register (default: the spec's name)
@@ -589,7 +593,21 @@ class AssistMagics(Magics):
         "--run-local",
         default=None,
         metavar="TEXT",
-        help="run the flow for real on TEXT on this machine (calls its models; only the keys it reads are passed)",
+        help="run the flow for real on TEXT on this machine (calls its models, with the --env variables you allow)",
+    )
+    @argument(
+        "--env",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="allow the variable NAME (from this kernel's environment) to a --run-local run; repeat for more",
+    )
+    @argument(
+        "--allow-host",
+        action="append",
+        default=None,
+        metavar="HOST",
+        help="let a --run-local run reach HOST[:PORT] besides its model providers; repeat for more",
     )
     @argument("--save", default=None, metavar="FILE", help="write a flow JSON file Langflow's UI imports")
     @argument("--register", action="store_true", help="create or update the flow in the connected Langflow")
@@ -612,6 +630,8 @@ class AssistMagics(Magics):
                 register_flow=args.register,
                 name=args.name,
                 run_local=args.run_local,
+                env_names=args.env,
+                allow_hosts=args.allow_host,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc

@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from lfassist_jupyter._secrets import is_secret_name, redact, secret_values
+from lfassist_jupyter._secrets import is_secret_name, redact, redact_fragments, secret_values
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.validation import _isolation
 from lfassist_jupyter.validation.report import Finding, ValidationReport
@@ -100,9 +100,9 @@ def redact_text(text: str, extra: tuple[str, ...] = ()) -> str:
         return text
     for value in secret_values(extra):
         if len(value) >= 8:
-            for form in _encoded_forms(value):
+            for form in (*_encoded_forms(value), *_encoded_forms(value[::-1]), value[::-1]):
                 text = text.replace(form, "***")
-    return redact(text, extra)
+    return redact_fragments(redact(text, extra), extra)  # a passed key split or reversed, too
 
 
 def _redact_tree(obj: Any) -> Any:
