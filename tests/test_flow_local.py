@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import socket
 import sys
 import threading
 import time
@@ -386,3 +387,41 @@ def test_a_passed_key_is_redacted_reversed_split_or_encoded():
         assert out.startswith("before ") and out.endswith(" after") and "***" in out, form
         assert "0123456789" not in out and "9876543210" not in out
     assert redact_text("an ordinary answer, with 42 words", extra=(key,)) == "an ordinary answer, with 42 words"
+
+
+def _through(proxy_socket: str, request: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(proxy_socket)
+        s.sendall(request)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def test_the_fence_refuses_a_name_that_resolves_to_a_local_address_unless_the_user_named_it(server, tmp_path):
+    """The kernel-side proxy on its own: a host on the allow-list because of the flow (a provider's)
+    must still resolve to a public address; the same host named by the user may be local."""
+    from lfassist_jupyter.flows._egress import Allowed, EgressProxy
+
+    port = _port(server)
+    get = f"GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode()
+    with EgressProxy([Allowed("localhost", None, False, "openai")], str(tmp_path / "a.sock")) as proxy:
+        refused = _through(proxy.socket_path, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
+        assert refused.startswith(b"HTTP/1.1 403") and b"local or private address (127.0.0.1)" in refused
+        assert _through(proxy.socket_path, get).startswith(b"HTTP/1.1 403")
+        assert _through(proxy.socket_path, b"CONNECT 10.1.2.3:443 HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 403")
+        assert _through(proxy.socket_path, b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 5000 + b"\r\n").startswith(
+            b"HTTP/1.1 400"
+        )
+    assert [(r["host"], r["port"]) for r in proxy.refused] == [("localhost", port), ("10.1.2.3", 443)]
+    assert "allow-list" in proxy.refused[1]["reason"]
+
+    with EgressProxy([Allowed("localhost", port, True, "you")], str(tmp_path / "b.sock")) as proxy:
+        answer = _through(proxy.socket_path, get)
+        assert answer.startswith(b"HTTP/1.0 200") and answer.endswith(b"pong")
+        assert _through(proxy.socket_path, b"CONNECT localhost:1 HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 403")
+    assert [(r["host"], r["port"], r["reason"]) for r in proxy.refused] == [
+        ("localhost", 1, "not on this run's allow-list")
+    ]
