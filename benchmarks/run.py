@@ -16,6 +16,8 @@ what is measured is our overhead, not a model's.
 - the chat panel's stream coalescing: messages sent for a 5,000-token answer, vs. one per token
 - flows: model calls and the largest prompt to a first valid flow (scripted replies), and the
   probe run of a small flow in the warm sandbox vs. a cold ``lfx run`` process
+- real runs behind the network fence: a 3-node model flow against the fake provider (the openai
+  SDK through the egress proxy), and how soon a connection to a port that is not allowed is refused
 - hostile input: the worst case of code extraction and of static validation over a set of
   1 MB adversarial replies, and the time to a clear error from a model server that accepts
   the connection and never answers, at the default settings (``LFASSIST_BENCH_NO_HANG=1`` skips it)
@@ -302,6 +304,102 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
     return warm, timed(cold_run, 3), timed(real_run, 3)
 
 
+# -- real runs behind the network fence (flows.local + flows._egress) ------------------------
+
+_BENCH_MODEL = """
+from openai import OpenAI
+
+from lfx.custom.custom_component.component import Component
+from lfx.io import MessageTextInput, Output, SecretStrInput
+from lfx.schema.message import Message
+
+
+class ChatModel(Component):
+    display_name = "Chat Model"
+    name = "ChatModel"
+    inputs = [
+        MessageTextInput(name="prompt", display_name="Prompt"),
+        SecretStrInput(name="api_key", display_name="API Key"),
+        MessageTextInput(name="base_url", display_name="Base URL"),
+    ]
+    outputs = [Output(display_name="Text", name="text", method="answer")]
+
+    def answer(self) -> Message:
+        client = OpenAI(api_key=self.api_key, base_url=self.base_url or None, max_retries=0, timeout=20)
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": self.prompt}], stream=True
+        )
+        return Message(text="".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+"""
+
+_BENCH_KNOCK = """
+import time
+import urllib.request
+
+from lfx.custom.custom_component.component import Component
+from lfx.io import MessageTextInput, Output
+from lfx.schema.message import Message
+
+
+class Knock(Component):
+    display_name = "Knock"
+    name = "Knock"
+    inputs = [MessageTextInput(name="text", display_name="Text"), MessageTextInput(name="url", display_name="URL")]
+    outputs = [Output(display_name="Out", name="out", method="out")]
+
+    def out(self) -> Message:
+        started = time.perf_counter()
+        try:
+            urllib.request.urlopen(self.url, timeout=10).read()
+            how = "reached"
+        except Exception as exc:
+            how = type(exc).__name__
+        return Message(text=f"{how} {(time.perf_counter() - started) * 1000:.1f}")
+"""
+
+
+def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], float, float]:
+    """A real run (``run_flow``) of ChatInput -> model (the openai SDK) -> ChatOutput against the fake
+    provider, allow-listed, in ms; and for a flow whose node knocks on a local port that is not
+    allowed: when the refusal came (s after the run started) and how long the node waited (ms)."""
+    import http.server
+    import threading
+
+    from fakellm import FakeLLM, Reply
+
+    from lfassist_jupyter.flows import build_flow, default_catalog
+    from lfassist_jupyter.flows.local import run_flow
+
+    catalog = default_catalog()
+    catalog.add("ChatModel", validator.component_template_sync(_BENCH_MODEL)["template"])
+    catalog.add("Knock", validator.component_template_sync(_BENCH_KNOCK)["template"])
+    kernel = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=kernel.serve_forever, daemon=True).start()
+    with FakeLLM() as llm:
+        llm.default = Reply("pong")
+        spec = (
+            "nodes:\n  A: ChatInput\n  M: ChatModel\n  C: ChatOutput\nedges:\n  A.message -> M.prompt\n"
+            f"  M.text -> C.input_value\nconfig:\n  M.api_key: OPENAI_API_KEY\n  M.base_url: {llm.openai_base_url}\n"
+        )
+        flow = build_flow(spec, catalog=catalog).flow
+        env = {"OPENAI_API_KEY": "sk-bench-0123456789abcdef"}
+
+        def one() -> None:
+            run = run_flow(flow, "ping", env=env, allow_hosts=[llm.url])
+            assert run["text"] == "pong", run
+
+        runs = timed(one, n)
+    knock = build_flow(
+        "nodes:\n  A: ChatInput\n  K: Knock\n  C: ChatOutput\nedges:\n  A.message -> K.text\n  K.out -> C.input_value\n"
+        f"config:\n  K.url: http://127.0.0.1:{kernel.server_port}/\n",
+        catalog=catalog,
+    ).flow
+    run = run_flow(knock, "x")
+    kernel.shutdown()
+    assert run["text"].startswith("HTTPError") and run["refused"], run
+    return runs, float(run["refused"][0]["after_s"]), float(run["text"].split()[1])
+
+
 def _adversarial_inputs(size: int = 1_000_000) -> dict[str, str]:
     """Replies shaped to hit quadratic scans and parser limits (blank lines, fences, class heads)."""
     return {
@@ -377,6 +475,7 @@ def main() -> None:
     flow_calls, flow_kb, flow_ms = flow_first_valid(validator)
     probe_warm, probe_cold, real_runs = probe_runs(validator, 10)
     starters = validate_starters()
+    fenced, refused_after_s, refused_wait_ms = fenced_real_runs(validator, 5)
     validator.close()
     reduced = reduced_warm(N)
     server = langflow_server(N)
@@ -478,6 +577,20 @@ def main() -> None:
             "fresh bwrap process per run",
         ),
     ]
+    rows += [  # real runs behind the network fence
+        (
+            "flow: real run, 3-node model flow, fake provider, fenced p50",
+            f"{statistics.median(fenced):.0f} ms",
+            f"{statistics.median(fenced) / statistics.median(real_runs):.2f}x the model-less real run",
+            "own netns + egress proxy",
+        ),
+        (
+            "flow: real run, first refused connection",
+            f"{refused_wait_ms:.1f} ms",
+            f"{refused_after_s:.1f} s after the run started",
+            "node's wait for the 403",
+        ),
+    ]
     rows.append(("panel: syncs for a 5,000-token answer", f"{syncs}", f"{syncs / stream_s:.1f}/s vs "
                  f"{5000 / stream_s:.0f}/s unthrottled", "target <= 20/s"))  # fmt: skip
     rows.append(("extraction, 1 MB adversarial (worst case)", f"{worst_x_ms:.0f} ms", worst_x_name, "target < 1 s"))
@@ -500,7 +613,8 @@ def main() -> None:
            "pipeline": full, "validation_alone": alone, "langflow_server": server, "panel_syncs": syncs,
            "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb,
            "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold,
-           "real_runs": real_runs, "validate_starters": starters,
+           "real_runs": real_runs, "validate_starters": starters, "fenced_real_runs": fenced,
+           "refused_after_s": refused_after_s, "refused_wait_ms": refused_wait_ms,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ Public API::
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog() -> Catalog                                      # lfx's bundled components (+ add())
     flow_picture(flow) -> FlowPicture                                 # inline SVG, _repr_html_
-    run_flow(flow, text, *, env=None, timeout=300) -> dict            # a real run, with only the keys it needs
+    run_flow(flow, text, *, env=None, allow_hosts=(), timeout=300) -> dict  # a real run: allowed keys, fenced network
 """
 
 from __future__ import annotations
