@@ -140,6 +140,10 @@ class EgressProxy:
                 self._server.close()
             for writer in list(self._writers):
                 writer.transport.abort()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # nothing left pending, nothing printed
 
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(close(), self._loop).result(5)
@@ -195,6 +199,9 @@ class EgressProxy:
             pass
         finally:
             self._writers.discard(writer)
+            writer.close()  # after what was written (a refusal's 403) has gone out
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), 5)
             writer.transport.abort()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
