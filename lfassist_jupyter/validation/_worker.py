@@ -1208,8 +1208,59 @@ def reference() -> dict:
             continue
         own = [f for f in cls.model_fields if f not in base and f not in _INPUT_NOISE and not f.startswith("_")]
         doc = (inspect.getdoc(cls) or "").strip().split("\n")[0][:100]
-        inputs.append({"name": name, "params": own, "doc": doc})
-    return {"lfx_version": LFX_VERSION, "common_params": _COMMON, "inputs": inputs}
+        # Every keyword the class accepts (field names and their aliases): what the repair pass
+        # (core/component/repair.py) needs to tell a misspelt keyword from a real one.
+        fields = sorted({a for k, f in cls.model_fields.items() for a in (k, f.alias) if a and not a.startswith("_")})
+        inputs.append({"name": name, "params": own, "doc": doc, "fields": fields})
+    return {
+        "lfx_version": LFX_VERSION,
+        "common_params": _COMMON,
+        "inputs": inputs,
+        "component_attrs": _component_attrs(),
+        "imports": _import_map(),
+    }
+
+
+# Where each symbol a component imports is importable, in order of preference (the module a
+# model should write): the first module that has a name wins.
+_IMPORT_HOMES = (
+    "lfx.io",
+    "lfx.schema.message",
+    "lfx.schema.data",
+    "lfx.schema.dataframe",
+    "lfx.custom.custom_component.component",
+    "lfx.field_typing.range_spec",
+    "lfx.schema.dotdict",
+    "lfx.schema",
+)
+_IMPORT_NAMES = {
+    "lfx.schema.message": ("Message",),
+    "lfx.schema.data": ("Data",),
+    "lfx.schema.dataframe": ("DataFrame",),
+    "lfx.custom.custom_component.component": ("Component",),
+    "lfx.field_typing.range_spec": ("RangeSpec",),
+    "lfx.schema.dotdict": ("dotdict",),
+}
+
+
+def _import_map() -> dict:
+    """symbol -> the lfx module to import it from (lfx.io's exports, the schema types, Component)."""
+    found: dict = {}
+    for module_name in _IMPORT_HOMES:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:
+            continue
+        names = _IMPORT_NAMES.get(module_name) or getattr(module, "__all__", ())
+        for name in names:
+            if isinstance(name, str) and name not in found and hasattr(module, name):
+                found[name] = module_name
+    return found
+
+
+def _component_attrs() -> list:
+    """The attributes and methods of lfx's ``Component``: names an input must not take."""
+    return sorted(a for a in dir(Component) if not a.startswith("__"))
 
 
 # -- the zygote -----------------------------------------------------------------------------

@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -122,14 +122,22 @@ class _ReferenceInput(BaseModel):
     name: str = Field(max_length=80)
     params: list[str] = Field(default_factory=list, max_length=80)
     doc: str = Field(default="", max_length=300)
+    fields: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=120)
+    """Every keyword the class accepts (the repair pass tells a misspelt keyword from a real one)."""
 
 
 class _Reference(BaseModel):
-    """The lfx reference for prompts, as the zygote computed it before any fork."""
+    """The lfx reference for prompts and the repair pass, as the zygote computed it before any fork."""
 
     lfx_version: str | None = Field(default=None, max_length=40)
     common_params: list[str] = Field(default_factory=list, max_length=40)
     inputs: list[_ReferenceInput] = Field(default_factory=list, max_length=300)
+    component_attrs: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=1000)
+    """Attributes and methods of lfx's ``Component``: names an input must not take."""
+    imports: dict[Annotated[str, Field(max_length=80)], Annotated[str, Field(max_length=120)]] = Field(
+        default_factory=dict, max_length=500
+    )
+    """symbol -> the lfx module it is imported from (lfx.io's exports, the schema types, Component)."""
 
 
 class _Stubbed(BaseModel):
