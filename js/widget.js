@@ -142,6 +142,7 @@ function render({ model, el }) {
         h("span", { class: `lfa-badge ${ok ? "lfa-badge-ok" : "lfa-badge-fail"}` }, ok ? "validated" : "not validated"),
         h("span", { class: "lfa-muted" }, attempts)),
       ok ? null : h("div", { class: "lfa-error" }, m.error || "The component did not pass validation."),
+      m.lines?.length ? h("div", { class: "lfa-lines" }, m.lines.map((l) => h("div", { class: "lfa-line-note" }, l.text))) : null,
       ioSummary(m),
       h("details", { class: "lfa-code" },
         h("summary", {}, ok ? "Code" : "Details and the last code"),

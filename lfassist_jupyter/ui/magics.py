@@ -59,6 +59,7 @@ HELP = """\
                          run eval cases and check each result by running it in the sandbox
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
+  --fix                  repair mechanical mistakes (no model call): show the repaired code and the changes
 %%assist_flow [options]  the cell body is a flow spec (nodes:/edges:/config:) or a flow JSON file path:
                          build it, validate it and draw it (re-run the cell after editing the spec)
   --run "TEXT"           probe-run it in the sandbox on TEXT (models stubbed: no keys, no network)
@@ -507,18 +508,37 @@ class AssistMagics(Magics):
     @magic_arguments()
     @argument("--no-smoke", action="store_true", help="skip calling the outputs with sample inputs")
     @argument("--timeout", type=float, default=None, help="seconds the validation may take")
+    @argument(
+        "--fix",
+        action="store_true",
+        help="repair mechanical mistakes (no model call) and show the repaired code and the changes",
+    )
     @cell_magic
     def assist_validate(self, line: str, cell: str) -> Any:
-        """Validate the Langflow component in the cell body, in the sandbox, and show the report."""
+        """Validate the Langflow component in the cell body, in the sandbox, and show the report.
+
+        With ``--fix``, a failed component goes through the zero-call repair pass (the one the
+        assistant runs before a model retry); the repaired code is shown with one line per change
+        if it validates.  The cell itself is never changed."""
         args = _parse(self.assist_validate, line)
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.validation.sandbox import validate_component
+        from lfassist_jupyter.validation.sandbox import default_validator, validate_component
 
         timeout = args.timeout if args.timeout is not None else self.validator_timeout
+
+        def validate(code: str) -> Any:
+            return validate_component(code, smoke=not args.no_smoke, timeout=timeout)
+
         try:
-            return validate_component(cell, smoke=not args.no_smoke, timeout=timeout)
+            report = validate(cell)
         except ConfigError as exc:  # --timeout nan / inf / -1: one line, not a traceback
             raise UsageError(f"%%assist_validate: {exc}") from None
+        if not args.fix:
+            return report
+        from lfassist_jupyter.core.component.repair import fix_component
+
+        reference = default_validator().reference_sync() if not report.is_valid else None
+        return fix_component(cell, report, validate, reference)
 
     # -- flows -------------------------------------------------------------------------------
 

@@ -170,6 +170,7 @@ def component_message(
     error: str | None = None,
     steps: list[str] | None = None,
     report: ValidationReport | None = None,
+    repairs: list[str] | None = None,
 ) -> PanelMessage:
     from lfassist_jupyter._display import highlight
 
@@ -188,6 +189,8 @@ def component_message(
         steps=steps or [],
         inputs=fields(report.inputs) if report else [],
         outputs=fields(report.outputs) if report else [],
+        # What the zero-call repair pass changed (no model call), one line each:
+        lines=[FlowLine(text=f"Repaired: {change}") for change in repairs] if repairs else None,
     )
 
 

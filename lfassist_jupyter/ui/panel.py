@@ -297,6 +297,7 @@ class ChatPanel(anywidget.AnyWidget):
                     error=data.validation_error,
                     steps=[s.label for s in steps],
                     report=assistant.last_report,
+                    repairs=data.repairs,
                 )
             )
         else:

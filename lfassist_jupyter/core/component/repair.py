@@ -604,3 +604,85 @@ async def repair_until_valid(
         if report.is_valid:
             return Repaired(code=current, changes=changes, report=report)
     return None
+
+
+def repair_until_valid_sync(
+    code: str,
+    report: ValidationReport,
+    reference: dict[str, Any] | None,
+    validate: Callable[[str], ValidationReport],
+) -> Repaired | None:
+    """``repair_until_valid`` for a blocking caller (``%%assist_validate --fix``)."""
+    changes: list[str] = []
+    current = code
+    for _ in range(MAX_ROUNDS):
+        fix = repair_component(current, report, reference)
+        if fix is None:
+            return None
+        current, changes = fix.code, [*changes, *fix.changes]
+        report = validate(current)
+        if report.is_valid:
+            return Repaired(code=current, changes=changes, report=report)
+    return None
+
+
+@dataclass
+class FixResult:
+    """What ``%%assist_validate --fix`` shows: the repaired code and its changes, or why there are none."""
+
+    code: str
+    """The repaired code, or the cell's own when nothing was repaired."""
+    changes: list[str]
+    report: ValidationReport
+    """The report of ``code``."""
+    repaired: bool = False
+
+    @property
+    def headline(self) -> str:
+        if self.repaired:
+            plural = "s" * (len(self.changes) != 1)
+            return f"Repaired without a model call ({len(self.changes)} change{plural}); the repaired code validates."
+        if self.report.is_valid:
+            return "Nothing to repair: the component validates."
+        return "No certain repair: these errors need a person (or %%assist) to fix them."
+
+    def __repr__(self) -> str:
+        lines = [self.headline, *(f"  - {c}" for c in self.changes)]
+        if self.repaired:
+            lines += ["", self.code.rstrip()]
+        return "\n".join([*lines, "", repr(self.report)])
+
+    def _repr_markdown_(self) -> str:
+        from lfassist_jupyter._display import inert_markdown, report_markdown
+
+        parts = [f"**{self.headline}**", *(f"- {inert_markdown(c)}" for c in self.changes)]
+        if self.repaired:
+            parts.append(f"```python\n{self.code.rstrip()}\n```")
+        return "\n\n".join([*parts, report_markdown(self.report)])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        from lfassist_jupyter._display import highlight, report_html
+
+        items = "".join(f"<li>{html.escape(c)}</li>" for c in self.changes)
+        parts = [f"<div><b>{html.escape(self.headline)}</b></div>", f"<ul>{items}</ul>" if items else ""]
+        if self.repaired:
+            parts.append(highlight(self.code))
+        return "".join([*parts, report_html(self.report)])
+
+
+def fix_component(
+    code: str,
+    report: ValidationReport,
+    validate: Callable[[str], ValidationReport],
+    reference: dict[str, Any] | None,
+) -> FixResult:
+    """The repair pass for a user's own component (``%%assist_validate --fix``); ``report`` is
+    the cell's validation, ``validate`` checks the repaired code the same way."""
+    if report.is_valid:
+        return FixResult(code=code, changes=[], report=report)
+    repaired = repair_until_valid_sync(code, report, reference, validate)
+    if repaired is None:
+        return FixResult(code=code, changes=[], report=report)
+    return FixResult(code=repaired.code, changes=repaired.changes, report=repaired.report, repaired=True)
