@@ -49,11 +49,14 @@ class ComponentPipeline:
     Args:
         validator: the runtime validator port; None keeps the static and security phases only.
         max_retries: total attempts (0..10); 0 skips validation.
+        repair: run the zero-call repair pass on a failed attempt before asking the model again
+            (False: every failure goes to the model, as the benchmark's baseline does).
     """
 
-    def __init__(self, validator: ComponentValidator | None, max_retries: int = 3) -> None:
+    def __init__(self, validator: ComponentValidator | None, max_retries: int = 3, *, repair: bool = True) -> None:
         self.validator = validator
         self.max_retries = check_max_retries(max_retries)
+        self.repair = repair
 
     async def run(self, request: Request, sink: Sink) -> ComponentOutcome:
         validate = self.max_retries > 0
@@ -223,7 +226,7 @@ class ComponentPipeline:
     ) -> Repaired | None:
         """The zero-call repair pass on a failed attempt: the repaired code if it validates, else None
         (the model then gets the original error and code)."""
-        if not report.retryable or self.validator is None:
+        if not self.repair or not report.retryable or self.validator is None:
             return None
 
         def announce(changes: list[str]) -> None:
