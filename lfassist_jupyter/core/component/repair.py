@@ -543,6 +543,37 @@ def _fix_module(tree: cst.Module, missing: str, reference: dict[str, Any]) -> tu
 # -- the pass -------------------------------------------------------------------------------
 
 
+Fix = Callable[[Any, Any], tuple[Any, list[str]]]
+"""A fix: (tree, component class) -> (new tree, change lines); raises ``NoFix``."""
+
+
+def _plan(errors: list[Any], reference: dict[str, Any]) -> dict[str, Fix] | None:
+    """One fix per distinct error (by key), or None when an error has no rule: decided on the
+    messages alone, so a failure no rule covers costs no parse."""
+    missing = {m for f in errors if f.rule == "missing-method" for m in _METHOD.findall(f.message)}
+    untyped = {m for f in errors if f.rule == "output-untyped" for m in _METHOD.findall(f.message)}
+    plan: dict[str, Fix] = {}
+    for finding in errors:
+        message, rule = finding.message, finding.rule or ""
+        if _EXTRA_KEYWORD in message and rule == "build":
+            plan["keywords"] = lambda t, c: _fix_keywords(t, c, reference)
+        elif (found := _NO_MODULE.search(message)) and rule == "build":
+            plan["module:" + found[1]] = lambda t, c, m=found[1]: _fix_module(t, m, reference)
+        elif found := _UNDEFINED.search(message):
+            plan["name:" + found[1]] = lambda t, c, n=found[1]: _ensure_imported(t, n, reference)
+        elif rule == "missing-method":
+            plan["method"] = lambda t, c: _fix_output_method(t, c, missing)
+        elif rule == "output-untyped":
+            plan["untyped"] = lambda t, c: _fix_annotation(t, c, untyped)
+        elif rule == "wrong-type" and (found := _STR_FOR_MESSAGE.search(message)):
+            plan["str:" + found[1]] = lambda t, c, m=found[1]: _fix_str_returns(t, c, m, reference)
+        elif rule in ("input-reserved", "input-ignored") and (found := _INPUT.search(message)):
+            plan["input:" + found[1]] = lambda t, c, n=found[1]: _fix_input_name(t, c, n, reference)
+        else:
+            return None  # an error no rule covers: the repaired code could not validate
+    return plan
+
+
 def repair_component(code: str, report: ValidationReport, reference: dict[str, Any] | None) -> Repair | None:
     """One repair round for ``report``'s errors, or None when any of them has no certain fix.
 
@@ -550,37 +581,16 @@ def repair_component(code: str, report: ValidationReport, reference: dict[str, A
     errors = [f for f in report.findings if f.severity == "error"]
     if not errors or not reference or not isinstance(code, str):
         return None
+    plan = _plan(errors, reference)
+    if not plan:
+        return None
     try:
         import libcst as cst
 
         tree = cst.parse_module(code)
         changes: list[str] = []
-        done: set[str] = set()
-        missing = {m for f in errors if f.rule == "missing-method" for m in _METHOD.findall(f.message)}
-        untyped = {m for f in errors if f.rule == "output-untyped" for m in _METHOD.findall(f.message)}
-        for finding in errors:
-            cls = _component_class(tree, report.class_name)
-            message, rule = finding.message, finding.rule or ""
-            if _EXTRA_KEYWORD in message and rule == "build":
-                key, fix = "keywords", lambda t, c=cls: _fix_keywords(t, c, reference)
-            elif (found := _NO_MODULE.search(message)) and rule == "build":
-                key, fix = "module:" + found[1], lambda t, m=found[1]: _fix_module(t, m, reference)
-            elif found := _UNDEFINED.search(message):
-                key, fix = "name:" + found[1], lambda t, n=found[1]: _ensure_imported(t, n, reference)
-            elif rule == "missing-method":
-                key, fix = "method", lambda t, c=cls: _fix_output_method(t, c, missing)
-            elif rule == "output-untyped":
-                key, fix = "untyped", lambda t, c=cls: _fix_annotation(t, c, untyped)
-            elif rule == "wrong-type" and (found := _STR_FOR_MESSAGE.search(message)):
-                key, fix = "str:" + found[1], lambda t, c=cls, m=found[1]: _fix_str_returns(t, c, m, reference)
-            elif rule in ("input-reserved", "input-ignored") and (found := _INPUT.search(message)):
-                key, fix = "input:" + found[1], lambda t, c=cls, n=found[1]: _fix_input_name(t, c, n, reference)
-            else:
-                return None  # an error no rule covers: the repaired code could not validate
-            if key in done:
-                continue
-            done.add(key)
-            tree, more = fix(tree)
+        for fix in plan.values():
+            tree, more = fix(tree, _component_class(tree, report.class_name))
             if not more:
                 return None  # e.g. "not defined" for a name that is imported: not ours to fix
             changes += more
