@@ -102,6 +102,10 @@ TO_MODEL: dict[str, str] = {
     "unknown_keyword": _with_input(
         'DropdownInput(name="mode", display_name="Mode", items=["a", "b"])', "DropdownInput"
     ),
+    # Text, say the sample inputs, but not certainly text on every path (an attribute, not a str expression).
+    "str_for_message_from_attribute": _swap(
+        '        return Message(text=(self.input_text or "").upper())', "        return self.input_text"
+    ),
     # The reserved name is also a key the code looks up: renaming only some uses would be a guess.
     "reserved_name_used_as_key": GOOD.replace('name="input_text"', 'name="status"').replace(
         'return Message(text=(self.input_text or "").upper())',

@@ -428,6 +428,51 @@ def _fix_annotation(tree: cst.Module, cls: cst.ClassDef, untyped: set[str]) -> t
     return _replace(tree, edits), changes
 
 
+_STR_METHODS = frozenset(
+    {
+        "upper", "lower", "strip", "lstrip", "rstrip", "title", "capitalize", "swapcase", "casefold", "replace",
+        "join", "format", "center", "ljust", "rjust", "zfill", "removeprefix", "removesuffix", "expandtabs",
+    }
+)  # fmt: skip
+
+
+def _assignments(func: cst.FunctionDef) -> dict[str, list[Any]]:
+    """name -> the values the function assigns to it (plain ``name = value`` only)."""
+    import libcst as cst
+
+    found: dict[str, list[Any]] = {}
+    for node in _walk(func.body):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    found.setdefault(target.target.value, []).append(node.value)
+        elif isinstance(node, cst.AugAssign | cst.AnnAssign) and isinstance(node.target, cst.Name):
+            found.setdefault(node.target.value, []).append(getattr(node, "value", None))
+    return found
+
+
+def _is_text(value: Any, assigned: dict[str, list[Any]], depth: int = 0) -> bool:
+    """Whether ``value`` is certainly a ``str``: a literal, an f-string, ``str(...)``, a str method's
+    result, text joined with ``+``, or a local name only ever assigned such values."""
+    import libcst as cst
+
+    if depth > 8:
+        return False
+    if isinstance(value, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString):
+        return True
+    if isinstance(value, cst.Call):
+        if isinstance(value.func, cst.Name):
+            return value.func.value == "str"
+        return isinstance(value.func, cst.Attribute) and value.func.attr.value in _STR_METHODS
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+        return _is_text(value.left, assigned, depth + 1) or _is_text(value.right, assigned, depth + 1)
+    if isinstance(value, cst.IfExp):
+        return _is_text(value.body, assigned, depth + 1) and _is_text(value.orelse, assigned, depth + 1)
+    if isinstance(value, cst.Name) and assigned.get(value.value):
+        return all(v is not None and _is_text(v, assigned, depth + 1) for v in assigned[value.value])
+    return False
+
+
 def _fix_str_returns(
     tree: cst.Module, cls: cst.ClassDef, method: str, reference: dict[str, Any]
 ) -> tuple[cst.Module, list[str]]:
@@ -444,6 +489,8 @@ def _fix_str_returns(
             continue
         if isinstance(value, cst.Call) and _func_name(value) == "Message":
             continue
+        if not _is_text(value, _assignments(func)):
+            raise NoFix(f"{method} returns {_code(value)!r}, which may not be text")
         edits[id(ret)] = lambda n: n.with_changes(
             value=cst.Call(
                 func=cst.Name("Message"), args=[cst.Arg(keyword=cst.Name("text"), value=n.value, equal=_equal())]
