@@ -1232,6 +1232,10 @@ def _op_ping(req: dict) -> dict:
 # defines ``register(ops, worker)`` and adds e.g. ``ops["run_flow"] = ...`` (see
 # ``_run_component.py`` for the pattern); it is imported here, in the zygote, once.
 OPS: dict = {"validate": _op_validate, "ping": _op_ping}
+# Trusted facts: answers an op module computed at import time, in the zygote, before any fork
+# (e.g. ``flow_catalog``, lfx's bundled component registry).  The zygote sends them itself;
+# no child and no request's code is involved.
+FACTS: dict = {}
 
 
 def _load_op_modules() -> list[str]:
@@ -1612,6 +1616,9 @@ def main() -> None:
             continue
         if req.get("op") == "exit":
             break
+        if req.get("op") in FACTS:
+            send({"id": req.get("id"), "status": "ok", "answer": FACTS[req["op"]]})
+            continue
         _NEXT[0] = None
         try:
             out = serve(req, spare)
