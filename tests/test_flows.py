@@ -20,7 +20,6 @@ from lfassist_jupyter.flows import (
     validate_flow,
 )
 
-
 # Every build runs in the sandbox (lfx's builder never runs in this process): share the session's worker.
 pytestmark = pytest.mark.usefixtures("sandbox")
 
