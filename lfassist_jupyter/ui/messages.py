@@ -225,7 +225,7 @@ def flow_message(
     message = PanelMessage(
         role="assistant",
         kind="flow",
-        flow_name=flow_name(flow),
+        flow_name=flow_name(flow) if flow is not None else _spec_name(spec) or flow_name(None),
         validated=bool(report.ok) if validated is None and report is not None else bool(validated),
         attempts=attempts,
         spec=spec or "",
@@ -278,6 +278,14 @@ def transcript(session: Session) -> list[PanelMessage]:
     if session.turns and session.turns[-1].role == "user":
         messages.append(cancelled_message())
     return messages
+
+
+def _spec_name(spec: str | None) -> str | None:
+    """The ``name:`` line of a spec (a card without flow JSON still shows its flow's name)."""
+    import re
+
+    m = re.search(r"^name:[ \t]*(\S[^\n]*)$", spec or "", re.MULTILINE)
+    return m.group(1).strip()[:200] if m else None
 
 
 def _spec_of(text: str) -> str:
