@@ -35,7 +35,10 @@ scripts listed in the config's ``op_modules`` (stdlib + lfx only, e.g. a future
 ``flows/_run_flow.py``) are imported by path in the zygote before the first fork and may
 register more ops with ``register(OPS, worker_module)``; the parent binds each such file
 read-only into the sandbox.  ``reference`` is computed in the zygote before any
-generated code ever ran and sent with the "ready" message.
+generated code ever ran and sent with the "ready" message.  An op module may also put
+*facts* in ``FACTS`` (e.g. ``_flow_ops.py``'s ``flow_catalog``, lfx's bundled component
+catalogue): answers computed at import time, before any fork, that the zygote sends itself
+when asked -- no child, no request's code involved.
 """
 
 from __future__ import annotations
