@@ -180,6 +180,13 @@ def test_assist_flow_load_of_a_spec_file(door, flow_ip, tmp_path):
     door.assert_contained()
 
 
+def test_assistant_load_flow_of_spec_text(door, make_assistant):
+    """``Assistant.load_flow`` (what ``%assist flow load`` calls) also takes spec text: built behind the door."""
+    flow = make_assistant("openai").load_flow(door.builtin_spec())
+    door.assert_ran_elsewhere(flow)
+    door.assert_contained()
+
+
 def test_model_reply_with_a_code_field(door, llm, make_assistant):
     spec = door.builtin_spec()
     llm.queue(intent("build_flow"), plan("ChatInput", "TypeConverterComponent", "ChatOutput"), spec_reply(spec))
