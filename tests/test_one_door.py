@@ -379,3 +379,63 @@ def test_every_public_entry_point_in_one_process_never_imports_lfx(tmp_path):
     assert out["checked"] == 3
     assert out["lfx"] is False, out["lfx_modules"]
     hostile.assert_contained(out["pid"])
+
+
+# -- what the kernel accepts from the door -----------------------------------------------------------------
+
+
+def test_no_lfx_in_the_workers_interpreter_is_one_clear_line(tmp_path):
+    """A worker interpreter without lfx: the catalogue and a build say so in one line (no traceback)."""
+    import shutil
+
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.validation.sandbox import SandboxValidator
+
+    python = shutil.which("python3", path="/usr/bin")
+    if python is None or subprocess.run([python, "-c", "import lfx"], capture_output=True).returncode == 0:
+        pytest.skip("needs a system python3 without lfx")
+    validator = SandboxValidator(python=python)
+    try:
+        with pytest.raises(ConfigError, match="lfx could not be imported") as caught:
+            default_catalog(validator)
+        assert "\n" not in str(caught.value)
+        built = validator.build_flow_sync("nodes:\n  A: ChatInput\n")
+        assert built["ok"] is False and "lfx could not be imported" in built["error"]
+    finally:
+        validator.close()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"ok": True, "z": ["not base64!"]},
+        {"ok": True, "z": None},
+        {"ok": True},
+    ],
+)
+def test_a_catalogue_that_is_not_one_is_refused(answer, monkeypatch):
+    """The kernel checks what comes through the door: a garbled catalogue is a clear error, not data."""
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.validation.sandbox import SandboxValidator
+
+    validator = SandboxValidator()
+    monkeypatch.setattr(validator, "_call", lambda payload, timeout: (answer, None))
+    with pytest.raises(ConfigError, match="no usable flow catalogue"):
+        default_catalog(validator)
+
+
+def test_a_catalogue_of_the_wrong_shape_or_size_is_refused(monkeypatch):
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.validation import sandbox as sandbox_module
+    from lfassist_jupyter.validation._flow_kit import pack
+
+    validator = sandbox_module.SandboxValidator()
+    for registry in ({"ChatInput": {"no": "template"}}, [1, 2, 3], {"X" * 500: {"template": {}}}):
+        monkeypatch.setattr(validator, "_call", lambda payload, timeout, r=registry: ({"ok": True, "z": pack(r)}, None))
+        with pytest.raises(ConfigError, match="no usable flow catalogue"):
+            default_catalog(validator)
+    monkeypatch.setattr(sandbox_module, "CATALOG_CAP", 1000)  # a zip bomb inflates past the cap
+    bomb = {"ChatInput": {"template": {"x": {"value": "a" * 100_000}}}}
+    monkeypatch.setattr(validator, "_call", lambda payload, timeout: ({"ok": True, "z": pack(bomb)}, None))
+    with pytest.raises(ConfigError, match="larger than"):
+        default_catalog(validator)
