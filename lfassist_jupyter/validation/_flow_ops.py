@@ -3,9 +3,10 @@
 A sibling script of ``_worker.py`` (stdlib + lfx only, plus ``_flow_kit.py`` next to it,
 loaded by path), imported in the zygote before its first fork.
 
-* ``flow_catalog`` is a *fact*: lfx's bundled component registry, read in the zygote at
-  import time, before any request, and sent by the zygote itself (``FACTS``), packed
-  (zlib + base64 chunks). The kernel caches it per validator and never imports lfx.
+* ``flow_catalog`` is a *fact*: lfx's bundled component registry, read by the zygote itself
+  (on the first request for it: a session without flows does not pay for it) and sent by the
+  zygote (``FACTS``), packed (zlib + base64 chunks). No request's code ever runs in the
+  zygote, so it is trusted. The kernel caches it per validator and never imports lfx.
 * ``flow_build`` runs in a fresh, sandboxed child like every validation, because building a
   flow can run a node's code: Langflow's real-time refresh of a field (a dropdown that
   reshapes the form) instantiates the component from the node's ``code`` and runs its
@@ -386,21 +387,22 @@ def build(spec_text: str, registry: dict[str, Any], repair: bool, run: Any) -> d
 
 
 def register(ops: dict, worker: Any) -> None:
-    """Read lfx's bundled registry now (in the zygote, before any fork) and add the flow ops."""
+    """Add the fact ``flow_catalog`` and the op ``flow_build`` (in the zygote, before any fork)."""
     import asyncio
     import time
 
     from lfx.graph.flow_builder.builder import load_local_registry
 
     w = worker
-    bundled = load_local_registry()
     facts = getattr(worker, "FACTS", None)
     if isinstance(facts, dict):
-        facts["flow_catalog"] = {"ok": True, "z": kit.pack(bundled)}
+        # lfx caches the registry in its module: children forked after this ran inherit it.
+        facts["flow_catalog"] = lambda: {"ok": True, "z": kit.pack(load_local_registry())}
 
     def flow_build(req: dict) -> dict:
         spec_text = str(req.get("spec", ""))
         extra = req.get("extra") if isinstance(req.get("extra"), dict) else {}
+        bundled = load_local_registry()
         registry = {**bundled, **{str(k): v for k, v in extra.items() if isinstance(v, dict)}}
         deadline = time.monotonic() + float(req.get("timeout", 30))
         # Not asyncio.run: a refresh that blocks must not keep the answer waiting on executor threads.
