@@ -254,6 +254,36 @@ def flow_request(validator: SandboxValidator) -> tuple[int, float, float]:
     return len(provider.calls), max(sizes) / 1024, elapsed
 
 
+KERNEL_FLOW = """
+import asyncio, json, sys
+sys.path.insert(0, {tests!r})
+from components import UPPER_SPEC
+from lfassist_jupyter import Assistant, ScriptedProvider
+from lfassist_jupyter.validation.sandbox import SandboxValidator
+replies = [
+    json.dumps({{"translation": "uppercase flow", "intent": "build_flow"}}),
+    json.dumps({{"components": ["ChatInput", "TextOperations", "ChatOutput"], "new": []}}),
+    "```\\n" + UPPER_SPEC + "```",
+]
+validator = SandboxValidator()
+assistant = Assistant(provider=ScriptedProvider(replies=replies, chunk_size=10_000), validator=validator,
+                      session_store=False)
+result = asyncio.run(assistant.arun("a chat flow that uppercases the question"))
+status = open("/proc/self/status").read().splitlines()
+rss = int(next(line for line in status if line.startswith("VmRSS")).split()[1]) / 1024
+validator.close()
+print(json.dumps({{"ok": result.ok, "rss_mb": rss, "lfx": "lfx" in sys.modules}}))
+"""
+
+
+def kernel_after_flow() -> dict:
+    """The kernel's resident memory after one flow request (a fresh process, as a new kernel),
+    and whether lfx was imported there (it must not be: flows are built behind the sandbox)."""
+    code = KERNEL_FLOW.format(tests=str(ROOT / "tests"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def validate_starters() -> tuple[list[float], int] | None:
     """``validate_flow`` per call (ms, p50 over repeats) on Langflow's own starter projects, and
     how many it accepts; None when the Langflow test environment is not installed."""
@@ -448,6 +478,7 @@ def main() -> None:
     probe_warm, probe_cold, real_runs = probe_runs(validator, 10)
     starters = validate_starters()
     repairs = repair_savings(validator)
+    kernel = kernel_after_flow()
     validator.close()
     reduced = reduced_warm(N)
     server = langflow_server(N)
@@ -527,6 +558,12 @@ def main() -> None:
             f"{flow_calls} / {flow_kb:.1f} KB",
             f"{flow_ms:.0f} ms, model time excluded",
             "target <= 3 calls, <= 16 KB",
+        ),
+        (
+            "flow: kernel resident memory after a flow request",
+            f"{kernel['rss_mb']:.0f} MB",
+            "lfx imported in the kernel" if kernel["lfx"] else "lfx not imported in the kernel",
+            "fresh process, one scripted request",
         ),
         (
             "flow: validate_flow p50 over Langflow's starter projects",

@@ -409,17 +409,7 @@ def _flow_result_parts(result: Any) -> dict[str, Any]:
     if not result.validated and result.error:
         notes.append((result.error.splitlines()[0][:300], False))
     notes += [(f"⚠️ {w}", None) for w in result.warnings]
-    report = pick("flow_report", "report")
-    if report is None and isinstance(pick("flow"), dict):  # the verdict on the card, even when not attached
-        report = getattr(result, "_lfa_flow_report", None)
-        if report is None:
-            try:
-                from lfassist_jupyter.flows import validate_flow
-
-                report = validate_flow(pick("flow"))
-                result._lfa_flow_report = report  # the card renders as html, markdown and text
-            except Exception:
-                report = None
+    report = pick("flow_report", "report")  # rendering shows the result's verdict; it never validates
     return dict(
         flow=pick("flow"),
         report=report,

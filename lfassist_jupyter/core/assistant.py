@@ -268,9 +268,11 @@ class Assistant:
                 data = json.loads(flow)
             except ValueError as exc:
                 raise ConfigError(f"The flow is not valid JSON: {exc}") from exc
+        sandbox = self._flow_sandbox()  # the catalogue comes from the sandbox that builds and runs flows
+        catalog = default_catalog(sandbox if hasattr(sandbox, "flow_catalog_sync") else None)
         if isinstance(data, str):
             try:
-                built = build_flow(data)
+                built = build_flow(data, catalog=catalog)
             except FlowSpecError as exc:
                 raise ConfigError(str(exc)) from exc
             if built.flow is None:
@@ -279,7 +281,6 @@ class Assistant:
         if not isinstance(data, dict) or not isinstance(data.get("data", data).get("nodes"), list):
             raise ConfigError("Not a Langflow flow: expected a JSON object with data.nodes and data.edges.")
         data = without_secrets(data)  # the session is written to disk: no key goes with it
-        catalog = default_catalog()
         for name, template in custom_templates(data).items():
             if name not in catalog:
                 catalog.add(name, template)

@@ -36,9 +36,10 @@ MAX_SESSIONS = 10
 SESSION_PREFIX = "agentic_"  # as in Langflow, so sessions never mix with Playground ones
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 _MAX_STEM = 100  # file names stay far below the 255-byte limit of common file systems
-MAX_SESSION_BYTES = 5_000_000
-"""A session file holds ten turns and a 2,000-character summary: a few KB.  A file past this
-is not ours (or is damaged) and is set aside rather than read into memory."""
+MAX_SESSION_BYTES = 50_000_000
+"""A session file holds ten turns and a 2,000-character summary: a few KB, plus the JSON of
+its flows (a flow carries its nodes' code, tens of KB per node).  A file past this is not
+ours (or is damaged) and is set aside rather than read into memory."""
 
 
 def new_session_id() -> str:
@@ -155,6 +156,7 @@ class _TurnFile(BaseModel):
     ts: float = Field(default_factory=time.time)
     original: str | None = None
     attempts: int | None = None
+    flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON: data, shown as stored, never rebuilt
 
 
 class _SessionFile(BaseModel):

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lfassist_jupyter.validation._flow_kit import conversion_hint, types_compatible
+
 from .catalog import Catalog, default_catalog
 from .models import FlowError, FlowReport, FlowSpecError, Need
 
@@ -126,8 +128,6 @@ def _check_components(nodes: dict[str, Any], catalog: Catalog, add, warnings: li
 
 
 def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
-    from lfx.graph.edge.base import types_compatible
-
     connected: set[tuple[str, str]] = set()
     loop_edges: set[int] = set()
     graph: dict[str, list[tuple[str, int]]] = {nid: [] for nid in nodes}
@@ -204,9 +204,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
 
 
 def _mismatch(src, tgt, out_name, port, out_types, accepted, tgt_id) -> FlowError:
-    from lfx.graph.flow_builder.connect import _conversion_hint
-
-    hint = _conversion_hint(_name(src), out_name, out_types, _name(tgt), port, accepted).strip()
+    hint = conversion_hint(_name(src), out_name, out_types, _name(tgt), port, accepted).strip()
     return FlowError(
         code="type_mismatch",
         node=_name(tgt),

@@ -11,7 +11,7 @@ import uuid
 from html import escape
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from lfassist_jupyter.core.events import ATTEMPT_STEPS, ProgressEvent, step_label
 from lfassist_jupyter.core.session import Session, Turn
@@ -54,6 +54,12 @@ class PanelMessage(BaseModel):
     picture_html: str | None = None
     """Inline SVG made by `flows.flow_picture` from escaped text (no script); the view inserts it."""
     lines: list[FlowLine] | None = None
+    _flow: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def flow(self) -> dict[str, Any] | None:
+        """A flow card's Langflow JSON (stored with the session); never sent to the view."""
+        return self._flow
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -205,24 +211,24 @@ def flow_message(
     error: str | None = None,
     steps: list[str] | None = None,
 ) -> PanelMessage:
-    """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it."""
+    """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it.
+
+    It renders what it is given and nothing more: no validation, no build (a stored session's
+    card shows the verdict it was stored with).
+    """
     from lfassist_jupyter._display import _report_lines, flow_name, flow_picture_html, run_lines
     from lfassist_jupyter.ui.flow_cell import flow_cell_source
 
-    if report is None and flow is not None:
-        try:
-            from lfassist_jupyter.flows import validate_flow
-
-            report = validate_flow(flow)
-        except Exception:  # a summary without the verdict beats no card
-            report = None
-    lines = [FlowLine(text=t, ok=ok) for t, ok in [*_report_lines(report), *run_lines(run)]]
+    verdict = _report_lines(report)
+    if report is None and flow is not None and validated is not None:
+        verdict = [("Flow validated" if validated else "Flow not validated", bool(validated))]
+    lines = [FlowLine(text=t, ok=ok) for t, ok in [*verdict, *run_lines(run)]]
     if error and not validated:
         lines.insert(0, FlowLine(text=error.splitlines()[0][:300], ok=False))
-    return PanelMessage(
+    message = PanelMessage(
         role="assistant",
         kind="flow",
-        flow_name=flow_name(flow),
+        flow_name=flow_name(flow) if flow is not None else _spec_name(spec) or flow_name(None),
         validated=bool(report.ok) if validated is None and report is not None else bool(validated),
         attempts=attempts,
         spec=spec or "",
@@ -232,10 +238,14 @@ def flow_message(
         error=error or None,
         steps=steps or [],
     )
+    message._flow = flow
+    return message
 
 
 def flow_from_spec(spec: str) -> dict[str, Any] | None:
-    """Rebuild a stored flow from its spec (a restored session keeps the spec, not the JSON)."""
+    """Build a flow from a card's spec, for a button on a card that has no flow JSON (a session
+    stored before flows were kept as data). Built in the sandbox like any spec; showing a
+    conversation never calls this."""
     try:
         from lfassist_jupyter.flows import build_flow, extract_spec
 
@@ -253,8 +263,8 @@ def turn_message(turn: Turn) -> PanelMessage:
         )
     if turn.kind == "flow":
         stored = getattr(turn, "flow", None)
-        return flow_message(
-            flow=stored if isinstance(stored, dict) else flow_from_spec(turn.content),
+        return flow_message(  # the stored JSON as data: showing a conversation builds and runs nothing
+            flow=stored if isinstance(stored, dict) else None,
             spec=_spec_of(turn.content),
             validated=turn.validated,
             attempts=turn.attempts,
@@ -271,6 +281,14 @@ def transcript(session: Session) -> list[PanelMessage]:
     if session.turns and session.turns[-1].role == "user":
         messages.append(cancelled_message())
     return messages
+
+
+def _spec_name(spec: str | None) -> str | None:
+    """The ``name:`` line of a spec (a card without flow JSON still shows its flow's name)."""
+    import re
+
+    m = re.search(r"^name:[ \t]*(\S[^\n]*)$", spec or "", re.MULTILINE)
+    return m.group(1).strip()[:200] if m else None
 
 
 def _spec_of(text: str) -> str:

@@ -463,6 +463,7 @@ class ChatPanel(anywidget.AnyWidget):
             return
         messages = self.workspace.transcript(session_id)
         self.session_id = session_id
+        self._flows.update({m.id: m.flow for m in messages if m.flow is not None})  # stored data, not rebuilt
         self.messages = [m.to_wire() for m in messages]
 
     def delete_session(self, session_id: str) -> None:

@@ -35,7 +35,10 @@ scripts listed in the config's ``op_modules`` (stdlib + lfx only, e.g. a future
 ``flows/_run_flow.py``) are imported by path in the zygote before the first fork and may
 register more ops with ``register(OPS, worker_module)``; the parent binds each such file
 read-only into the sandbox.  ``reference`` is computed in the zygote before any
-generated code ever ran and sent with the "ready" message.
+generated code ever ran and sent with the "ready" message.  An op module may also put
+*facts* in ``FACTS`` (e.g. ``_flow_ops.py``'s ``flow_catalog``, lfx's bundled component
+catalogue): answers the zygote computes (once, on first use) and sends itself when asked --
+no child, no request's code involved.
 """
 
 from __future__ import annotations
@@ -1283,6 +1286,10 @@ def _op_ping(req: dict) -> dict:
 # defines ``register(ops, worker)`` and adds e.g. ``ops["run_flow"] = ...`` (see
 # ``_run_component.py`` for the pattern); it is imported here, in the zygote, once.
 OPS: dict = {"validate": _op_validate, "ping": _op_ping}
+# Trusted facts: answers an op module provides (a value, or a function the zygote calls once
+# on first use), e.g. ``flow_catalog``, lfx's bundled component registry.  The zygote computes
+# and sends them itself: no child and no request's code is involved (none ever runs here).
+FACTS: dict = {}
 
 
 def _load_op_modules() -> list[str]:
@@ -1663,6 +1670,14 @@ def main() -> None:
             continue
         if req.get("op") == "exit":
             break
+        if req.get("op") in FACTS:  # a trusted fact: the zygote answers itself, no child involved
+            try:
+                if callable(FACTS[req["op"]]):  # computed once, on first use, here
+                    FACTS[req["op"]] = FACTS[req["op"]]()
+                send({"id": req.get("id"), "status": "ok", "answer": FACTS[req["op"]]})
+            except Exception as exc:
+                send({"id": req.get("id"), "status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"})
+            continue
         _NEXT[0] = None
         try:
             out = serve(req, spare)

@@ -214,7 +214,8 @@ class FlowPipeline:
         """lfx's bundled components, plus the extra ones and the current flow's custom nodes."""
         from lfassist_jupyter.flows import default_catalog
 
-        catalog = default_catalog()
+        # The sandbox that probe-runs the flow also gives the catalogue and builds the flow.
+        catalog = default_catalog(self.sandbox if hasattr(self.sandbox, "flow_catalog_sync") else None)
         extra = self.extra_components or {}
         if extra and all(isinstance(v, Mapping) and "template" not in v for v in extra.values()):
             catalog.add_all({k: dict(v) for k, v in extra.items()})  # Langflow's /api/v1/all shape
