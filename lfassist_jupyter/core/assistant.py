@@ -294,6 +294,21 @@ class Assistant:
         self._save_session()
         return data
 
+    def undo(self) -> str:
+        """Restore the flow before the last edit (the restore point every edit keeps); the
+        answer says which version is current. The restored flow is what the next request edits."""
+        undone = self.session.flow_version
+        turn = self.session.undo(window=self.history_window)
+        if turn is None:
+            return "Nothing to undo: this conversation has no earlier version of its flow."
+        self._save_session()
+        name = (turn.flow or {}).get("name") or "the flow"
+        state = "validated" if turn.validated else "not validated" if turn.validated is False else "loaded"
+        return (
+            f"Restored version {self.session.flow_version} of {name!r} ({state}); version {undone} is undone. "
+            "It is the current flow: the next request edits it."
+        )
+
     # -- public API ------------------------------------------------------------------
 
     async def stream(self, prompt: str) -> AsyncIterator[Event]:
