@@ -25,6 +25,7 @@ async def _two_versions(llm, assistant):
 async def test_undo_restores_the_previous_flow_and_the_next_edit_starts_from_it(llm, make_assistant):
     assistant = make_assistant("openai")
     first, second = await _two_versions(llm, assistant)
+    assert second.flow != first.flow
     assert lfx_run(assistant.session.last_flow.flow, "hi") == "HI"
 
     message = assistant.undo()
