@@ -43,6 +43,7 @@ from lfassist_jupyter.core.intent import (
     INTENT_METRIC,
     OFF_TOPIC,
     OFF_TOPIC_REFUSAL,
+    RUN_FLOW,
     IntentResult,
     build_intent_messages,
     parse_intent,
@@ -127,6 +128,8 @@ class Assistant:
         self.flow_components: dict[str, Any] | None = None
         """Extra flow catalogue entries (name -> node template, or Langflow's ``/api/v1/all``
         answer): a workspace connected to Langflow sets the server's components here."""
+        self.langflow: Any = None
+        """The connected ``LangflowClient`` (set by a workspace): "run X on Y" finds X there too."""
         self.last_outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = None
         self.last_record: RequestRecord | None = None
         """The metrics record of the last request (calls, tokens, duration), for views and evals."""
@@ -245,6 +248,19 @@ class Assistant:
         if intent in FLOW_INTENTS:
             return self.flow_pipeline(intent)
         return AnswerPipeline()
+
+    def run_pipeline(self, intent: IntentResult) -> Pipeline:
+        """``run_flow``: run the flow the request names (this conversation's, a saved file, the
+        connected Langflow's) on its input, as a probe run in the sandbox."""
+        from lfassist_jupyter.core.flow.run_request import RunFlowPipeline
+
+        return RunFlowPipeline(
+            self.session,
+            self._flow_sandbox(),
+            flow_name=intent.flow,
+            input_text=intent.input,
+            langflow=self.langflow,
+        )
 
     def load_flow(self, flow: dict[str, Any] | str | Path) -> dict[str, Any]:
         """Put a flow into the session as the last flow, so the next request can edit it.
@@ -489,7 +505,10 @@ class Assistant:
         )
         try:
             # Built in a thread: a flow pipeline reads the session's components (a sandbox call).
-            pipeline = await asyncio.to_thread(self.pipeline_for, intent.intent)
+            if intent.intent == RUN_FLOW and RUN_FLOW not in self._pipelines:
+                pipeline = await asyncio.to_thread(self.run_pipeline, intent)
+            else:
+                pipeline = await asyncio.to_thread(self.pipeline_for, intent.intent)
             outcome = await pipeline.run(request, emit)
         except ProviderError as exc:
             session.turns.pop()  # the request was not answered; do not remember it as asked
