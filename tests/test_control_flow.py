@@ -99,6 +99,7 @@ async def test_a_wiring_mistake_is_repaired_and_the_probe_run_answers_like_lfx(
 
     assert result.ok and result.validated, result.error
     assert len(llm.requests) == 3  # classify, plan, write: the repair cost no model call
+    assert max(len(r.text.encode()) for r in llm.requests) <= 16 * 1024  # the flows' prompt budget
     # The repair is listed, and the repaired spec is the right wiring.
     assert any("rewired" in n or "added" in n for n in result.outcome.notes), result.outcome.notes
     repaired_edges = {line.strip() for line in result.spec.splitlines() if "->" in line}

@@ -66,3 +66,33 @@ def test_assist_undo_in_a_notebook(flow_ip, llm, monkeypatch, capsys):
     assert "Restored version 1 of 'Echo QA'" in out and "version 2 is undone" in out
     magics = flow_ip.magics_manager.registry["AssistMagics"]
     assert lfx_run(magics._assistant.session.last_flow.flow, "yo") == "Answer this: yo"
+
+
+async def test_an_eval_case_runs_earlier_requests_then_undo_then_checks_the_run(llm, make_assistant):
+    import json
+
+    from lfassist_jupyter.eval import Case, arun_suite
+
+    case = Case.model_validate(
+        {
+            "name": "undo_edit",
+            "kind": "flow",
+            "before": ["a flow that answers with a prompt", "uppercase it instead"],
+            "undo": True,
+            "request": "run the current flow on hi",
+            "check": {"input": "hi", "expect": "Answer this: hi"},
+        }
+    )
+    llm.queue(
+        intent("build_flow"),
+        plan("ChatInput", "Prompt Template", "ChatOutput"),
+        spec_reply(ECHO),
+        intent("build_flow"),
+        plan("ChatInput", "TextOperations", "ChatOutput"),
+        spec_reply(SHOUT),
+        json.dumps({"translation": "run it on hi", "intent": "run_flow", "flow": "", "input": "hi"}),
+    )
+    suite = await arun_suite([case], assistant_factory=lambda **_: make_assistant("openai", session_store=False))
+    (result,) = suite.cases
+    assert result.status == "pass", result.reason
+    assert result.output == "Answer this: hi" and result.model_calls == 1  # the run costs the classification only
