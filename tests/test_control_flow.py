@@ -9,11 +9,13 @@ model writes (issue 23): a loop without its feedback edge, ``done`` into the bod
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from components import intent, lfx_run, plan, spec_reply
 
 from lfassist_jupyter.core.flow.pipeline import PROBE_TEXT
-from lfassist_jupyter.flows import build_flow, validate_flow
+from lfassist_jupyter.flows import build_flow, repair_flow, validate_flow
 
 LOOP = """\
 name: Chunk marker
@@ -166,3 +168,35 @@ def test_assist_repairs_a_loop_in_a_notebook(flow_ip, llm, monkeypatch, expected
     # The write prompt showed the loop's feedback handle and the canonical loop example.
     write = llm.requests[2].text
     assert "item: feedback <- Data|Message" in write and "Loop wiring" in write
+
+
+def _rename_outputs(flow: dict, names: dict[str, str]) -> dict:
+    """``flow`` with edges' source outputs renamed, as a hand-edited or older flow file has them."""
+    flow = copy.deepcopy(flow)
+    for edge in flow["data"]["edges"]:
+        handle = edge["data"]["sourceHandle"]
+        handle["name"] = names.get(handle["name"], handle["name"])
+    return flow
+
+
+@pytest.mark.parametrize("mistake", list(LOOP_MISTAKES))
+def test_repair_flow_fixes_a_loop_in_flow_json(sandbox, expected, mistake):
+    raw = build_flow(LOOP.format(body=LOOP_MISTAKES[mistake]), repair=False).flow
+    assert not validate_flow(raw).ok
+    repaired = repair_flow(raw)
+    assert [c.kind for c in repaired.changes] and {c.kind for c in repaired.changes} == {"edge"}
+    assert validate_flow(repaired.flow).ok
+    assert sandbox.run_flow_sync(repaired.flow, PROBE_TEXT)["text"] == expected[LOOP][PROBE_TEXT]
+    assert lfx_run(repaired.flow, "Goodbye") == expected[LOOP]["Goodbye"]
+
+
+def test_repair_flow_maps_branches_and_leaves_an_ambiguous_pair(expected):
+    right = build_flow(BRANCH.format(body=BRANCH_RIGHT)).flow
+    repaired = repair_flow(_rename_outputs(right, {"true_result": "if_true", "false_result": "else"}))
+    assert len(repaired.changes) == 2 and validate_flow(repaired.flow).ok
+    assert lfx_run(repaired.flow, "Goodbye") == expected[BRANCH]["Goodbye"]
+    assert lfx_run(repaired.flow, PROBE_TEXT) == expected[BRANCH][PROBE_TEXT]
+
+    both = _rename_outputs(right, {"true_result": "result", "false_result": "result"})
+    left = repair_flow(both)
+    assert left.changes == [] and not validate_flow(left.flow).ok  # not "repaired" into one branch

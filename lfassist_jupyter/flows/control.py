@@ -28,11 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lfassist_jupyter.validation._flow_kit import input_ports, output_ports, types_compatible
+from lfassist_jupyter.validation._flow_kit import handle_json, input_ports, output_ports, types_compatible
 
 from .models import Change, FlowError
 
-__all__ = ["ControlResult", "branch_ports", "infer_control_flow", "loop_ports"]
+__all__ = ["ControlResult", "branch_ports", "control_flow_json", "infer_control_flow", "loop_ports"]
 
 _EDGE = re.compile(r"^(\s*)(\w+)\.(\w+)\s*(?:->|→|=>)\s*(\w+)\.(\w+)\s*$")
 _NODE = re.compile(r"^\s*(\w+)\s*:\s*(\S.*?)\s*$")
@@ -103,6 +103,7 @@ class _Graph:
         self.types, self.templates, self.edges = types, templates, edges
         self.changes: list[Change] = []
         self.errors: list[FlowError] = []
+        self.held: list[int] = []  # edges (by id) no other repair may map: they are the model's to fix
 
     def live(self) -> list[_Edge]:
         return [e for e in self.edges if not e.dropped]
@@ -191,6 +192,7 @@ def _fix_branches(g: _Graph) -> None:
             label = "the one left" if len(free) == 1 else "the output when the condition holds"
             g.note(f"{names[0]!r} -> {free[0]!r} ({label})")
             continue
+        g.held += [id(e) for e in generic]
         g.error(
             node,
             names[0],
@@ -350,3 +352,77 @@ def infer_control_flow(spec: str, catalog: Any) -> ControlResult:
             lines[last_edge + 1 : last_edge + 1] = added
     out = "\n".join(lines) + ("\n" if spec.endswith("\n") else "")
     return ControlResult(spec=out, changes=g.changes, errors=g.errors)
+
+
+def control_flow_json(flow: dict[str, Any]) -> tuple[set[int], list[Change]]:
+    """The same inference on Langflow flow JSON, in place (``repair_flow`` passes a copy).
+
+    The nodes' own templates tell the ports (a flow carries them). Returns the indexes of the
+    edges left for the model (no other repair may map them) and the changes. Moved edges get
+    handles as lfx's ``add_connection`` writes them (an output-shaped target for a feedback edge).
+    """
+    data = flow.get("data", flow)
+    nodes = {n.get("id"): n for n in data.get("nodes", []) if isinstance(n, dict) and n.get("id")}
+    templates = {str(k): (n.get("data") or {}).get("node") or {} for k, n in nodes.items()}
+    if not any(loop_ports(t) or branch_ports(t) for t in templates.values()):
+        return set(), []
+    raw = data.get("edges", [])
+    edges: list[_Edge] = []
+    for i, edge in enumerate(raw):
+        if not isinstance(edge, dict) or edge.get("source") not in nodes or edge.get("target") not in nodes:
+            continue
+        ed = edge.get("data") or {}
+        sh, th = ed.get("sourceHandle") or {}, ed.get("targetHandle") or {}
+        out, port = sh.get("name"), th.get("fieldName") or th.get("name")
+        if out and port:
+            edges.append(_Edge(str(edge["source"]), str(out), str(edge["target"]), str(port), line=i))
+    before = {id(e): (e.out, e.tgt, e.port) for e in edges}
+    g = _Graph({k: str((n.get("data") or {}).get("type")) for k, n in nodes.items()}, templates, edges)
+    _fix_branches(g)
+    _fix_loops(g)
+    held = {e.line for e in edges if id(e) in g.held and e.line is not None}
+    for e in g.edges:
+        if e.line is not None and before[id(e)] == (e.out, e.tgt, e.port):
+            continue
+        new = _json_edge(nodes[e.src], e.out, nodes[e.tgt], e.port)
+        if e.line is None:
+            raw.append(new)
+        else:
+            raw[e.line].update(new)
+    return held, g.changes
+
+
+def _json_edge(src: dict[str, Any], out: str, tgt: dict[str, Any], port: str) -> dict[str, Any]:
+    """An edge's JSON, the way lfx's ``add_connection`` writes it."""
+    s_node, t_node = (src.get("data") or {}).get("node") or {}, (tgt.get("data") or {}).get("node") or {}
+    sh = {
+        "dataType": src["data"].get("type"),
+        "id": src["id"],
+        "name": out,
+        "output_types": output_ports(s_node).get(out, []),
+    }
+    loop = loop_ports(t_node)
+    if loop is not None and loop[0] == port:
+        th: dict[str, Any] = {
+            "dataType": tgt["data"].get("type"),
+            "id": tgt["id"],
+            "name": port,
+            "output_types": loop[1],
+        }
+    else:
+        field = (t_node.get("template") or {}).get(port) or {}
+        th = {
+            "fieldName": port,
+            "id": tgt["id"],
+            "inputTypes": field.get("input_types") or [],
+            "type": field.get("type"),
+        }
+    s_json, t_json = handle_json(sh), handle_json(th)
+    return {
+        "source": src["id"],
+        "target": tgt["id"],
+        "sourceHandle": s_json,
+        "targetHandle": t_json,
+        "data": {"sourceHandle": sh, "targetHandle": th},
+        "id": f"reactflow__edge-{src['id']}{s_json}-{tgt['id']}{t_json}",
+    }
