@@ -200,3 +200,61 @@ def test_repair_flow_maps_branches_and_leaves_an_ambiguous_pair(expected):
     both = _rename_outputs(right, {"true_result": "result", "false_result": "result"})
     left = repair_flow(both)
     assert left.changes == [] and not validate_flow(left.flow).ok  # not "repaired" into one branch
+
+
+async def test_a_model_in_the_loop_body_is_stubbed_and_the_loop_still_runs(llm, make_assistant):
+    body = (
+        "  L.item -> B.input_data\n  B.parsed_text -> M.input_value\n  M.text_output -> L.item\n"
+        "  L.done -> D.input_data"
+    )
+    spec = LOOP.format(body=body).replace("  O: ChatOutput\n", "  O: ChatOutput\n  M: LanguageModelComponent\n")
+    llm.queue(intent("build_flow"), plan("LoopComponent", "LanguageModelComponent"), spec_reply(spec))
+    result = await make_assistant("openai").arun("summarise each chunk with an LLM")
+    assert result.ok, result.error
+    assert [s["name"] for s in result.run["stubbed"]] == ["Language Model"]
+    # The stub echoed each chunk: the body ran once per item, inside the loop.
+    assert result.run["text"].splitlines() == [
+        "[stub Language Model] <Hello! This>",
+        "[stub Language Model] <is a probe>",
+        "[stub Language Model] <run.>",
+    ]
+
+
+async def test_a_probe_run_that_answers_nothing_is_not_a_pass(llm, make_assistant):
+    # lfx runs it "successfully" and answers an empty string (the regex replaces everything).
+    silent = (
+        "nodes:\n  A: ChatInput\n  X: TextOperations\n  C: ChatOutput\n"
+        "edges:\n  A.message -> X.text_input\n  X.message -> C.input_value\n"
+        'config:\n  X.operation: Text Replace\n  X.search_pattern: ".*"\n  X.replacement_text: ""\n'
+        "  X.use_regex: true\n"
+    )
+    assert lfx_run(build_flow(silent).flow, PROBE_TEXT) == ""
+    llm.queue(intent("build_flow"), plan("TextOperations"), spec_reply(silent))
+    result = await make_assistant("openai", max_retries=1).arun("a flow that answers")
+    assert not result.validated and not result.ok
+    assert "answered nothing" in (result.error or "")
+
+
+def test_a_huge_loop_spec_is_inferred_in_one_pass():
+    """Linear work: a 3,000-node loop body (hostile size) gets its feedback edge, no sandbox needed."""
+    from lfassist_jupyter.flows.catalog import Catalog
+    from lfassist_jupyter.flows.control import infer_control_flow
+
+    loop = {
+        "template": {"data": {"type": "other", "input_types": ["Data", "Message"], "show": True}},
+        "outputs": [
+            {"name": "item", "types": ["Data"], "allows_loop": True, "loop_types": ["Message"]},
+            {"name": "done", "types": ["DataFrame"]},
+        ],
+    }
+    step = {
+        "template": {"x": {"type": "other", "input_types": ["Data", "Message"], "show": True}},
+        "outputs": [{"name": "out", "types": ["Message"]}],
+    }
+    catalog = Catalog({"LoopComponent": loop, "Step": step})
+    n = 3000
+    nodes = "\n".join(["  L: LoopComponent", *(f"  S{i}: Step" for i in range(n))])
+    edges = "\n".join(["  L.item -> S0.x", *(f"  S{i}.out -> S{i + 1}.x" for i in range(n - 1))])
+    fixed = infer_control_flow(f"nodes:\n{nodes}\nedges:\n{edges}\n", catalog)
+    assert [c.after for c in fixed.changes] == [f"S{n - 1}.out -> L.item"] and not fixed.errors
+    assert f"  S{n - 1}.out -> L.item" in fixed.spec.splitlines()

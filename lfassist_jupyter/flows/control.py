@@ -108,8 +108,14 @@ class _Graph:
     def live(self) -> list[_Edge]:
         return [e for e in self.edges if not e.dropped]
 
-    def reach(self, starts: Iterable[str], avoid: str) -> set[str]:
-        """Nodes reachable from ``starts`` along edges, never passing through ``avoid``."""
+    def reach(self, starts: Iterable[str], avoid: str, *, backwards: bool = False) -> set[str]:
+        """Nodes reachable from ``starts`` along edges (or against them), never through ``avoid``.
+
+        One adjacency pass, then a walk: linear in the edges, whatever the spec holds."""
+        nexts: dict[str, list[str]] = {}
+        for e in self.live():
+            a, b = (e.tgt, e.src) if backwards else (e.src, e.tgt)
+            nexts.setdefault(a, []).append(b)
         seen: set[str] = set()
         todo = [s for s in starts if s != avoid]
         while todo:
@@ -117,7 +123,7 @@ class _Graph:
             if node in seen:
                 continue
             seen.add(node)
-            todo += [e.tgt for e in self.live() if e.src == node and e.tgt != avoid and e.tgt not in seen]
+            todo += [n for n in nexts.get(node, ()) if n != avoid and n not in seen]
         return seen
 
     def outputs(self, node: str) -> dict[str, list[str]]:
@@ -258,7 +264,8 @@ def _fix_loops(g: _Graph) -> None:
         if not starts:
             continue
         body = g.reach(starts, avoid=loop)
-        ends = [n for n in body if not any(e.src == n for e in g.live())]
+        sources = {e.src for e in g.live()}
+        ends = [n for n in body if n not in sources]
         fits = [(n, o) for n in ends for o, t in g.outputs(n).items() if types_compatible(t, accepted)]
         usable = len(ends) == 1 and len(fits) == 1 and not str(g.types.get(ends[0], "")).endswith(_DEAD_END_TYPES)
         if usable:
@@ -291,7 +298,7 @@ def _fix_loops(g: _Graph) -> None:
 
 def _leads_to(g: _Graph, back: set[str], loop: str) -> set[str]:
     """Nodes from which a feedback source is reachable without passing the loop."""
-    return {n for n in g.templates if n != loop and g.reach([n], avoid=loop) & back}
+    return g.reach(back, avoid=loop, backwards=True)
 
 
 def _read_spec(text: str) -> tuple[list[str], dict[str, str], list[_Edge], int | None]:

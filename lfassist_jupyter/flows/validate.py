@@ -274,6 +274,10 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
             sh, th = ed.get("sourceHandle") or {}, ed.get("targetHandle") or {}
             wires.append((e["source"], sh.get("name"), e["target"], th.get("fieldName") or th.get("name"), th))
 
+    nexts: dict[str, list[str]] = {}
+    for s, _, t, _, _ in wires:
+        nexts.setdefault(s, []).append(t)
+
     def reach(starts: list[str], avoid: str) -> set[str]:
         seen: set[str] = set()
         todo = [s for s in starts if s != avoid]
@@ -281,7 +285,7 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
             nid = todo.pop()
             if nid not in seen:
                 seen.add(nid)
-                todo += [t for s, _, t, _, _ in wires if s == nid and t != avoid]
+                todo += [t for t in nexts.get(nid, ()) if t != avoid and t not in seen]
         return seen
 
     for nid, node in nodes.items():
