@@ -203,7 +203,9 @@ def _fix_branches(g: _Graph) -> None:
             node,
             names[0],
             f"{node} has no output {names[0]!r}, and {len(generic)} edges use it: which branch each is "
-            "cannot be told (mapping them would lose a branch).",
+            "cannot be told (mapping them would lose a branch)."
+            if len(generic) > 1
+            else f"{node} has no output {names[0]!r}, and both of its branches are already connected.",
             f"Connect the branch taken when the condition holds from {node}.{true_port} and the other "
             f"from {node}.{false_port}.",
             code="missing_output",
@@ -250,7 +252,7 @@ def _fix_loops(g: _Graph) -> None:
                     continue
                 g.move(edge, out=item)
                 g.note(f"{done!r} into the loop body: the body starts at {item!r}")
-            leads_back = _leads_to(g, back, loop)
+            leads_back = _leads_to(g, back, loop) | {loop}
             for edge in [e for e in g.live() if e.src == loop and e.out == item and e.tgt not in leads_back]:
                 if not g.fits(loop, done, edge.tgt, edge.port) or g.taken(edge, done):
                     continue
