@@ -43,9 +43,10 @@ def _output_ports(node: dict[str, Any]) -> dict[str, list[str]]:
 def repair_flow(flow: dict[str, Any], *, catalog: Catalog | None = None) -> RepairResult:
     """Deterministic repairs on Langflow flow JSON; returns a repaired copy and what changed.
 
-    Fixes edges whose port name is wrong but whose types fit exactly one port, node types that
-    are a near miss of a catalogue name (the node's template is replaced by the catalogue's),
-    and field values of the wrong type. The input is never modified.
+    Fixes loop and branch wiring (``control.py``), edges whose port name is wrong but whose
+    types fit exactly one port, node types that are a near miss of a catalogue name (the node's
+    template is replaced by the catalogue's), and field values of the wrong type. The input is
+    never modified.
     """
     catalog = catalog or default_catalog()
     flow = copy.deepcopy(flow)
@@ -91,7 +92,14 @@ def repair_flow(flow: dict[str, Any], *, catalog: Catalog | None = None) -> Repa
                 )
                 field["value"] = coerced
 
-    for edge in data.get("edges", []):
+    # Loop and branch wiring first (flows/control.py); the edges it leaves for the model stay as they are.
+    from .control import control_flow_json
+
+    held, control_changes = control_flow_json(flow)
+    changes += control_changes
+    for index, edge in enumerate(data.get("edges", [])):
+        if index in held:
+            continue
         src, tgt = nodes.get(edge.get("source")), nodes.get(edge.get("target"))
         if not src or not tgt:
             continue

@@ -70,6 +70,12 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
         from lfassist_jupyter.validation.sandbox import default_validator
 
         sandbox = default_validator()
+    control = None
+    if repair:  # loop and branch wiring first (flows/control.py): the sandbox builds the fixed spec
+        from .control import infer_control_flow
+
+        control = infer_control_flow(spec_text, catalog)
+        spec_text = control.spec
     answer = sandbox.build_flow_sync(spec_text, extra=catalog.added, repair=repair)
     if answer.get("error"):
         error = FlowError(code="structure", message=f"The flow could not be built: {answer['error']}")
@@ -80,6 +86,8 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     ]
     kinds = ("port", "component", "value", "quote")
     changes = [Change.model_validate(c) for c in answer.get("changes") or [] if c.get("kind") in kinds]
+    if control is not None:
+        changes[:0], errors[:0] = control.changes, control.errors
     return BuildResult(
         ok=bool(answer.get("ok")) and not errors and answer.get("flow") is not None,
         flow=answer.get("flow"),

@@ -53,6 +53,7 @@ HELP = """\
 %assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
                          conversation: the next %%assist request edits it ("add a summariser before the output")
 %assist flows            the flows registered in Langflow from notebooks
+%assist undo             restore the flow before the last edit (each edit keeps a restore point)
 %assist panel            the chat panel (a widget driving the same assistant)
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
 %assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
@@ -352,6 +353,8 @@ class AssistMagics(Magics):
             return self._components()
         if command in ("flow", "flows"):
             return self._flow_subcommand(words[1:] if command == "flow" else ["list"])
+        if command == "undo":
+            return self._undo()
         if command == "panel":
             from lfassist_jupyter.ui.panel import ChatPanel
 
@@ -364,7 +367,8 @@ class AssistMagics(Magics):
             return self._eval(line.split(None, 1)[1] if len(words) > 1 else "")
         raise UsageError(
             f"Unknown %assist subcommand '{command}'. "
-            "Try: status, models, new, history, connect, disconnect, components, flow, flows, panel, stats, eval, help."
+            "Try: status, models, new, history, connect, disconnect, components, flow, flows, undo, panel, stats, "
+            "eval, help."
         )
 
     def _eval(self, rest: str) -> Any:
@@ -489,6 +493,13 @@ class AssistMagics(Magics):
         for item in items:
             print(f"  {item['name']}  (id {item['id']})")
         return items
+
+    def _undo(self) -> None:
+        """``%assist undo``: the conversation's flow goes back to its version before the last edit."""
+        assistant = self._assistant
+        if assistant is None and self._session_id is not None:
+            assistant = self._assistant = self.workspace.assistant(self._session_id)
+        print(assistant.undo() if assistant is not None else "Nothing to undo: no flow in this conversation yet.")
 
     def _history(self) -> None:
         if self._assistant is not None:

@@ -399,7 +399,12 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> dict[str, Any]:
         if self.sandbox is None:
             return {"ok": False, "text": None, "error": "No sandbox to probe-run the flow in.", "stubbed": []}
-        return await asyncio.to_thread(self.sandbox.run_flow_sync, flow, PROBE_TEXT, self.probe_timeout)
+        run = await asyncio.to_thread(self.sandbox.run_flow_sync, flow, PROBE_TEXT, self.probe_timeout)
+        if run.get("ok") and not str(run.get("text") or "").strip():
+            # An empty answer is not a pass: no Chat Output was reached, or a loop body never ran.
+            why = "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
+            run = {**run, "ok": False, "error": why}
+        return run
 
     @staticmethod
     def _interfaces(catalog: Any, chosen: list[str], custom: list[str]) -> str:
