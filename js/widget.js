@@ -100,7 +100,19 @@ function render({ model, el }) {
   root.append(header, transcript, progress, notice, composer);
   el.append(root);
 
+  // The notebook that runs this kernel was closed: a docked view outlives it, but its kernel
+  // connection went with it, so say so rather than send into the void.
+  const ownerGone = () => {
+    const target = model.get("notebook_id");
+    return !!target && !!model.get("docked") && !document.getElementById(target);
+  };
+  const GONE = "The notebook this assistant belongs to is not open any more";
+
   function submit() {
+    if (ownerGone()) {
+      setNotice(`${GONE}: reopen it (its kernel keeps the conversation) and run %assist panel.`);
+      return;
+    }
     if (model.get("busy")) {
       send({ type: "stop" });
       return;
@@ -126,16 +138,13 @@ function render({ model, el }) {
   // Insert through JupyterLab into the kernel's notebook; when that notebook is not open any
   // more, or the front end cannot insert, copy instead and say so.
   async function insertOrCopy(m, text) {
-    const target = model.get("notebook_id");
-    const gone = target && !document.getElementById(target);
+    const gone = ownerGone();
     if (model.get("can_insert") && !gone) {
       send({ type: "insert", id: m.id });
       return;
     }
     const copied = await copyText(text);
-    const why = gone
-      ? "The notebook this assistant belongs to is not open any more"
-      : "This front end cannot insert cells";
+    const why = gone ? GONE : "This front end cannot insert cells";
     setNotice(copied
       ? `${why}: the code was copied to the clipboard — paste it into a new cell.`
       : `${why} and the clipboard is unavailable: copy the code from the card.`);

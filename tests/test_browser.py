@@ -69,6 +69,11 @@ def lab(llm_server, tmp_path_factory):
     news = root / ".settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    # The key binding the README tells users to add for the palette command.
+    keys = root / ".settings" / "@jupyterlab" / "shortcuts-extension"
+    keys.mkdir(parents=True)
+    binding = {"command": "lfassist:open-assistant", "keys": ["Alt Shift A"], "selector": "body"}
+    (keys / "shortcuts.jupyterlab-settings").write_text(json.dumps({"shortcuts": [binding]}))
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell("from lfassist_jupyter import ChatPanel\npanel = ChatPanel()\npanel")]
@@ -334,7 +339,8 @@ def test_a_request_in_the_docked_panel_then_insert_writes_below_the_active_cell(
 
 
 def test_palette_command_opens_or_focuses_the_docked_panel(page):
-    assert "Langflow Assistant: Open" in _palette(page, "Langflow Assistant")
+    items = _palette(page, "Langflow Assistant")
+    assert [i.split("\n") for i in items] == [["Langflow Assistant: Open", "Alt+Shift+A"]]  # the README's binding
     page.keyboard.press("Escape")
     page.click(DOCK_TAB)  # clicking the current tab collapses the sidebar
     page.wait_for_function("s => !document.querySelector(s)?.checkVisibility()", arg=DOCKED, timeout=10_000)
@@ -342,6 +348,13 @@ def test_palette_command_opens_or_focuses_the_docked_panel(page):
     page.keyboard.press("Enter")
     page.wait_for_selector(DOCKED, state="visible", timeout=20_000)
     assert page.locator(DOCK_TAB).count() == 1
+    # The key binding from the README does the same.
+    page.click(DOCK_TAB)
+    page.wait_for_function("s => !document.querySelector(s)?.checkVisibility()", arg=DOCKED, timeout=10_000)
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Alt+Shift+A")
+    page.wait_for_selector(DOCKED, state="visible", timeout=20_000)
 
 
 def test_closing_and_reopening_the_docked_panel_keeps_the_conversation(page):
@@ -353,3 +366,16 @@ def test_closing_and_reopening_the_docked_panel_keeps_the_conversation(page):
     page.wait_for_selector(DOCKED, state="visible", timeout=20_000)
     transcript = page.inner_text(f"{DOCKED} .lfa-transcript")
     assert "a component that uppercases text" in transcript and "UppercaseComponent" in transcript
+
+
+def test_insert_after_the_notebook_was_closed_copies_and_says_so(page):
+    """Last: it closes the notebook.  The docked view outlives it, but Insert has nowhere to write."""
+    page.click(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon")
+    with contextlib.suppress(Exception):  # unsaved changes: discard them
+        page.click(".jp-Dialog button:has-text('Discard')", timeout=5_000)
+    page.wait_for_selector(".jp-NotebookPanel", state="detached", timeout=20_000)
+    page.evaluate("navigator.clipboard.writeText('')")
+    page.click(f"{DOCKED} button[aria-label='Insert into notebook']")
+    page.wait_for_selector(f"{DOCKED} .lfa-notice >> text=is not open any more", timeout=10_000)
+    assert "copied to the clipboard" in page.inner_text(f"{DOCKED} .lfa-notice")
+    assert "class UppercaseComponent(Component):" in page.evaluate("navigator.clipboard.readText()")
