@@ -83,6 +83,8 @@ class DockNote(anywidget.AnyWidget):
     _esm = _DOCK_NOTE_ESM
     text = traitlets.Unicode("").tag(sync=True)
     notebook_id = traitlets.Unicode("").tag(sync=True)
+    panel: ChatPanel | None = None
+    """The docked panel this line is about (not synced)."""
 
     def __repr__(self) -> str:  # a terminal, or a front end without widgets
         return self.text
@@ -342,6 +344,7 @@ def open_panel(*, area: str = "right", workspace: Workspace | None = None) -> An
     if state.ready:
         _dock(area)
         note = DockNote(text=_where(area))
+        note.panel = panel  # for scripts: `%assist panel` then `.panel.send_prompt(...)`
         _track_notebook(note)
         return note
     if state.no_shell:
@@ -366,8 +369,10 @@ def _pending(panel: ChatPanel, area: str) -> Any:
     import ipywidgets
 
     note = DockNote(text="Opening the Langflow Assistant...")
+    note.panel = panel
     _track_notebook(note)
     box = ipywidgets.VBox([note])
+    box.panel = panel  # for scripts, as on DockNote
 
     def docked() -> None:
         if box.children[-1] is panel:  # already fell back inline

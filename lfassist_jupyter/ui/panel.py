@@ -9,9 +9,14 @@ the comm or trips Jupyter's IOPub rate limit.
 
 Inserting a cell needs the front end: a button handler runs after the panel's cell has
 finished, when ``set_next_input`` no longer shows anything.  We drive JupyterLab's own
-commands through ipylab (``notebook:insert-cell-below`` + ``notebook:replace-selection``);
-where ipylab's front end is absent (Notebook 7 without it, VS Code) the view copies the
-code to the clipboard and says so.
+commands through ipylab (``notebook:insert-cell-below`` + ``notebook:replace-selection``),
+given the id of the kernel's own notebook (``notebook_id``, reported by a view rendered in
+it) so a panel docked in the sidebar (``ui/dock.py``) writes there, whatever has the focus;
+where ipylab's front end is absent (Notebook 7 without it, VS Code), or that notebook was
+closed, the view copies the code to the clipboard and says so.
+
+Each answer carries its request's cost (``usage``: model calls, tokens, seconds, from the
+metrics record) and ``notes`` such as a model fallback the provider made during the request.
 
 Configuration, validators, the Langflow connection, sessions and registration come from the
 kernel's ``Workspace`` (shared with the magic); every message the view receives is built by
