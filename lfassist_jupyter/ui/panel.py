@@ -320,8 +320,7 @@ class ChatPanel(anywidget.AnyWidget):
             return
         record = getattr(assistant, "last_record", None)
         model = getattr(record, "model", "") or ""
-        if provider is not None and model:
-            model = provider.substitutions.get(model, model)
+        model = getattr(provider, "substitutions", {}).get(model, model)
         decorations = {"usage": usage_line(record, model), "notes": notes}
         data = event.data
         if data.warnings:  # e.g. "this conversation is not being saved": never silent
