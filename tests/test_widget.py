@@ -510,3 +510,15 @@ def test_without_jupyterlab_shell_the_panel_opens_inline_and_says_why_once(ip, m
     assert "ipylab" in note.text and "VS Code" in note.text
     again = ip.run_line_magic("assist", "panel")
     assert again is panel  # inline at once, the same conversation, and the reason is not repeated
+
+
+def test_assist_panel_in_the_cell_that_loads_the_extension_docks_once_the_front_end_answers(ip, dock):
+    """ipylab's answer can only arrive after the cell: until then the cell shows a placeholder."""
+    dock._state.ready = False
+    box = ip.run_line_magic("assist", "panel")
+    (note,) = box.children
+    assert "Opening" in note.text and dock._state.lab.shell.sent == []
+    assert box.panel is dock._state.panel  # scripts can reach the panel at once
+    dock._on_ready()  # "lab_ready" from ipylab's front end
+    assert [m["payload"]["area"] for m in dock._state.lab.shell.sent] == ["right"]
+    assert "right sidebar" in note.text and box.children == (note,)  # docked: no inline panel
