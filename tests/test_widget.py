@@ -451,7 +451,7 @@ def dock(monkeypatch):
 
 
 def test_assist_panel_docks_once_per_kernel_and_focuses_it_after(ip, dock):
-    from lfassist_jupyter.ui.dock import DockNote
+    from lfassist_jupyter.ui.dock_note import DockNote
 
     note = ip.run_line_magic("assist", "panel")
     assert isinstance(note, DockNote) and "right sidebar" in note.text

@@ -30,10 +30,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anywidget
-import traitlets
-
 if TYPE_CHECKING:
+    from lfassist_jupyter.ui.dock_note import DockNote
     from lfassist_jupyter.ui.panel import ChatPanel
     from lfassist_jupyter.ui.workspace import Workspace
 
@@ -53,49 +51,6 @@ _ICON_SVG = (
     '<path class="jp-icon3" fill="#616161" d="M4 3h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5'
     'a2 2 0 0 1 2-2zm3 5v2h2V8H7zm4 0v2h2V8h-2zm4 0v2h2V8h-2z"/></svg>'
 )
-
-_DOCK_NOTE_ESM = """
-export default {
-  render({ model, el }) {
-    const line = document.createElement("div");
-    line.className = "lfa-docknote";
-    line.style.cssText = "font-size:12px;color:var(--jp-ui-font-color2,#555);padding:2px 0";
-    const show = () => { line.textContent = model.get("text"); };
-    model.on("change:text", show);
-    show();
-    el.append(line);
-    // The notebook this output lives in: the kernel's own notebook, where Insert writes.
-    const notebook = el.closest(".jp-NotebookPanel");
-    if (notebook && notebook.id && model.get("notebook_id") !== notebook.id) {
-      model.set("notebook_id", notebook.id);
-      model.save_changes();
-    }
-    return () => model.off("change:text", show);
-  },
-};
-"""
-
-
-class DockNote(anywidget.AnyWidget):
-    """What ``%assist panel`` leaves in the cell: one line saying where the panel is.  Its view
-    also tells the kernel which notebook it is in (``notebook_id``), for Insert."""
-
-    _esm = _DOCK_NOTE_ESM
-    text = traitlets.Unicode("").tag(sync=True)
-    notebook_id = traitlets.Unicode("").tag(sync=True)
-    panel: ChatPanel | None = None
-    """The docked panel this line is about (not synced)."""
-
-    def __repr__(self) -> str:  # a terminal, or a front end without widgets
-        return self.text
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, tuple):
-            bundle[0]["text/plain"] = self.text
-        elif isinstance(bundle, dict):
-            bundle["text/plain"] = self.text
-        return bundle
 
 
 class _Dock:
@@ -341,6 +296,8 @@ def open_panel(*, area: str = "right", workspace: Workspace | None = None) -> An
     panel = _docked_panel(workspace)
     if lab is None:
         return _inline(panel)
+    from lfassist_jupyter.ui.dock_note import DockNote
+
     if state.ready:
         _dock(area)
         note = DockNote(text=_where(area))
@@ -360,6 +317,8 @@ def _inline(panel: ChatPanel) -> Any:
         return panel
     import ipywidgets
 
+    from lfassist_jupyter.ui.dock_note import DockNote
+
     return ipywidgets.VBox([DockNote(text=why), panel])
 
 
@@ -367,6 +326,8 @@ def _pending(panel: ChatPanel, area: str) -> Any:
     """The cell's output while we wait for ipylab's answer (it arrives after this cell ends):
     a line that becomes "docked", or the inline panel with the reason."""
     import ipywidgets
+
+    from lfassist_jupyter.ui.dock_note import DockNote
 
     note = DockNote(text="Opening the Langflow Assistant...")
     note.panel = panel
