@@ -54,7 +54,8 @@ HELP = """\
                          conversation: the next %%assist request edits it ("add a summariser before the output")
 %assist flows            the flows registered in Langflow from notebooks
 %assist undo             restore the flow before the last edit (each edit keeps a restore point)
-%assist panel            the chat panel (a widget driving the same assistant)
+%assist panel [--main]   the chat panel, docked in JupyterLab's right sidebar (--main: a tab); again: focus it.
+                         Also in the command palette: "Langflow Assistant: Open". Inline where there is no shell
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
 %assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
                          run eval cases and check each result by running it in the sandbox
@@ -356,9 +357,11 @@ class AssistMagics(Magics):
         if command == "undo":
             return self._undo()
         if command == "panel":
-            from lfassist_jupyter.ui.panel import ChatPanel
+            from lfassist_jupyter.ui.dock import open_panel
 
-            return ChatPanel(workspace=self.workspace)
+            if any(w not in ("--main", "--right") for w in words[1:]):
+                raise UsageError("Usage: %assist panel [--main]  (--main: a main-area tab instead of the sidebar)")
+            return open_panel(area="main" if "--main" in words else "right", workspace=self.workspace)
         if command == "stats":
             from lfassist_jupyter.metrics import StatsView, stats
 
@@ -681,6 +684,10 @@ def _warm_up_in_background() -> None:
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(AssistMagics)
     _warm_up_in_background()
+    if getattr(ipython, "kernel", None) is not None:  # "Langflow Assistant: Open" in JupyterLab's palette
+        from lfassist_jupyter.ui.dock import register_command
+
+        register_command()
 
 
 def unload_ipython_extension(ipython: Any) -> None:

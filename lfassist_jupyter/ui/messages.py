@@ -54,6 +54,11 @@ class PanelMessage(BaseModel):
     picture_html: str | None = None
     """Inline SVG made by `flows.flow_picture` from escaped text (no script); the view inserts it."""
     lines: list[FlowLine] | None = None
+    # every answer of a live request (not restored ones: the numbers are not stored):
+    usage: str | None = None
+    """One line: model calls, tokens and seconds for this request (``usage_line``)."""
+    notes: list[str] | None = None
+    """What the user must know about how it was answered, e.g. a model fallback."""
     _flow: dict[str, Any] | None = PrivateAttr(default=None)
 
     @property
@@ -165,6 +170,26 @@ def error_message(text: str) -> PanelMessage:
 def cancelled_message(text: str = "", note: str | None = None) -> PanelMessage:
     html = render_markdown(text) if text else ""
     return PanelMessage(role="assistant", kind="cancelled", text=text, html=html, note=note or CANCELLED_NOTE)
+
+
+def usage_line(record: Any, model: str | None = None) -> str | None:
+    """The request's cost, from its metrics record (``Assistant.last_record``, ``AssistResult.usage``):
+    "2 model calls · 1,234 tokens (1,000 in, 234 out) · 3.4 s · gpt-4o".  None without a record."""
+    if record is None:
+        return None
+    calls = int(getattr(record, "model_calls", 0) or 0)
+    tokens_in = int(getattr(record, "prompt_tokens", 0) or 0)
+    tokens_out = int(getattr(record, "completion_tokens", 0) or 0)
+    seconds = float(getattr(record, "duration_s", 0.0) or 0.0)
+    parts = [f"{calls} model call{'' if calls == 1 else 's'}"]
+    if tokens_in or tokens_out:
+        parts.append(f"{tokens_in + tokens_out:,} tokens ({tokens_in:,} in, {tokens_out:,} out)")
+    else:
+        parts.append("tokens not reported")
+    parts.append(f"{seconds:.1f} s")
+    if model := model or getattr(record, "model", ""):
+        parts.append(model)
+    return " · ".join(parts)
 
 
 def component_message(
