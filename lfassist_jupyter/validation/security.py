@@ -497,7 +497,7 @@ def _refusal(value: str) -> str | None:
     if value.endswith(".*"):
         module = value[:-2]
         if "." not in module and _policy.has_banned_attrs(module):
-            return f"reaches attributes of `{module}` by a name computed at runtime"
+            return f"reaches into a system module by name: an attribute of `{module}` named at runtime"
         return None
     if not _is_name(value):
         return None
