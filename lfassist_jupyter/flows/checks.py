@@ -34,16 +34,17 @@ def _node_name(node: dict[str, Any]) -> str:
     return str(inner.get("display_name") or nd.get("type") or node.get("id"))
 
 
-def spec_errors(text: str) -> list[FlowError]:
-    """Duplicate node ids and an empty ``nodes:`` section, read from the spec's own lines."""
+def spec_nodes(text: str) -> list[tuple[str, str, int]] | None:
+    """(id, component type, line) of each line of the spec's ``nodes:`` section, read the way a
+    person reads them (lfx's parser keeps only the last of a duplicated id); None: not a spec."""
     from .models import FlowSpecError
     from .spec import extract_spec
 
     try:
         spec = extract_spec(text)
     except FlowSpecError:
-        return []  # not a spec: the loader says so
-    ids: list[tuple[str, str, int]] = []
+        return None  # not a spec: the loader says so
+    nodes: list[tuple[str, str, int]] = []
     section = None
     for number, line in enumerate(spec.splitlines(), 1):
         head = _SECTION.match(line)
@@ -54,7 +55,16 @@ def spec_errors(text: str) -> list[FlowError]:
             continue
         match = _NODE_LINE.match(line)
         if match:
-            ids.append((match.group(1), match.group(2), number))
+            nodes.append((match.group(1), match.group(2), number))
+    return nodes
+
+
+def spec_errors(text: str, catalog: Any = None) -> list[FlowError]:
+    """Duplicate node ids and an empty ``nodes:`` section, read from the spec's own lines; and
+    the code of each component the spec uses (from ``catalog``), parsed."""
+    ids = spec_nodes(text)
+    if ids is None:
+        return []
     if not ids:
         return [
             FlowError(
@@ -77,6 +87,22 @@ def spec_errors(text: str) -> list[FlowError]:
                 fix=f"Give each node its own id (e.g. {node_id}2 for the second).",
             )
         )
+    registry = getattr(catalog, "registry", {})
+    for node_id, kind, _ in ids:
+        entry = registry.get(kind)
+        code = node_code({"data": {"node": entry}}) if isinstance(entry, dict) else None
+        problem = code_problem(code) if code is not None else None
+        if problem:
+            errors.append(
+                FlowError(
+                    code="bad_value",
+                    node=node_id,
+                    field="code",
+                    message=f"{node_id} ({kind}): the component's code does not parse: {problem}. "
+                    "Langflow cannot load this node.",
+                    fix=f"Fix or regenerate the {kind} component.",
+                )
+            )
     return errors
 
 
@@ -155,12 +181,19 @@ def code_problem(code: object) -> str | None:
     return None
 
 
-def check(flow: object, builtin_codes: frozenset[str] = frozenset()) -> tuple[list[FlowError], list[str]]:
+def check(flow: object, catalog: Any = None) -> tuple[list[FlowError], list[str]]:
     """(errors, warnings) of the whole-flow checks for what ``validate_flow`` accepts: a dict,
-    a ``.json`` path or spec text.  Custom code (not one of ``builtin_codes``) is built in the
-    sandbox when everything parses."""
+    a ``.json`` path or spec text.  Code no lfx built-in carries is built in the sandbox when
+    everything parses (for spec text: the custom components of ``catalog`` it uses)."""
+    builtin = catalog_codes(catalog)
     if isinstance(flow, str) and not (flow.strip().endswith(".json") and "\n" not in flow):
-        return spec_errors(flow), []
+        errors = spec_errors(flow, catalog)
+        if errors:
+            return errors, []
+        registry = getattr(catalog, "registry", {})
+        kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
+        nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
+        return custom_code_errors({"nodes": nodes}, builtin)
     if isinstance(flow, str | Path):
         try:
             flow = json.loads(Path(flow).read_text(encoding="utf-8"))
@@ -171,7 +204,7 @@ def check(flow: object, builtin_codes: frozenset[str] = frozenset()) -> tuple[li
     errors = json_errors(flow)
     if errors:
         return errors, []
-    return custom_code_errors(flow, builtin_codes)
+    return custom_code_errors(flow, builtin)
 
 
 def custom_code_errors(flow: dict[str, Any], builtin_codes: frozenset[str]) -> tuple[list[FlowError], list[str]]:
@@ -206,10 +239,12 @@ def custom_code_errors(flow: dict[str, Any], builtin_codes: frozenset[str]) -> t
 
 
 def catalog_codes(catalog: Any) -> frozenset[str]:
-    """The code every component of the catalogue carries (lfx's built-ins and what was added)."""
+    """The code lfx's own components carry (not what was added to the catalogue: that is custom)."""
     codes = set()
     for entry in getattr(catalog, "registry", {}).values():
-        field = (entry.get("template") or {}).get("code") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or entry.get("custom"):
+            continue
+        field = (entry.get("template") or {}).get("code")
         if isinstance(field, dict) and isinstance(field.get("value"), str):
             codes.add(field["value"])
     return frozenset(codes)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog, default_catalog
-from .checks import catalog_codes
 from .checks import check as check_flow
 from .models import FlowError, FlowReport, FlowSpecError, Need
 
@@ -60,7 +59,7 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     """Validate Langflow flow JSON (a dict), a flow file, or spec text. Never raises on bad input."""
     catalog = catalog or default_catalog()
     # Before lfx reads it: duplicate ids, an empty flow, node code that does not parse or build.
-    blocking, notes = check_flow(flow, catalog_codes(catalog))
+    blocking, notes = check_flow(flow, catalog)
     if blocking:
         return FlowReport(ok=False, errors=blocking, warnings=notes)
     loaded, errors, warnings = _load(flow, catalog)
