@@ -18,12 +18,13 @@ import ast
 import json
 import re
 from collections import Counter
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .models import FlowError
 
+# How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).
+_NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
 _NODE_LINE = re.compile(r"^\s*([\w-]+)\s*:\s*(\S.*?)\s*$")
 
@@ -222,6 +223,9 @@ def custom_code_errors(flow: dict[str, Any], builtin_codes: frozenset[str]) -> t
         name = _node_name(node)
         if ok:
             continue
+        if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
+            warnings.append(f"{name}: its code could not be built here ({message[:200]})")
+            continue
         if "No module named" in message or ("needs" in message and "installed" in message):
             warnings.append(f"{name}: its code needs a package that is not installed here ({message[:200]}).")
             continue
@@ -250,10 +254,19 @@ def catalog_codes(catalog: Any) -> frozenset[str]:
     return frozenset(codes)
 
 
-@lru_cache(maxsize=256)
+_BUILT: dict[str, tuple[bool, str]] = {}  # code -> lfx's verdict (only verdicts are kept)
+
+
 def _build(code: str) -> tuple[bool, str]:
-    """lfx builds ``code`` in the sandbox (never in this process); cached per code text."""
+    """lfx builds ``code`` in the sandbox (never in this process); lfx's verdicts are cached."""
     from lfassist_jupyter.validation.sandbox import default_validator
 
+    if code in _BUILT:
+        return _BUILT[code]
     answer = default_validator().component_template_sync(code)
-    return bool(answer.get("ok")), str(answer.get("error") or "")
+    verdict = bool(answer.get("ok")), str(answer.get("error") or "")
+    if verdict[0] or not verdict[1].startswith(_NO_VERDICT):
+        if len(_BUILT) >= 256:
+            _BUILT.pop(next(iter(_BUILT)))
+        _BUILT[code] = verdict
+    return verdict
