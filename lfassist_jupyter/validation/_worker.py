@@ -230,6 +230,8 @@ def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
             return
         if event == "import" and args and str(args[0]).split(".")[0] in fresh_imports:
             # A fresh copy of a module whose dangerous functions were taken away (or ctypes).
+            state["violations"].append(f"import {args[0]}")
+            state["refused"].append((f"import {args[0]}", code_line()))
             raise violation(f"importing {args[0]} is not allowed inside a Langflow component validation sandbox")
         if event in blocked:
             state["violations"].append(event)
@@ -757,10 +759,15 @@ def _refused_finding(who: str, since: int, exc: BaseException | None) -> dict:
         line = line if line > 0 else None
     where = f" at line {line}" if line else ""
     detail = str(exc) if exc is not None else f"'{event}' is not allowed inside a Langflow component validation sandbox"
+    if event.startswith("import "):
+        module = event.split()[1]
+        what, reason = f"imports `{module}`", POLICY.why(module) or "is refused by the sandbox"
+    else:
+        what, reason = f"calls `{event}`", POLICY.event_reason(event)
     return _finding(
         "error",
         "smoke",
-        f"{who} calls `{event}`{where} ({POLICY.event_reason(event)}); the validation sandbox refused it, and "
+        f"{who} {what}{where} ({reason}); the validation sandbox refused it, and "
         f"Langflow would run it with the server's secrets. Remove the call (it is refused however it is reached).",
         line=line,
         evidence=detail,
@@ -1001,13 +1008,23 @@ def _input_name_findings(code: str, instance: object) -> list[dict]:
     return found
 
 
-# What lfx's own Component defines (methods and attributes Langflow calls or reads itself):
-# an output method by one of these names overrides it (``to_toolkit``: Tool Mode breaks).
-# Not the entry point lfx leaves to subclasses (``function_entrypoint_name``, "build": lfx
-# calls it only for a legacy CustomComponent; a Component's outputs are called instead).
-_RESERVED = frozenset(n for n in dir(Component) if not n.startswith("_")) - {
-    getattr(Component, "function_entrypoint_name", "build")
-}
+def _lfx_output_methods() -> frozenset[str]:
+    """The methods lfx's own Component names in the outputs it adds itself (Tool Mode's
+    ``component_as_tool`` output calls ``to_toolkit``): an output method by that name replaces it."""
+    try:
+        return frozenset({Component._build_tool_output(Component.__new__(Component)).method})
+    except Exception:
+        return frozenset()
+
+
+# Names lfx's own Component gives a meaning a component must not override with an output
+# method: the methods of lfx's own outputs, and the attributes and properties lfx reads
+# (display_name, inputs, graph...).  Not methods such as ``run`` or ``build``: lfx never calls
+# those while a flow runs, and components override them.
+_TOOL_METHODS = _lfx_output_methods()
+_RESERVED = _TOOL_METHODS | frozenset(
+    n for n in dir(Component) if not n.startswith("_") and not callable(getattr(Component, n, None))
+)
 
 
 def _reserved_findings(cls: type, outputs: list[dict]) -> list[dict]:
@@ -1021,14 +1038,18 @@ def _reserved_findings(cls: type, outputs: list[dict]) -> list[dict]:
         owner = next((k for k in cls.__mro__ if method in vars(k)), None)
         if owner is None or owner in lfx_classes:
             continue  # it uses lfx's own (e.g. MCP's tool output points at Component.to_toolkit)
-        what = "method" if callable(getattr(Component, method, None)) else "attribute"
+        what = (
+            "the method Langflow calls for the component's tool output in Tool Mode"
+            if method in _TOOL_METHODS
+            else "an attribute Langflow reads"
+        )
         found.append(
             _finding(
                 "error",
                 "runtime",
                 f"output `{out.get('name')}` uses the method name '{method}', which overrides lfx's "
-                f"Component.{method} ({what} Langflow uses itself, e.g. Component.to_toolkit in Tool Mode); "
-                f"it breaks as soon as Langflow calls it. Rename the method (e.g. `build_{out.get('name')}`).",
+                f"Component.{method} ({what}); it breaks as soon as Langflow uses it. "
+                f"Rename the method (e.g. `build_{out.get('name')}`).",
                 evidence=f"{owner.__name__}.{method} overrides Component.{method}",
                 rule="reserved-name",
             )
