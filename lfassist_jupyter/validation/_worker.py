@@ -190,12 +190,13 @@ def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
         """The line of the component's code (lfx compiles it as "<string>") that made the call."""
         try:
             frame = getframe(2)
-        except ValueError:
-            return None
-        while frame is not None:
-            if frame.f_code.co_filename == "<string>":
-                return frame.f_lineno
-            frame = frame.f_back
+            while frame is not None:
+                name = frame.f_code.co_filename
+                if type(name) is str and name == "<string>":  # an exact str: no code of theirs runs here
+                    return frame.f_lineno
+                frame = frame.f_back
+        except Exception:
+            pass
         return None
 
     def real(path: object) -> str | None:
