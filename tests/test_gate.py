@@ -98,6 +98,20 @@ def test_users_evasion_is_a_labelled_policy_finding(sandbox, kind, prelude, body
     assert any(names in f.message and f.line == line_of(code, on_line) for f in policy), (kind, report.findings)
 
 
+MORE = [
+    "type(os).__getattribute__(os, 'system')('true')",
+    "os.__dict__['system']('true')",
+    "[f for _, f in vars(os).items()]",
+    "sys.modules.get('os').system('true')",
+    "import posix; posix.system('true')",
+]
+
+
+@pytest.mark.parametrize("body", MORE)
+def test_more_indirections_are_found_by_the_scan(body):
+    assert security_findings(ast.parse(component(body, imports="import os, sys"))), body
+
+
 HARMLESS = [
     ('getattr(os, "path").join("a", "b")', "import os"),
     ('getattr(sys, "frozen", False)', "import sys"),

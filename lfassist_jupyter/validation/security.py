@@ -448,9 +448,15 @@ class _Resolver:
         funcs = self.resolve(node.func, scope)
         args = node.args
         out: set[str] = set()
+        target: tuple[ast.AST, ast.AST | None] | None = None
         if "builtins.getattr" in funcs and len(args) >= 2:
-            attr = _const(args[1])
-            for value in self.resolve(args[0], scope):
+            target = (args[0], args[1])
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("__getattribute__", "__getattr__") and args:
+            # type(m).__getattribute__(m, "system") / m.__getattribute__("system"): getattr by another name
+            target = (args[0], args[1]) if len(args) >= 2 else (node.func.value, args[0])
+        if target is not None:
+            attr = _const(target[1])
+            for value in self.resolve(target[0], scope):
                 if _is_name(value):
                     out.add(f"{value}.{attr}" if attr else f"{value}.*")
         if "builtins.vars" in funcs and args:
@@ -468,7 +474,8 @@ class _Resolver:
                 out |= self._item(bases, _const(args[0]) if args else None, scope)
             else:
                 views = {"sys.modules": _ANY_MODULE, "ns:@module": _ANY_GLOBAL}
-                out |= {views.get(b, b) for b in bases if b == "ns:@module" or not b.startswith("ns:")}
+                for b in bases:  # vars(os).items(): every attribute of os
+                    out.add(views.get(b, f"{b[3:]}.*" if b.startswith("ns:") else b))
         for func in funcs:
             if func.startswith("fn:"):
                 target = self.c.by_id.get(int(func[3:]))
