@@ -16,6 +16,7 @@ from typing import Any
 from lfassist_jupyter.validation._flow_kit import conversion_hint, types_compatible
 
 from .catalog import Catalog, default_catalog
+from .checks import check as check_flow
 from .models import FlowError, FlowReport, FlowSpecError, Need
 
 # Inputs that only an edge can fill (a handle); empty and unconnected, they are wiring errors.
@@ -59,7 +60,12 @@ def _name(node: dict[str, Any]) -> str:
 def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None) -> FlowReport:
     """Validate Langflow flow JSON (a dict), a flow file, or spec text. Never raises on bad input."""
     catalog = catalog or default_catalog()
+    # Before lfx reads it: duplicate ids, an empty flow, node code that does not parse or build.
+    blocking, notes = check_flow(flow, catalog)
+    if blocking:
+        return FlowReport(ok=False, errors=blocking, warnings=notes)
     loaded, errors, warnings = _load(flow, catalog)
+    warnings += notes
     if loaded is None:
         return FlowReport(ok=False, errors=errors, warnings=warnings)
     data = loaded.get("data", loaded) if isinstance(loaded.get("data", loaded), dict) else {}

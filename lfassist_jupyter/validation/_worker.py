@@ -142,64 +142,30 @@ class NetworkBlocked(ConnectionRefusedError):
     """Raised inside generated code for any network access."""
 
 
+def _load_policy() -> types.ModuleType:
+    """The deny list (``_policy.py``, next to this script), imported by path: this script runs
+    where lfassist_jupyter may not be installed; the directory is bound read-only into the sandbox."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_policy.py")
+    spec = importlib.util.spec_from_file_location("_lfassist_policy", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+try:
+    POLICY = _load_policy()
+except Exception as exc:  # the worker's own files are incomplete: nothing can be validated safely
+    send({"op": "fatal", "error": f"the deny list could not be loaded: {type(exc).__name__}: {exc}"})
+    sys.exit(3)
+
 # Observations of the current request (read by the validation logic); the hook's *armed*
 # state is not here: it is a closure variable of the hook, fixed for the child's life.
-_STATE = {"network": False, "violations": []}
-_BLOCKED_EVENTS = {
-    "os.system",
-    "os.exec",
-    "os.posix_spawn",
-    "os.spawn",
-    "os.fork",
-    "os.forkpty",
-    "os.kill",
-    "os.killpg",
-    "subprocess.Popen",
-    "pty.spawn",
-    "resource.setrlimit",
-    "resource.prlimit",
-    "os.setuid",
-    "sys.addaudithook",
-    "os.startfile",
-    "os.putenv",
-    "os.unsetenv",
-    "signal.pthread_kill",
-    "ctypes.dlopen",
-    "ctypes.dlsym",
-    "ctypes.call_function",
-    "ctypes.cdata",
-    "ctypes.addressof",
-    "ctypes.string_at",
-    "ctypes.wstring_at",
-    "os.mkfifo",
-    "os.mknod",
-    "os.setxattr",
-    "os.removexattr",
-    "os.chdir",
-    "os.chroot",
-}
-_NETWORK_EVENTS = {
-    "socket.connect",
-    "socket.getaddrinfo",
-    "socket.gethostbyname",
-    "socket.gethostbyaddr",
-    "socket.sendto",
-    "socket.sendmsg",
-    "socket.bind",
-}
-_PATH_EVENTS = {
-    "os.remove",
-    "os.rmdir",
-    "os.rename",
-    "os.chmod",
-    "os.chown",
-    "os.truncate",
-    "shutil.rmtree",
-    "os.link",
-    "os.symlink",
-    "os.mkdir",
-    "os.utime",
-}
+# ``refused``: (audit event, line in the component's code or None) of each refused call.
+_STATE = {"network": False, "violations": [], "refused": []}
+# The hook's tables come from the deny list the security scan reads too (``_policy.py``).
+_BLOCKED_EVENTS = set(POLICY.EVENTS)
+_NETWORK_EVENTS = set(POLICY.NETWORK_EVENTS)
+_PATH_EVENTS = set(POLICY.PATH_EVENTS)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _DENY_READ = tuple(os.path.realpath(p) for p in CONFIG.get("deny_read", []) if p)
 
@@ -220,7 +186,21 @@ def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
     blocked = frozenset(_BLOCKED_EVENTS | {"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
     network, path_events = frozenset(_NETWORK_EVENTS), frozenset(_PATH_EVENTS)
     violation, net_blocked = SandboxViolation, NetworkBlocked
-    fresh_imports = frozenset({"_posixsubprocess", "_ctypes", "ctypes", "_testcapi", "_testinternalcapi"})
+    fresh_imports = frozenset(POLICY.FRESH_IMPORTS)
+    getframe = sys._getframe
+
+    def code_line() -> int | None:
+        """The line of the component's code (lfx compiles it as "<string>") that made the call."""
+        try:
+            frame = getframe(2)
+            while frame is not None:
+                name = frame.f_code.co_filename
+                if type(name) is str and name == "<string>":  # an exact str: no code of theirs runs here
+                    return frame.f_lineno
+                frame = frame.f_back
+        except Exception:
+            pass
+        return None
 
     def real(path: object) -> str | None:
         if isinstance(path, bytes):
@@ -254,9 +234,12 @@ def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
             return
         if event == "import" and args and str(args[0]).split(".")[0] in fresh_imports:
             # A fresh copy of a module whose dangerous functions were taken away (or ctypes).
+            state["violations"].append(f"import {args[0]}")
+            state["refused"].append((f"import {args[0]}", code_line()))
             raise violation(f"importing {args[0]} is not allowed inside a Langflow component validation sandbox")
         if event in blocked:
             state["violations"].append(event)
+            state["refused"].append((event, code_line()))
             raise violation(f"'{event}' is not allowed inside a Langflow component validation sandbox")
         if event in network:
             state["network"] = True
@@ -747,6 +730,55 @@ def _first_line(exc: BaseException) -> str:
     return " ".join(msg[:3])[:500] if msg else ""
 
 
+def _line_offset(cls: type, code: str) -> int:
+    """How far lfx shifted the code's lines when it compiled it (it prepends its default
+    imports), measured on one of the class's own methods: frames say lfx's line, the user
+    reads theirs."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return 0
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
+            for item in node.body:
+                func = vars(cls).get(getattr(item, "name", ""))
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and not item.decorator_list:
+                    code_obj = getattr(func, "__code__", None)
+                    if code_obj is not None:
+                        return code_obj.co_firstlineno - item.lineno
+    return 0
+
+
+def _refused_finding(who: str, since: int, exc: BaseException | None) -> dict:
+    """A call the audit hook refused, in the words of the static scan for the same call.
+
+    An ``error`` (rule ``sandbox-refused``): generated code gets the same verdict whichever
+    phase sees the behaviour, and a retry prompt that names the call and the line.  For code
+    a user brings, the kernel turns it into a labelled ``policy`` finding (``sandbox._merge``).
+    """
+    refused = _STATE["refused"][since:]
+    event, line = refused[0] if refused else ("?", None)
+    if line is not None:
+        line -= _STATE.get("line_offset", 0)
+        line = line if line > 0 else None
+    where = f" at line {line}" if line else ""
+    detail = str(exc) if exc is not None else f"'{event}' is not allowed inside a Langflow component validation sandbox"
+    if event.startswith("import "):
+        module = event.split()[1]
+        what, reason = f"imports `{module}`", POLICY.why(module) or "is refused by the sandbox"
+    else:
+        what, reason = f"calls `{event}`", POLICY.event_reason(event)
+    return _finding(
+        "error",
+        "smoke",
+        f"{who} {what}{where} ({reason}); the validation sandbox refused it, and "
+        f"Langflow would run it with the server's secrets. Remove the call (it is refused however it is reached).",
+        line=line,
+        evidence=detail,
+        rule="sandbox-refused",
+    )
+
+
 def _smoke(cls: type, code: str, instance: object, template: dict, report: dict, deadline: float) -> None:
     findings = report["findings"]
     inputs = list(getattr(instance, "inputs", None) or [])
@@ -780,23 +812,21 @@ def _smoke(cls: type, code: str, instance: object, template: dict, report: dict,
         name, method_name, declared = out.get("name"), out.get("method"), list(out.get("types") or [])
         if getattr(component, method_name or "", None) is None:
             continue
+        refused_before = len(_STATE["refused"])
         try:
             with _Armed(deadline):
                 result = _call(component, method_name)
         except _Timeout:
             raise
         except SandboxViolation as exc:
+            findings.append(_refused_finding(f"output `{name}` ({method_name}())", refused_before, exc))
             report.update(smoke="skipped", smoke_reason=f"output '{name}' did something the sandbox refuses ({exc})")
-            findings.append(
-                _finding(
-                    "policy",
-                    "smoke",
-                    f"output `{name}` ({method_name}) did something the validation sandbox refuses: {exc}",
-                    rule="sandbox",
-                )
-            )
             return
         except BaseException as exc:
+            if len(_STATE["refused"]) > refused_before:  # refused, and the code turned it into another error
+                findings.append(_refused_finding(f"output `{name}` ({method_name}())", refused_before, exc))
+                report.update(smoke="skipped", smoke_reason=f"output '{name}' did something the sandbox refuses")
+                return
             if _STATE["network"]:
                 report.update(smoke="skipped", smoke_reason=f"output '{name}' uses the network")
                 return
@@ -848,6 +878,11 @@ def _smoke(cls: type, code: str, instance: object, template: dict, report: dict,
                 )
             )
             continue
+        if len(_STATE["refused"]) > refused_before:  # refused, and the code swallowed the refusal
+            _close_coroutines(result)
+            findings.append(_refused_finding(f"output `{name}` ({method_name}())", refused_before, None))
+            report.update(smoke="skipped", smoke_reason=f"output '{name}' did something the sandbox refuses")
+            return
         if _STATE["network"]:
             report.update(smoke="skipped", smoke_reason=f"output '{name}' uses the network")
             return
@@ -977,6 +1012,55 @@ def _input_name_findings(code: str, instance: object) -> list[dict]:
     return found
 
 
+def _lfx_output_methods() -> frozenset[str]:
+    """The methods lfx's own Component names in the outputs it adds itself (Tool Mode's
+    ``component_as_tool`` output calls ``to_toolkit``): an output method by that name replaces it."""
+    try:
+        return frozenset({Component._build_tool_output(Component.__new__(Component)).method})
+    except Exception:
+        return frozenset()
+
+
+# Names lfx's own Component gives a meaning a component must not override with an output
+# method: the methods of lfx's own outputs, and the attributes and properties lfx reads
+# (display_name, inputs, graph...).  Not methods such as ``run`` or ``build``: lfx never calls
+# those while a flow runs, and components override them.
+_TOOL_METHODS = _lfx_output_methods()
+_RESERVED = _TOOL_METHODS | frozenset(
+    n for n in dir(Component) if not n.startswith("_") and not callable(getattr(Component, n, None))
+)
+
+
+def _reserved_findings(cls: type, outputs: list[dict]) -> list[dict]:
+    """Output methods the component defines under a name lfx's ``Component`` already uses."""
+    found = []
+    lfx_classes = set(Component.__mro__)
+    for out in outputs:
+        method = out.get("method")
+        if method not in _RESERVED:
+            continue
+        owner = next((k for k in cls.__mro__ if method in vars(k)), None)
+        if owner is None or owner in lfx_classes:
+            continue  # it uses lfx's own (e.g. MCP's tool output points at Component.to_toolkit)
+        what = (
+            "the method Langflow calls for the component's tool output in Tool Mode"
+            if method in _TOOL_METHODS
+            else "an attribute Langflow reads"
+        )
+        found.append(
+            _finding(
+                "error",
+                "runtime",
+                f"output `{out.get('name')}` uses the method name '{method}', which overrides lfx's "
+                f"Component.{method} ({what}); it breaks as soon as Langflow uses it. "
+                f"Rename the method (e.g. `build_{out.get('name')}`).",
+                evidence=f"{owner.__name__}.{method} overrides Component.{method}",
+                rule="reserved-name",
+            )
+        )
+    return found
+
+
 def _output_findings(cls: type, outputs: list[dict]) -> list[dict]:
     found = []
     for out in outputs:
@@ -1063,6 +1147,7 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
     findings = report["findings"]
     _prepare_lfx()
     _STATE["violations"] = []
+    _STATE["refused"] = []
     _STATE["network"] = False
     t0 = time.perf_counter()
     deadline = time.monotonic() + timeout
@@ -1117,6 +1202,7 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
     report["builds"] = True
     report["timings_ms"]["runtime"] = round((time.perf_counter() - t0) * 1000, 3)
     cls = type(instance)
+    _STATE["line_offset"] = _line_offset(cls, code)
     report["class_name"] = cls.__name__
     report["display_name"] = template.get("display_name")
     report["description"] = template.get("description")
@@ -1135,11 +1221,19 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
     findings.extend(_output_findings(cls, report["outputs"]))
     with contextlib.suppress(Exception):
         findings.extend(_input_name_findings(code, instance))
+    findings.extend(_reserved_findings(cls, report["outputs"]))
     if not report["outputs"]:
         legacy = not isinstance(instance, Component)
         if not legacy and not (callable(getattr(cls, "update_outputs", None)) and "update_outputs" in code):
+            # An error for generated code (it is retried); the kernel makes it a warning for a user's code.
             findings.append(
-                _finding("warning", "runtime", "the component defines no outputs: nothing can connect to it.")
+                _finding(
+                    "error",
+                    "runtime",
+                    "the component defines no outputs: nothing can connect to it. Add at least one "
+                    "`Output(display_name=..., name=..., method=...)` to `outputs`.",
+                    rule="no-outputs",
+                )
             )
     if smoke and not any(f["severity"] == "error" for f in findings):
         report["phases_run"].append("smoke")
@@ -1159,6 +1253,9 @@ def validate(code: str, *, smoke: bool, timeout: float) -> dict:
                 report["smoke"] = "failed"
                 message = f"an output did not finish within {timeout:g} s (infinite loop?)."
                 findings.append(_finding("error", "smoke", message, rule="smoke-timeout"))
+            elif _STATE["refused"]:
+                report.update(smoke="skipped", smoke_reason="creating it did something the sandbox refuses")
+                findings.append(_refused_finding("creating the component", 0, exc))
             else:
                 report["smoke"] = "failed"
                 message = f"it cannot be created with sample inputs: {_error_text(exc)}"

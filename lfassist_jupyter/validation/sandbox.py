@@ -46,7 +46,7 @@ from lfassist_jupyter._secrets import is_secret_name, redact, redact_fragments, 
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.validation import _isolation
 from lfassist_jupyter.validation.report import Finding, ValidationReport
-from lfassist_jupyter.validation.static import SecurityMode, validate_static
+from lfassist_jupyter.validation.static import SecurityMode, _security_mode, validate_static
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
 # Sibling op scripts the worker imports by path (stdlib + lfx only).
@@ -721,9 +721,18 @@ def warm_up() -> SandboxValidator:
 _PHASE_ORDER = {"static": 0, "security": 1, "runtime": 2, "smoke": 3}
 
 
-def _merge(static: ValidationReport, runtime: ValidationReport) -> ValidationReport:
+def _merge(
+    static: ValidationReport, runtime: ValidationReport, security: SecurityMode | bool = "reject"
+) -> ValidationReport:
     """One report: Langflow's verdict (``builds``, from the worker) and every finding, static
-    ones first; a fact both phases found (same ``rule``) is kept once, with its line."""
+    ones first; a fact both phases found (same ``rule``) is kept once, with its line.
+
+    The worker judges as for generated code (a call its sandbox refused is an ``error``, like
+    the static finding for the same call; no outputs is an ``error``).  For code a user brings
+    (``security`` ``"report"`` or ``"off"``) those become what the static scan says for it: a
+    labelled ``policy`` finding, and a warning."""
+    if _security_mode(security) != "reject":
+        _as_users_code(runtime)
     runtime.phases_run = [*static.phases_run, *runtime.phases_run]
     runtime.timings_ms = {**static.timings_ms, **runtime.timings_ms}
     if not runtime.class_name:
@@ -738,6 +747,27 @@ def _merge(static: ValidationReport, runtime: ValidationReport) -> ValidationRep
     runtime.findings = sorted([*static.findings, *kept], key=lambda f: _PHASE_ORDER.get(f.phase, 9))
     runtime.warnings = list(dict.fromkeys([*static.warnings, *runtime.warnings]))
     return settle(runtime)
+
+
+def _as_users_code(report: ValidationReport) -> None:
+    """Runtime verdicts that are refusals for generated code and notes for a user's own code."""
+    for finding in report.findings:
+        if finding.severity != "error":
+            continue
+        if finding.rule == "sandbox-refused":
+            what = finding.message.split("; the validation sandbox refused it")[0]
+            finding.severity = "policy"
+            finding.message = (
+                f"Refused at runtime: {what}. Langflow allows it; the validation sandbox refused it, "
+                "so the smoke run stopped there."
+            )
+        elif finding.rule == "no-outputs":
+            finding.severity = "warning"
+            text = finding.message[:1].upper() + finding.message[1:]
+            if text not in report.warnings:
+                report.warnings.append(text)
+    if report.builds is True and not report.by_severity("error"):
+        report.error = None  # settle() recomputes the verdict from what is left
 
 
 def settle(report: ValidationReport) -> ValidationReport:
@@ -804,7 +834,7 @@ def validate_component(
     if static.builds is False or (static.builds is None and not static.class_name and not static.is_valid):
         return static  # certain without lfx (syntax error, no component class, too large)
     runtime = (validator or default_validator()).validate_sync(code, smoke=smoke, timeout=timeout)
-    return _merge(static, runtime)
+    return _merge(static, runtime, security)
 
 
 async def avalidate_component(

@@ -37,63 +37,8 @@ from lfassist_jupyter.validation.report import FieldSummary, Finding, Validation
 
 SecurityMode = Literal["reject", "report", "off"]
 
-_DANGEROUS_MODULES = {
-    "subprocess": "runs shell commands",
-    "ctypes": "calls native code",
-    "cffi": "calls native code",
-    "pickle": "executes code while loading data",
-    "cPickle": "executes code while loading data",
-    "dill": "executes code while loading data",
-    "marshal": "loads raw bytecode",
-    "shelve": "unpickles data",
-    "multiprocessing": "spawns processes",
-    "pty": "spawns terminals",
-    "code": "runs an interactive interpreter",
-    "codeop": "compiles code dynamically",
-}
-_DANGEROUS_BUILTINS = {
-    "exec": "executes arbitrary code",
-    "eval": "executes arbitrary code",
-    "compile": "compiles arbitrary code",
-    "__import__": "imports code dynamically",
-    "breakpoint": "stops the process",
-}
-_DANGEROUS_ATTRS = {
-    ("os", "system"): "runs shell commands",
-    ("os", "popen"): "runs shell commands",
-    ("os", "fork"): "spawns processes",
-    ("os", "forkpty"): "spawns processes",
-    ("os", "kill"): "kills processes",
-    ("os", "killpg"): "kills processes",
-    ("os", "_exit"): "kills the process",
-    ("os", "abort"): "kills the process",
-    ("os", "setuid"): "changes privileges",
-    ("os", "chmod"): "changes file permissions",
-    ("os", "chown"): "changes file ownership",
-    ("os", "rmdir"): "deletes directories",
-    ("os", "removedirs"): "deletes directories",
-    ("shutil", "rmtree"): "deletes directory trees",
-    ("sys", "exit"): "stops the process",
-    ("sys", "settrace"): "tampers with the interpreter",
-    ("sys", "setprofile"): "tampers with the interpreter",
-    ("sys", "addaudithook"): "tampers with the interpreter",
-    ("builtins", "exec"): "executes arbitrary code",
-    ("importlib", "import_module"): "imports code dynamically",
-    ("importlib", "reload"): "imports code dynamically",
-    ("importlib", "__import__"): "imports code dynamically",
-    ("importlib", "exec_module"): "executes a module from a file",
-    ("importlib", "spec_from_file_location"): "loads code from a file",
-    ("importlib", "module_from_spec"): "loads code from a file",
-    ("importlib", "SourceFileLoader"): "loads code from a file",
-    ("builtins", "eval"): "executes arbitrary code",
-}
-_DANGEROUS_PREFIXES = {
-    ("os", "exec"): "replaces the process",
-    ("os", "spawn"): "spawns processes",
-    ("os", "posix_spawn"): "spawns processes",
-}
-# Reading __mro__ or __bases__ is introspection; these reach objects outside the component.
-_DUNDER_ESCAPES = {"__subclasses__", "__globals__", "__builtins__", "__code__"}
+# The deny list lives in ``_policy.py`` (read by the sandbox's audit hook too); the scan
+# that follows references to it through aliases is ``security.py``.
 
 
 def _base_name(base: ast.expr) -> str:
@@ -158,54 +103,11 @@ def imported_modules(tree: ast.Module) -> list[tuple[str, int]]:
 
 
 def security_findings(tree: ast.Module) -> list[tuple[int, str]]:
-    """(line, description) of each dangerous call, import or escape hatch, in source order."""
-    issues: list[tuple[int, str]] = []
-    aliases: dict[str, str] = {}  # local name -> "module" or "module.attr"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                top = a.name.split(".")[0]
-                aliases[a.asname or top] = a.name if a.asname else top
-                if top in _DANGEROUS_MODULES:
-                    issues.append((node.lineno, f"import of `{a.name}` ({_DANGEROUS_MODULES[top]})"))
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            top = node.module.split(".")[0]
-            if top in _DANGEROUS_MODULES:
-                issues.append((node.lineno, f"import from `{node.module}` ({_DANGEROUS_MODULES[top]})"))
-            for a in node.names:
-                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-                why = _DANGEROUS_ATTRS.get((top, a.name)) or _DANGEROUS_BUILTINS.get(a.name)
-                if why:
-                    issues.append((node.lineno, f"import of `{node.module}.{a.name}` ({why})"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            name = dotted_name(node.func)
-            if name is None:
-                continue
-            head, _, rest = name.partition(".")
-            resolved = aliases.get(head, head) + (f".{rest}" if rest else "")
-            mod, _, attr = resolved.rpartition(".")
-            why = None
-            if not mod and resolved in _DANGEROUS_BUILTINS:
-                why = _DANGEROUS_BUILTINS[resolved]
-            elif mod:
-                top = mod.split(".")[0]
-                why = _DANGEROUS_ATTRS.get((top, attr)) or next(
-                    (w for (m, p), w in _DANGEROUS_PREFIXES.items() if m == top and attr.startswith(p)), None
-                )
-                if why is None and top in _DANGEROUS_MODULES:
-                    why = _DANGEROUS_MODULES[top]
-            if resolved in ("getattr", "setattr") and len(node.args) >= 2:
-                target = dotted_name(node.args[0])
-                if target and aliases.get(target, target).split(".")[0] in ("os", "sys", "builtins", "subprocess"):
-                    why = "reaches into a system module by name"
-            if why:
-                issues.append((node.lineno, f"call to `{resolved}` ({why})"))
-        elif isinstance(node, ast.Attribute) and node.attr in _DUNDER_ESCAPES:
-            issues.append((node.lineno, f"access to `{node.attr}` (escapes the component's scope)"))
-        elif isinstance(node, ast.Name) and node.id == "__builtins__":
-            issues.append((node.lineno, "access to `__builtins__` (escapes the component's scope)"))
-    return sorted(dict.fromkeys(issues), key=lambda i: i[0])
+    """(line, description) of each reference to a refused module, function or escape hatch,
+    followed through aliases, containers, returns and ``getattr`` (see ``security.py``)."""
+    from lfassist_jupyter.validation.security import scan
+
+    return scan(tree)
 
 
 def security_issues(tree: ast.Module) -> list[str]:

@@ -62,13 +62,17 @@ Rules:
 1. Exactly one class that inherits from Component; set display_name, description, icon and name.
 2. Input and output names are unique, snake_case, and never overlap each other or Component attributes \
 (do not use: status, code, inputs, outputs, display_name, icon, build, run, log, set, cache, graph).
-3. Each Output has its own method; each method has a return annotation (Message, Data, DataFrame) and returns \
+3. Each Output has its own method, named after the output (build_<name>) and never after a Component method \
+(to_toolkit, run, set, log...: Langflow calls those itself); each method has a return annotation \
+(Message, Data, DataFrame) and returns \
 an instance of exactly that type.
 4. Data wraps a dict: Data(data={"key": value}) -- never Data(data=[...]). For many rows return a DataFrame \
 (DataFrame(list_of_dicts)) or a list of Data with the annotation list[Data].
 5. Read inputs as attributes (self.input_text). Handle empty or missing values gracefully.
 6. Use only the standard library, lfx and packages the user names. Never use exec, eval, compile, \
-__import__, os.system, subprocess, ctypes, pickle, importlib, shutil.rmtree, sys.exit or os._exit.
+__import__, os.system, os.remove, os.putenv, subprocess, ctypes, pickle, importlib, shutil.rmtree, \
+sys.exit or os._exit -- nor reach them indirectly (an alias, getattr, sys.modules, vars(), globals(), a helper): \
+validation follows references, and the sandbox refuses such calls when the code runs.
 7. Reply with the complete code in ONE ```python block, followed by at most three sentences of explanation."""
 
 FALLBACK_REFERENCE: dict[str, Any] = {
@@ -135,7 +139,8 @@ The code that failed:
 {code}
 ```
 
-Fix the error and reply with the complete corrected component in one ```python block."""
+Fix the error and reply with the complete corrected component in one ```python block. When the error names a \
+refused call, remove what it does; do not reach it another way (that is refused too)."""
 
 
 def retry_message(*, error: str, code: str, attempt: int, max_attempts: int) -> str:

@@ -1,0 +1,272 @@
+"""Whole-flow checks that come before wiring: is there a flow, is each node one node, does its code parse?
+
+lfx's spec parser binds an edge to the *last* node of a duplicated id (the first is left
+orphaned, with a misleading error about it), and a dict keyed by id makes a duplicate in
+flow JSON vanish; an empty flow has nothing to be wrong with; a node's embedded ``code`` is
+what Langflow runs, and ``lfx run`` fails on a node whose code does not parse.  So before
+anything else, ``validate_flow`` asks this module, which reads the text and the JSON itself
+(no lfx: ``ast.parse`` only, nothing executed in this process).
+
+Code that parses but is custom (no built-in carries the same code) is built by lfx in the
+sandbox (``SandboxValidator.component_template_sync``), never here, and its error is named
+per node.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .models import FlowError
+
+# How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).
+_NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
+_SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
+_NODE_LINE = re.compile(r"^\s*([\w-]+)\s*:\s*(\S.*?)\s*$")
+
+
+def _node_name(node: dict[str, Any]) -> str:
+    nd = node.get("data") if isinstance(node.get("data"), dict) else {}
+    inner = nd.get("node") if isinstance(nd.get("node"), dict) else {}
+    return str(inner.get("display_name") or nd.get("type") or node.get("id"))
+
+
+def spec_nodes(text: str) -> list[tuple[str, str, int]] | None:
+    """(id, component type, line) of each line of the spec's ``nodes:`` section, read the way a
+    person reads them (lfx's parser keeps only the last of a duplicated id); None: not a spec."""
+    from .models import FlowSpecError
+    from .spec import extract_spec
+
+    try:
+        spec = extract_spec(text)
+    except FlowSpecError:
+        return None  # not a spec: the loader says so
+    nodes: list[tuple[str, str, int]] = []
+    section = None
+    for number, line in enumerate(spec.splitlines(), 1):
+        head = _SECTION.match(line)
+        if head:
+            section = head.group(1)
+            continue
+        if section != "nodes" or not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _NODE_LINE.match(line)
+        if match:
+            nodes.append((match.group(1), match.group(2), number))
+    return nodes
+
+
+def spec_errors(text: str, catalog: Any = None) -> list[FlowError]:
+    """Duplicate node ids and an empty ``nodes:`` section, read from the spec's own lines; and
+    the code of each component the spec uses (from ``catalog``), parsed."""
+    ids = spec_nodes(text)
+    if ids is None:
+        return []
+    if not ids:
+        return [
+            FlowError(
+                code="structure",
+                message="The flow is empty: its 'nodes:' section lists no component.",
+                fix="Add at least one node line, e.g. `A: ChatInput`.",
+            )
+        ]
+    errors = []
+    counts = Counter(i for i, _, _ in ids)
+    for node_id in [i for i in dict.fromkeys(i for i, _, _ in ids) if counts[i] > 1]:
+        lines = [f"line {n} ({kind})" for i, kind, n in ids if i == node_id]
+        errors.append(
+            FlowError(
+                code="structure",
+                node=node_id,
+                node_id=node_id,
+                message=f"Node id {node_id!r} is used {counts[node_id]} times ({', '.join(lines)}); "
+                "edges and config would bind to the last one only.",
+                fix=f"Give each node its own id (e.g. {node_id}2 for the second).",
+            )
+        )
+    registry = getattr(catalog, "registry", {})
+    for node_id, kind, _ in ids:
+        entry = registry.get(kind)
+        code = node_code({"data": {"node": entry}}) if isinstance(entry, dict) else None
+        problem = code_problem(code) if code is not None else None
+        if problem:
+            errors.append(
+                FlowError(
+                    code="bad_value",
+                    node=node_id,
+                    field="code",
+                    message=f"{node_id} ({kind}): the component's code does not parse: {problem}. "
+                    "Langflow cannot load this node.",
+                    fix=f"Fix or regenerate the {kind} component.",
+                )
+            )
+    return errors
+
+
+def json_errors(flow: dict[str, Any]) -> list[FlowError]:
+    """Duplicate node ids, an empty flow, and node code that does not parse (flow JSON)."""
+    data = flow.get("data", flow) if isinstance(flow.get("data", flow), dict) else {}
+    raw = data.get("nodes")
+    if not isinstance(raw, list):
+        return []  # the loader's structure check says what is wrong
+    nodes = [n for n in raw if isinstance(n, dict) and "id" in n]
+    components = [n for n in nodes if n.get("type", "genericNode") == "genericNode"]
+    if not components:
+        return [
+            FlowError(
+                code="structure",
+                message="The flow is empty: it has no component nodes"
+                + (" (only notes)." if nodes else ".")
+                + " Nothing would run.",
+                fix="Add components, or build the flow from a spec with `build_flow`.",
+            )
+        ]
+    errors = []
+    counts = Counter(str(n["id"]) for n in nodes)
+    for node_id in [i for i in dict.fromkeys(str(n["id"]) for n in nodes) if counts[i] > 1]:
+        names = [_node_name(n) for n in nodes if str(n["id"]) == node_id]
+        errors.append(
+            FlowError(
+                code="structure",
+                node=names[0],
+                node_id=node_id,
+                message=f"Node id {node_id!r} is used by {counts[node_id]} nodes ({', '.join(names)}); "
+                "Langflow keeps one of them and the edges bind to it.",
+                fix="Give each node a unique id.",
+            )
+        )
+    for node in components:
+        code = node_code(node)
+        if code is None:
+            continue
+        problem = code_problem(code)
+        if problem:
+            errors.append(
+                FlowError(
+                    code="bad_value",
+                    node=_node_name(node),
+                    node_id=str(node["id"]),
+                    field="code",
+                    message=f"{_node_name(node)}'s code does not parse: {problem}. Langflow cannot load this node.",
+                    fix="Fix the code, or replace the node with a fresh copy of the component.",
+                )
+            )
+    return errors
+
+
+def node_code(node: dict[str, Any]) -> object | None:
+    """The ``code`` a node carries (None when it carries none)."""
+    nd = node.get("data") if isinstance(node.get("data"), dict) else {}
+    inner = nd.get("node") if isinstance(nd.get("node"), dict) else {}
+    template = inner.get("template") if isinstance(inner.get("template"), dict) else {}
+    field = template.get("code")
+    if not isinstance(field, dict) or "value" not in field or field.get("value") in (None, ""):
+        return None
+    return field["value"]
+
+
+def code_problem(code: object) -> str | None:
+    """Why ``code`` cannot be a component's source (it does not parse), or None."""
+    if not isinstance(code, str):
+        return f"it is a {type(code).__name__}, not text"
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        return f"SyntaxError: {exc.msg}" + (f" (line {exc.lineno})" if exc.lineno else "")
+    except (ValueError, MemoryError, RecursionError) as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
+    return None
+
+
+def check(flow: object, catalog: Any = None) -> tuple[list[FlowError], list[str]]:
+    """(errors, warnings) of the whole-flow checks for what ``validate_flow`` accepts: a dict,
+    a ``.json`` path or spec text.  Code no lfx built-in carries is built in the sandbox when
+    everything parses (for spec text: the custom components of ``catalog`` it uses)."""
+    builtin = catalog_codes(catalog)
+    if isinstance(flow, str) and not (flow.strip().endswith(".json") and "\n" not in flow):
+        errors = spec_errors(flow, catalog)
+        if errors:
+            return errors, []
+        registry = getattr(catalog, "registry", {})
+        kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
+        nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
+        return custom_code_errors({"nodes": nodes}, builtin)
+    if isinstance(flow, str | Path):
+        try:
+            flow = json.loads(Path(flow).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return [], []  # the loader reports it
+    if not isinstance(flow, dict):
+        return [], []
+    errors = json_errors(flow)
+    if errors:
+        return errors, []
+    return custom_code_errors(flow, builtin)
+
+
+def custom_code_errors(flow: dict[str, Any], builtin_codes: frozenset[str]) -> tuple[list[FlowError], list[str]]:
+    """Build each node whose code no built-in carries, in the sandbox; name the ones lfx refuses."""
+    data = flow.get("data", flow) if isinstance(flow.get("data", flow), dict) else {}
+    errors: list[FlowError] = []
+    warnings: list[str] = []
+    for node in data.get("nodes") or []:
+        if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
+            continue
+        code = node_code(node)
+        if not isinstance(code, str) or code in builtin_codes:
+            continue
+        ok, message = _build(code)
+        name = _node_name(node)
+        if ok:
+            continue
+        if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
+            warnings.append(f"{name}: its code could not be built here ({message[:200]})")
+            continue
+        if "No module named" in message or ("needs" in message and "installed" in message):
+            warnings.append(f"{name}: its code needs a package that is not installed here ({message[:200]}).")
+            continue
+        errors.append(
+            FlowError(
+                code="bad_value",
+                node=name,
+                node_id=str(node.get("id")),
+                field="code",
+                message=f"Langflow cannot build {name}: {message[:500]}",
+                fix="Fix the node's code (validate it with %%assist_validate), or replace the node.",
+            )
+        )
+    return errors, warnings
+
+
+def catalog_codes(catalog: Any) -> frozenset[str]:
+    """The code lfx's own components carry (not what was added to the catalogue: that is custom)."""
+    codes = set()
+    for entry in getattr(catalog, "registry", {}).values():
+        if not isinstance(entry, dict) or entry.get("custom"):
+            continue
+        field = (entry.get("template") or {}).get("code")
+        if isinstance(field, dict) and isinstance(field.get("value"), str):
+            codes.add(field["value"])
+    return frozenset(codes)
+
+
+_BUILT: dict[str, tuple[bool, str]] = {}  # code -> lfx's verdict (only verdicts are kept)
+
+
+def _build(code: str) -> tuple[bool, str]:
+    """lfx builds ``code`` in the sandbox (never in this process); lfx's verdicts are cached."""
+    from lfassist_jupyter.validation.sandbox import default_validator
+
+    if code in _BUILT:
+        return _BUILT[code]
+    answer = default_validator().component_template_sync(code)
+    verdict = bool(answer.get("ok")), str(answer.get("error") or "")
+    if verdict[0] or not verdict[1].startswith(_NO_VERDICT):
+        if len(_BUILT) >= 256:
+            _BUILT.pop(next(iter(_BUILT)))
+        _BUILT[code] = verdict
+    return verdict

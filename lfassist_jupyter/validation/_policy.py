@@ -1,0 +1,204 @@
+"""The one deny list: what a component must not do, read by the scan *and* by the sandbox.
+
+Two readers, one table, so the two phases cannot drift apart:
+
+- the security scan (``security.py``, in the kernel) refuses any *reference* to a name
+  below, before the code runs anywhere;
+- the sandbox's audit hook (``_worker.py``, in another interpreter) refuses the audit
+  events below while the code runs, and the worker names the deny-list entry an event
+  enforces, so a refusal at runtime gets the same words (and the same verdict) as the
+  static finding for the same call.
+
+Pure data and the standard library only: the worker runs as a script in an interpreter
+where lfassist_jupyter may not be installed, and imports this file by path (its directory
+is bound read-only into the sandbox).
+"""
+
+from __future__ import annotations
+
+# Modules whose every use is refused (importing one is the finding).
+MODULES: dict[str, str] = {
+    "subprocess": "runs shell commands",
+    "_posixsubprocess": "runs shell commands",
+    "ctypes": "calls native code",
+    "_ctypes": "calls native code",
+    "cffi": "calls native code",
+    "_cffi_backend": "calls native code",
+    "pickle": "executes code while loading data",
+    "_pickle": "executes code while loading data",
+    "cPickle": "executes code while loading data",
+    "dill": "executes code while loading data",
+    "cloudpickle": "executes code while loading data",
+    "marshal": "loads raw bytecode",
+    "shelve": "unpickles data",
+    "multiprocessing": "spawns processes",
+    "pty": "spawns terminals",
+    "code": "runs an interactive interpreter",
+    "codeop": "compiles code dynamically",
+}
+
+# Built-in functions refused by name (reached bare, through ``builtins`` or a namespace).
+BUILTINS: dict[str, str] = {
+    "exec": "executes arbitrary code",
+    "eval": "executes arbitrary code",
+    "compile": "compiles arbitrary code",
+    "__import__": "imports code dynamically",
+    "breakpoint": "stops the process",
+}
+
+# ``module.attr`` refused (the module itself is fine: ``os.path`` is).
+ATTRS: dict[str, str] = {
+    "os.system": "runs shell commands",
+    "os.popen": "runs shell commands",
+    "os.fork": "spawns processes",
+    "os.forkpty": "spawns processes",
+    "os.kill": "kills processes",
+    "os.killpg": "kills processes",
+    "os._exit": "kills the process",
+    "os.abort": "kills the process",
+    "os.setuid": "changes privileges",
+    "os.chmod": "changes file permissions",
+    "os.chown": "changes file ownership",
+    "os.remove": "deletes files",
+    "os.unlink": "deletes files",
+    "os.rmdir": "deletes directories",
+    "os.removedirs": "deletes directories",
+    "os.dup2": "rewires the process's file descriptors",
+    "os.putenv": "changes the server's environment",
+    "os.unsetenv": "changes the server's environment",
+    "shutil.rmtree": "deletes directory trees",
+    "sys.exit": "stops the process",
+    "sys.settrace": "tampers with the interpreter",
+    "sys.setprofile": "tampers with the interpreter",
+    "sys.addaudithook": "tampers with the interpreter",
+    "builtins.exec": "executes arbitrary code",
+    "builtins.eval": "executes arbitrary code",
+    "importlib.import_module": "imports code dynamically",
+    "importlib.reload": "imports code dynamically",
+    "importlib.__import__": "imports code dynamically",
+    "importlib.exec_module": "executes a module from a file",
+    "importlib.spec_from_file_location": "loads code from a file",
+    "importlib.module_from_spec": "loads code from a file",
+    "importlib.SourceFileLoader": "loads code from a file",
+    "pandas.read_pickle": "executes code while loading data",
+}
+
+# ``module.<prefix>*`` refused (os.execv, os.spawnl, ...).
+PREFIXES: dict[str, str] = {
+    "os.exec": "replaces the process",
+    "os.spawn": "spawns processes",
+    "os.posix_spawn": "spawns processes",
+}
+
+# Other names for the same module: ``posix.system`` is ``os.system``.
+MODULE_ALIASES: dict[str, str] = {"posix": "os", "nt": "os"}
+
+# Attributes that reach objects outside the component (reading __mro__ is introspection).
+DUNDER_ESCAPES: dict[str, str] = {
+    "__subclasses__": "escapes the component's scope",
+    "__globals__": "escapes the component's scope",
+    "__builtins__": "escapes the component's scope",
+    "__code__": "escapes the component's scope",
+}
+
+# -- the sandbox's audit hook ------------------------------------------------------------
+# Audit event -> the deny-list entry it enforces (None: refused at runtime only, no
+# component API reaches it by a name the scan could see).
+EVENTS: dict[str, str | None] = {
+    "os.system": "os.system",
+    "os.exec": "os.exec*",
+    "os.posix_spawn": "os.posix_spawn",
+    "os.spawn": "os.spawn*",
+    "os.fork": "os.fork",
+    "os.forkpty": "os.forkpty",
+    "os.kill": "os.kill",
+    "os.killpg": "os.killpg",
+    "subprocess.Popen": "subprocess",
+    "pty.spawn": "pty",
+    "resource.setrlimit": None,
+    "resource.prlimit": None,
+    "os.setuid": "os.setuid",
+    "sys.addaudithook": "sys.addaudithook",
+    "os.startfile": None,
+    "os.putenv": "os.putenv",
+    "os.unsetenv": "os.unsetenv",
+    "signal.pthread_kill": None,
+    "ctypes.dlopen": "ctypes",
+    "ctypes.dlsym": "ctypes",
+    "ctypes.call_function": "ctypes",
+    "ctypes.cdata": "ctypes",
+    "ctypes.addressof": "ctypes",
+    "ctypes.string_at": "ctypes",
+    "ctypes.wstring_at": "ctypes",
+    "os.mkfifo": None,
+    "os.mknod": None,
+    "os.setxattr": None,
+    "os.removexattr": None,
+    "os.chdir": None,
+    "os.chroot": None,
+}
+NETWORK_EVENTS: frozenset[str] = frozenset(
+    {
+        "socket.connect",
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyaddr",
+        "socket.sendto",
+        "socket.sendmsg",
+        "socket.bind",
+    }
+)
+# Refused only for paths outside the sandbox's directory (inside it they are harmless).
+PATH_EVENTS: frozenset[str] = frozenset(
+    {
+        "os.remove",
+        "os.rmdir",
+        "os.rename",
+        "os.chmod",
+        "os.chown",
+        "os.truncate",
+        "shutil.rmtree",
+        "os.link",
+        "os.symlink",
+        "os.mkdir",
+        "os.utime",
+    }
+)
+# Imports the hook refuses: fresh copies of modules whose dangerous functions were taken away.
+FRESH_IMPORTS: frozenset[str] = frozenset({"_posixsubprocess", "_ctypes", "ctypes", "_testcapi", "_testinternalcapi"})
+
+
+def why(name: str) -> str | None:
+    """Why ``name`` (a module, ``module.attr`` or ``builtins.x``) is refused, or None."""
+    top, _, rest = name.partition(".")
+    top = MODULE_ALIASES.get(top, top)
+    if top in MODULES:
+        return MODULES[top]
+    if not rest:
+        return None
+    attr = rest.rsplit(".", 1)[-1]
+    if top == "builtins" and attr in BUILTINS:
+        return BUILTINS[attr]
+    key = f"{top}.{attr}"
+    if key in ATTRS:
+        return ATTRS[key]
+    return next((w for p, w in PREFIXES.items() if key.startswith(p)), None)
+
+
+def event_reason(event: str) -> str:
+    """The words the scan uses for what an audit event refuses (the same for both phases)."""
+    entry = EVENTS.get(event)
+    if entry is None:
+        return "is refused by the sandbox"
+    return why(entry.rstrip("*")) or "is refused by the sandbox"
+
+
+def has_banned_attrs(module: str) -> bool:
+    """Whether some attribute of ``module`` is refused (so ``getattr(module, name)`` is)."""
+    module = MODULE_ALIASES.get(module, module)
+    return (
+        module in MODULES
+        or module == "builtins"
+        or any(k.startswith(module + ".") for k in ATTRS)
+        or any(p.startswith(module + ".") for p in PREFIXES)
+    )
