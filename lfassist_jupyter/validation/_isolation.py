@@ -58,7 +58,9 @@ def interpreter_paths(python: str) -> tuple[str, ...]:
     generated code).
     """
     paths = {python, os.path.realpath(python)}
-    if os.path.realpath(python) == os.path.realpath(sys.executable) or python == sys.executable:
+    # Not by realpath: every venv's python is a link to the same base interpreter, and which
+    # venv it is depends on the link's own place (its pyvenv.cfg).
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         paths.update({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
         import site
 
