@@ -469,6 +469,28 @@ def test_files_written_by_sqlite_are_gone_before_the_next_request(box, tmp_path)
     assert_recovers(box)
 
 
+def test_without_landlock_every_file_of_a_request_is_still_gone(monkeypatch, tmp_path):
+    """On a kernel without Landlock, sqlite's C-level writes can land anywhere in the sandbox's
+    /tmp (HOME, the next request's directory): clean-up empties all of it before the next
+    request, and the host is out of reach (the sandbox has no view of it)."""
+    full_isolation_or_skip()
+    monkeypatch.setenv("LFASSIST_SANDBOX_LANDLOCK", "off")
+    validator = SandboxValidator(timeout=5)
+    try:
+        host = repr(str(tmp_path))
+        leak = validator.validate_sync(
+            component("return Message(text='x')", module=SQLITE_LEAK, load=f"display_name = _leak({host})")
+        )
+        assert leak.is_valid and validator.info()["confinement"] == "seccomp"
+        assert any(where != "own" for _, where in map(str.split, ast.literal_eval(leak.display_name)))
+        look = component("return Message(text='x')", module=SQLITE_LEAK, load=f"display_name = _look({host})")
+        assert validator.validate_sync(look).display_name == "[]"
+        assert list(tmp_path.iterdir()) == []
+        assert_recovers(validator)
+    finally:
+        validator.close()
+
+
 # -- the protocol cannot be forged ----------------------------------------------------------------
 
 

@@ -452,10 +452,13 @@ def _venv_under_tmp(tmp_path: Path, padding: int) -> Path:
     return python
 
 
-def test_clean_up_never_walks_an_interpreter_bound_under_tmp(tmp_path):
+@pytest.mark.parametrize("landlock", ["on", "off"])
+def test_clean_up_never_walks_an_interpreter_bound_under_tmp(tmp_path, monkeypatch, landlock):
     """With the venv in /tmp (bound read-only at the same path inside the sandbox's /tmp),
-    clean-up removes what each request wrote and never looks into the venv."""
+    clean-up removes what each request wrote and never looks into the venv -- also on a
+    kernel without Landlock, where it empties the whole writable /tmp after each request."""
     full_isolation_or_skip()
+    monkeypatch.setenv("LFASSIST_SANDBOX_LANDLOCK", landlock)
     if not str(tmp_path).startswith("/tmp/"):
         pytest.skip("the test's directory is not under /tmp")
     python = _venv_under_tmp(tmp_path, padding=3000)
@@ -468,7 +471,9 @@ def test_clean_up_never_walks_an_interpreter_bound_under_tmp(tmp_path):
             assert report.is_valid, report.error
         look = component("return Message(text='x')", load="import os\ndisplay_name = repr(os.listdir('.'))")
         assert validator.validate_sync(look).display_name == "[]"
-        assert validator.info()["python"] == str(python) and validator.info()["isolation"] == "full"
+        info = validator.info()
+        assert info["python"] == str(python) and info["isolation"] == "full"
+        assert ("Landlock" in info["confinement"]) == (landlock == "on")
         # Every entry clean-up looked at, since the sandbox started: the requests' few files and
         # the directories on the way to the bind -- not the venv's 3,000.
         assert validator._cleanup_entries < 100, validator._cleanup_entries

@@ -1897,6 +1897,8 @@ def main() -> None:
     probe = os.path.join(ROOT, "confinement-probe")
     os.makedirs(os.path.join(probe, "in"), exist_ok=True)
     CONFINE.update(_confinement(probe))
+    if CONFIG.get("landlock") is False:
+        CONFINE["landlock"] = 0
     _clear(ROOT)  # what the warm-up wrote (never entering the read-only binds)
     os.makedirs(HOME, exist_ok=True)
     gc.freeze()  # the imported world is permanent: keep it out of every later collection

@@ -255,6 +255,8 @@ class SandboxValidator:
         self.isolation, self.isolation_reason = mode, reason
         ops = [str(p) for p in OP_MODULES if p.exists()]
         config: dict[str, Any] = {"memory_mb": self.memory_mb, "op_modules": ops}
+        if os.environ.get("LFASSIST_SANDBOX_LANDLOCK", "").strip().lower() in ("0", "off"):
+            config["landlock"] = False  # what a kernel without Landlock gets (the tests of that path)
         argv = ["-I", "-u", str(WORKER_SCRIPT)]
         if mode == "full":
             env = scrubbed_env(_isolation.SANDBOX_TMP)
