@@ -600,6 +600,48 @@ def test_an_attack_component_from_the_model_is_contained(llm, monkeypatch, canar
         InteractiveShell.clear_instance()
 
 
+def test_a_model_component_that_kills_the_spare_leaves_the_next_request_intact(llm, monkeypatch, capsys):
+    """Through ``%%assist``: the model's component tries to kill every other process of the
+    sandbox (the spare waiting for the next request, the zygote); the next cell's component
+    is validated by that very sandbox."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from lfassist_jupyter.validation import sandbox
+
+    full_isolation_or_skip()
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    attack = component(
+        "return Message(text='x')",
+        module=(
+            "import os, signal\n\n\n"
+            "def _attack():\n"
+            "    for pid in [os.getppid(), *range(1, 200)]:\n"
+            "        if pid != os.getpid():\n"
+            "            try:\n"
+            "                signal.pidfd_send_signal(os.pidfd_open(pid), signal.SIGKILL)\n"
+            "            except OSError:\n"
+            "                pass\n"
+            "    return 'Probe'\n"
+        ),
+        load="display_name = _attack()",
+    )
+    llm.queue(intent("generate_component"), fenced(attack), intent("generate_component"), fenced(GOOD))
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    try:
+        validator = sandbox.default_validator()
+        validator.reference_sync()  # started by %load_ext; now ready
+        pid, restarts = validator.pid, validator.restarts
+        shell.run_cell_magic("assist", "--provider openai --max-retries 1", "a component")
+        result = shell.run_cell_magic("assist", "--provider openai --max-retries 1", "an uppercase component")
+        assert result.validated
+        assert validator.pid == pid and validator.restarts == restarts
+        capsys.readouterr()
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+
+
 def test_assist_status_says_reduced_isolation(monkeypatch, capsys):
     from IPython.core.interactiveshell import InteractiveShell
 
