@@ -13,7 +13,8 @@ Python interpreter with lfx needs, read-only:
 Everything else is absent: the user's HOME, the notebook's directory, the kernel's
 ``/proc`` (a fresh procfs of the new PID namespace is mounted), the network (a new,
 empty network namespace).  ``/tmp`` is a private tmpfs that holds HOME, TMPDIR and the
-per-request scratch directory.  ``--clearenv`` plus an allow-listed environment, a new
+per-request scratch directory; for validation it has a fixed size and is the only writable
+place (``scratch_mb``).  ``--clearenv`` plus an allow-listed environment, a new
 session (no TIOCSTI on the terminal), ``--die-with-parent`` and the PID namespace's init
 take every process inside down with the kernel.
 

@@ -20,14 +20,20 @@ For each request the zygote forks a child that
   module global the code could flip; there is no way to remove an audit hook);
 - gets its fds 1 and 2 on a pipe the zygote drains and discards past a cap (a 100 MB
   print neither blocks nor fills a log that would poison the next request);
-- runs in its own process group, with PR_SET_PDEATHSIG so it dies with the zygote.
+- runs in its own process group, with PR_SET_PDEATHSIG so it dies with the zygote;
+- confines itself before anything of a request runs (Linux; see "confinement" below): a
+  seccomp filter (it can signal only itself: not the zygote, not the spare child that
+  waits for the next request) and Landlock (it can write only in its scratch directory,
+  through ``open``, sqlite or any C library alike).
 
 The zygote is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the child forks, even
 a detached double-forked daemon, is re-parented to the zygote when its parent dies.  After
 the answer (or the deadline) the zygote SIGKILLs the child's whole subtree -- found by a
-/proc scan of its own descendants, repeated until none is left -- reaps it, wipes the
-scratch, HOME and /tmp directories, and only then sends the answer.  So when the parent
-sees an answer, nothing of that request is still running.  The zygote is non-dumpable
+/proc scan of its own descendants, repeated until none is left -- before the answer
+leaves; it reaps them and removes what the request wrote (its scratch directory under
+Landlock; else all of the writable directory, never entering the interpreter's read-only
+binds) before it reads the next request.  So when the parent sees an answer, nothing of
+that request can run another instruction, and the next request finds none of its files.  The zygote is non-dumpable
 (PR_SET_DUMPABLE 0): a child cannot open its /proc/<pid>/mem or fds.
 
 Ops: ``OPS`` maps an op name to ``fn(request) -> dict`` run in a fresh child.  Sibling
