@@ -16,6 +16,9 @@ what is measured is our overhead, not a model's.
 - the chat panel's stream coalescing: messages sent for a 5,000-token answer, vs. one per token
 - flows: model calls and the largest prompt to a first valid flow (scripted replies), and the
   probe run of a small flow in the warm sandbox vs. a cold ``lfx run`` process
+- zero-call repairs: over the tests' broken replies and the demo script's recorded ones, the
+  share of failed first replies the repair pass fixes with no model call, model calls per
+  validated component with and without the pass, and the pass's own time
 - hostile input: the worst case of code extraction and of static validation over a set of
   1 MB adversarial replies, and the time to a clear error from a model server that accepts
   the connection and never answers, at the default settings (``LFASSIST_BENCH_NO_HANG=1`` skips it)
@@ -251,6 +254,36 @@ def flow_request(validator: SandboxValidator) -> tuple[int, float, float]:
     return len(provider.calls), max(sizes) / 1024, elapsed
 
 
+KERNEL_FLOW = """
+import asyncio, json, sys
+sys.path.insert(0, {tests!r})
+from components import UPPER_SPEC
+from lfassist_jupyter import Assistant, ScriptedProvider
+from lfassist_jupyter.validation.sandbox import SandboxValidator
+replies = [
+    json.dumps({{"translation": "uppercase flow", "intent": "build_flow"}}),
+    json.dumps({{"components": ["ChatInput", "TextOperations", "ChatOutput"], "new": []}}),
+    "```\\n" + UPPER_SPEC + "```",
+]
+validator = SandboxValidator()
+assistant = Assistant(provider=ScriptedProvider(replies=replies, chunk_size=10_000), validator=validator,
+                      session_store=False)
+result = asyncio.run(assistant.arun("a chat flow that uppercases the question"))
+status = open("/proc/self/status").read().splitlines()
+rss = int(next(line for line in status if line.startswith("VmRSS")).split()[1]) / 1024
+validator.close()
+print(json.dumps({{"ok": result.ok, "rss_mb": rss, "lfx": "lfx" in sys.modules}}))
+"""
+
+
+def kernel_after_flow() -> dict:
+    """The kernel's resident memory after one flow request (a fresh process, as a new kernel),
+    and whether lfx was imported there (it must not be: flows are built behind the sandbox)."""
+    code = KERNEL_FLOW.format(tests=str(ROOT / "tests"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def validate_starters() -> tuple[list[float], int] | None:
     """``validate_flow`` per call (ms, p50 over repeats) on Langflow's own starter projects, and
     how many it accepts; None when the Langflow test environment is not installed."""
@@ -356,6 +389,73 @@ def hung_server_error_s() -> tuple[float, str] | None:
         return time.perf_counter() - t0, result.error or result.status
 
 
+def _demo_replies() -> dict[str, str]:
+    """The demo script's recorded component replies, by what their ``match`` asks for."""
+    data = json.loads((ROOT / "notebooks" / "demo-script.json").read_text())
+    return {r["match"]: r["reply"] for r in data["replies"] if "You write Langflow custom components" in r["match"]}
+
+
+def repair_savings(validator: SandboxValidator) -> dict:
+    """Zero-call repairs: each broken first reply is followed by a reply that fixes it, and the
+    request runs with and without the repair pass (model time zero: scripted replies).
+
+    The mistakes: ``tests/mistakes.py`` (mechanical ones, and ones with no certain fix), the
+    tests' own broken components, and the demo script's recorded Splitter reply.  The eval
+    suites hold requests, not recorded replies, so they add nothing to replay here."""
+    import components as c
+    from mistakes import REPAIRABLE, TO_MODEL
+
+    from lfassist_jupyter.core.component.pipeline import ComponentPipeline
+    from lfassist_jupyter.core.component.repair import repair_component
+
+    demo = _demo_replies()
+    splitter = next(v for k, v in demo.items() if "splits a text" in k)
+    splitter_fixed = next(v for k, v in demo.items() if "failed validation" in k)
+    cases = [(fenced(code), fenced(GOOD)) for code, _ in REPAIRABLE.values()]
+    cases += [(fenced(code), fenced(GOOD)) for code in TO_MODEL.values()]
+    cases += [(fenced(bad), fenced(good)) for bad, good in [
+        (c.WRONG_IMPORT, GOOD), (c.DANGEROUS, GOOD), (c.DATA_LIST_BUG, GOOD), (c.INPUT_SHADOWED_AND_READ, GOOD),
+        (c.TEXT_ATTRIBUTE_BUG, c.TEXT_ATTRIBUTE_OK), (c.COROUTINE_BUG, c.COROUTINE_OK),
+    ]]  # fmt: skip
+    cases.append((splitter, splitter_fixed))
+    intent = json.dumps({"translation": "a component", "intent": "generate_component"})
+
+    def calls(first: str, second: str, repair: bool) -> tuple[int, bool]:
+        provider = ScriptedProvider(replies=[intent, first, second], chunk_size=10_000)
+        assistant = Assistant(provider=provider, validator=validator, session_store=False)
+        assistant.register_pipeline("generate_component", ComponentPipeline(validator, 3, repair=repair))
+        result = asyncio.run(assistant.arun("a component"))
+        return len(provider.calls) - 1, result.validated  # minus the intent call
+
+    with_pass = [calls(a, b, True) for a, b in cases]
+    without = [calls(a, b, False) for a, b in cases]
+    failed_first = [i for i, (n, _) in enumerate(without) if n > 1]
+    repaired = [i for i in failed_first if with_pass[i] == (1, True)]
+    ours = len(REPAIRABLE) + len(TO_MODEL)  # the cases after these were written before the pass existed
+    # The pass itself on the repairable mistakes (parse + fixes, no validation).
+    reference = validator.reference_sync()
+    pass_ms: list[float] = []
+    for code, _ in REPAIRABLE.values():
+        report = validate_component(code, validator=validator, security="reject")
+        pass_ms += timed(lambda code=code, report=report: repair_component(code, report, reference), 5)
+
+    def per_valid(runs: list[tuple[int, bool]]) -> float:
+        return sum(n for n, _ in runs) / max(1, sum(ok for _, ok in runs))
+
+    return {
+        "cases": len(cases),
+        "failed_first": len(failed_first),
+        "repaired": len(repaired),
+        "older_failed_first": sum(i >= ours for i in failed_first),
+        "older_repaired": sum(i >= ours for i in repaired),
+        "calls_per_valid_with": per_valid(with_pass),
+        "calls_per_valid_without": per_valid(without),
+        "validated_with": sum(ok for _, ok in with_pass),
+        "validated_without": sum(ok for _, ok in without),
+        "pass_ms": pass_ms,
+    }
+
+
 def main() -> None:
     print("measuring... (about a minute; two with the Langflow server)", flush=True)
     load_with, load_without = extension_load()
@@ -377,6 +477,8 @@ def main() -> None:
     flow_calls, flow_kb, flow_ms = flow_first_valid(validator)
     probe_warm, probe_cold, real_runs = probe_runs(validator, 10)
     starters = validate_starters()
+    repairs = repair_savings(validator)
+    kernel = kernel_after_flow()
     validator.close()
     reduced = reduced_warm(N)
     server = langflow_server(N)
@@ -458,6 +560,12 @@ def main() -> None:
             "target <= 3 calls, <= 16 KB",
         ),
         (
+            "flow: kernel resident memory after a flow request",
+            f"{kernel['rss_mb']:.0f} MB",
+            "lfx imported in the kernel" if kernel["lfx"] else "lfx not imported in the kernel",
+            "fresh process, one scripted request",
+        ),
+        (
             "flow: validate_flow p50 over Langflow's starter projects",
             f"{pct(starters[0], 50):.3f} ms" if starters else "n/a",
             f"{starters[1]} accepted" if starters else "no Langflow test env",
@@ -476,6 +584,26 @@ def main() -> None:
             f"{statistics.median(real_runs) / statistics.median(probe_cold):.2f}x the "
             f"{statistics.median(probe_cold):.0f} ms",
             "fresh bwrap process per run",
+        ),
+    ]
+    rows += [
+        (
+            "component repair: failed first replies fixed with no model call",
+            f"{repairs['repaired']}/{repairs['failed_first']}",
+            f"{repairs['repaired'] / max(1, repairs['failed_first']):.0%}",
+            f"{repairs['older_repaired']}/{repairs['older_failed_first']} of the tests' older mistakes + demo",
+        ),
+        (
+            "component repair: model calls per validated component",
+            f"{repairs['calls_per_valid_with']:.2f}",
+            f"{repairs['calls_per_valid_without']:.2f} without the pass",
+            f"{repairs['validated_with']} vs {repairs['validated_without']} validated",
+        ),
+        (
+            "component repair: the pass itself p50 (no validation)",
+            f"{pct(repairs['pass_ms'], 50):.1f} ms",
+            f"p95 {pct(repairs['pass_ms'], 95):.1f} ms",
+            "LibCST parse + fixes",
         ),
     ]
     rows.append(("panel: syncs for a 5,000-token answer", f"{syncs}", f"{syncs / stream_s:.1f}/s vs "
@@ -501,6 +629,7 @@ def main() -> None:
            "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb,
            "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold,
            "real_runs": real_runs, "validate_starters": starters,
+           "repairs": repairs,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)

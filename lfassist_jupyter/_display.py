@@ -152,6 +152,8 @@ def result_markdown(result: Any) -> str:
         parts.extend(_io_lines(result.report))
     if not result.validated and result.error:
         parts.append(f"```\n{result.error}\n```")
+    if getattr(result, "repairs", None):  # the zero-call repair pass: one line per change
+        parts.append("Repaired without a model call:\n" + "\n".join(f"- {inert_markdown(c)}" for c in result.repairs))
     parts.append(f"```python\n{result.code.rstrip()}\n```")
     return "\n\n".join(parts)
 
@@ -261,6 +263,8 @@ def result_html(result: Any) -> str:
         parts.append(_fields_table(result.report))
     for w in result.warnings:
         parts.append(f"<div>⚠️ {html.escape(w)}</div>")
+    for change in getattr(result, "repairs", None) or []:  # the zero-call repair pass
+        parts.append(f"<div>🔧 Repaired: {html.escape(change)}</div>")
     if result.validated:
         parts.append(highlight(result.code))
     else:
@@ -281,6 +285,7 @@ def result_text(result: Any) -> str:
     lines = [f"{result.class_name}: {badge} ({result.attempts} attempt{'s' * (result.attempts != 1)})"]
     if not result.validated and result.error:
         lines.append(f"Error: {result.error}")
+    lines += [f"  repaired: {change}" for change in getattr(result, "repairs", None) or []]
     if result.report is not None:
         lines += [f"  input  {i.name} ({i.type})" for i in result.report.inputs]
         lines += [f"  output {o.name} -> {' | '.join(o.types)}" for o in result.report.outputs]
@@ -404,17 +409,7 @@ def _flow_result_parts(result: Any) -> dict[str, Any]:
     if not result.validated and result.error:
         notes.append((result.error.splitlines()[0][:300], False))
     notes += [(f"⚠️ {w}", None) for w in result.warnings]
-    report = pick("flow_report", "report")
-    if report is None and isinstance(pick("flow"), dict):  # the verdict on the card, even when not attached
-        report = getattr(result, "_lfa_flow_report", None)
-        if report is None:
-            try:
-                from lfassist_jupyter.flows import validate_flow
-
-                report = validate_flow(pick("flow"))
-                result._lfa_flow_report = report  # the card renders as html, markdown and text
-            except Exception:
-                report = None
+    report = pick("flow_report", "report")  # rendering shows the result's verdict; it never validates
     return dict(
         flow=pick("flow"),
         report=report,

@@ -72,6 +72,10 @@ class Case(BaseModel):
     request: str = Field(min_length=1)
     kind: Literal["component", "flow"] = "component"
     check: Check | None = None
+    before: list[str] = Field(default_factory=list, max_length=5)
+    """Earlier requests of the same conversation (a flow to run or edit), sent first."""
+    undo: bool = False
+    """After ``before``, restore the flow before the last edit (``Assistant.undo``)."""
 
 
 CaseStatus = Literal["pass", "fail", "error"]
@@ -269,6 +273,13 @@ async def run_case(case: Case, assistant: Any, runner: CheckRunner) -> CaseResul
     """One case through the public ``Assistant.arun``, then its check in the sandbox."""
     t0 = time.perf_counter()
     try:
+        for earlier in case.before:
+            done = await assistant.arun(earlier)
+            if done.status != "complete":
+                reason = f"an earlier request failed: {done.error or done.status}"
+                return CaseResult(case.name, case.kind, "error", reason=reason, seconds=time.perf_counter() - t0)
+        if case.undo:
+            assistant.undo()
         result = await assistant.arun(case.request)
     except LfAssistError as exc:
         return CaseResult(case.name, case.kind, "error", reason=str(exc), seconds=time.perf_counter() - t0)

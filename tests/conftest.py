@@ -48,11 +48,16 @@ def llm():
 @pytest.fixture(scope="session")
 def sandbox():
     """One real, warm validation worker for the whole run (as in a kernel)."""
+    import lfassist_jupyter.validation.sandbox as sandbox_module
     from lfassist_jupyter.validation.sandbox import SandboxValidator
 
     validator = SandboxValidator(timeout=10)
     validator.start()
+    # Flows built without an explicit sandbox (build_flow, validate_flow, the magics) use the
+    # default validator: the same warm worker, not a second one.
+    previous, sandbox_module._default = sandbox_module._default, validator
     yield validator
+    sandbox_module._default = previous
     validator.close()
 
 

@@ -69,6 +69,11 @@ def lab(llm_server, tmp_path_factory):
     news = root / ".settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    # The key binding the README tells users to add for the palette command.
+    keys = root / ".settings" / "@jupyterlab" / "shortcuts-extension"
+    keys.mkdir(parents=True)
+    binding = {"command": "lfassist:open-assistant", "keys": ["Alt Shift A"], "selector": "body"}
+    (keys / "shortcuts.jupyterlab-settings").write_text(json.dumps({"shortcuts": [binding]}))
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell("from lfassist_jupyter import ChatPanel\npanel = ChatPanel()\npanel")]
@@ -266,3 +271,111 @@ def test_saved_notebook_has_the_panel_state_but_no_secret(page, lab):
     assert "UppercaseComponent" in saved  # ...with the transcript in it
     assert KEY not in saved and KEY[:12] not in saved and "OPENAI_API_KEY" not in saved
     shutil.copy(root / "panel.ipynb", root / "saved-copy.ipynb")
+
+
+# -- the docked panel (same JupyterLab, same notebook and kernel) -------------------------------
+
+DOCKED = "#jp-right-stack .lfa-panel"
+DOCK_TAB = ".jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id^='lfassist-assistant-']"
+
+
+def _palette(page, text: str) -> list[str]:
+    """Open JupyterLab's command palette, type ``text``, and return the items it lists."""
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+Shift+c")
+    page.wait_for_selector(".lm-CommandPalette-input", timeout=10_000)
+    page.fill(".lm-CommandPalette-input", text)
+    page.wait_for_timeout(300)
+    return page.eval_on_selector_all(".lm-CommandPalette-item", "els => els.map(e => e.innerText.trim())")
+
+
+def test_assist_panel_docks_the_panel_in_the_right_sidebar(page):
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    cells.last.locator(".cm-content").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # a new cell below the last one
+    page.keyboard.press("Enter")
+    page.keyboard.type("%load_ext lfassist_jupyter\n%assist panel")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector(DOCKED, timeout=60_000)
+    assert page.locator(DOCK_TAB).count() == 1
+    assert page.get_attribute(DOCK_TAB, "aria-selected") == "true"  # opened and shown
+    page.wait_for_selector(".lfa-docknote >> text=open in the right sidebar", timeout=20_000)
+    # Again: the same panel is focused, not a second one.
+    page.locator(".jp-Notebook .jp-Cell").last.locator(".cm-content").click()
+    page.keyboard.press("Control+Enter")
+    page.wait_for_timeout(1500)
+    assert page.locator(DOCK_TAB).count() == 1 and page.locator(DOCKED).count() == 1
+
+
+def test_a_request_in_the_docked_panel_then_insert_writes_below_the_active_cell(page, llm_server):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    first = page.locator(".jp-Notebook .jp-Cell").first
+    first.locator(".cm-content").click()  # the notebook's active cell: the first one
+    page.keyboard.press("Escape")
+    before = _cell_texts(page)
+    llm_server.queue(intent("generate_component", "a component that uppercases text"), Reply(fenced(GOOD)))
+    box = page.locator(f"{DOCKED} .lfa-input").first
+    box.click()  # the sidebar has the focus from here on
+    box.fill("a component that uppercases text")
+    box.press("Enter")
+    card = page.wait_for_selector(f"{DOCKED} .lfa-card[data-kind='component']", timeout=60_000)
+    assert "UppercaseComponent" in card.inner_text() and "validated" in card.inner_text()
+    usage = page.inner_text(f"{DOCKED} .lfa-card[data-kind='component'] .lfa-usage")
+    assert "2 model calls" in usage and "tokens" in usage and " s · gpt-4o" in usage
+    page.screenshot(path=str(SHOTS / "docked-panel.png"))
+    page.click(f"{DOCKED} button[aria-label='Insert into notebook']")
+    page.wait_for_function(
+        "n => document.querySelectorAll('.jp-Notebook .jp-Cell').length > n", arg=len(before), timeout=20_000
+    )
+    page.wait_for_function(
+        "() => (document.querySelectorAll('.jp-Notebook .jp-Cell')[1]?.innerText || '')"
+        ".includes('class UppercaseComponent')",
+        timeout=20_000,
+    )
+    after = _cell_texts(page)
+    assert after[0] == before[0] and after[2:] == before[1:]  # right below the active cell, nothing else moved
+    assert "Inserted UppercaseComponent" in page.inner_text(f"{DOCKED} .lfa-notice")
+
+
+def test_palette_command_opens_or_focuses_the_docked_panel(page):
+    items = _palette(page, "Langflow Assistant")
+    assert [i.split("\n") for i in items] == [["Langflow Assistant: Open", "Alt+Shift+A"]]  # the README's binding
+    page.keyboard.press("Escape")
+    page.click(DOCK_TAB)  # clicking the current tab collapses the sidebar
+    page.wait_for_function("s => !document.querySelector(s)?.checkVisibility()", arg=DOCKED, timeout=10_000)
+    _palette(page, "Langflow Assistant: Open")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(DOCKED, state="visible", timeout=20_000)
+    assert page.locator(DOCK_TAB).count() == 1
+    # The key binding from the README does the same.
+    page.click(DOCK_TAB)
+    page.wait_for_function("s => !document.querySelector(s)?.checkVisibility()", arg=DOCKED, timeout=10_000)
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Alt+Shift+A")
+    page.wait_for_selector(DOCKED, state="visible", timeout=20_000)
+
+
+def test_closing_and_reopening_the_docked_panel_keeps_the_conversation(page):
+    page.click(DOCK_TAB, button="middle")  # close the tab (Lumino's middle click on a closable tab)
+    page.wait_for_selector(DOCK_TAB, state="detached", timeout=10_000)
+    assert page.locator(DOCKED).count() == 0
+    _palette(page, "Langflow Assistant: Open")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(DOCKED, state="visible", timeout=20_000)
+    transcript = page.inner_text(f"{DOCKED} .lfa-transcript")
+    assert "a component that uppercases text" in transcript and "UppercaseComponent" in transcript
+
+
+def test_insert_after_the_notebook_was_closed_copies_and_says_so(page):
+    """Last: it closes the notebook.  The docked view outlives it, but Insert has nowhere to write."""
+    page.click(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon")
+    with contextlib.suppress(Exception):  # unsaved changes: discard them
+        page.click(".jp-Dialog button:has-text('Discard')", timeout=5_000)
+    page.wait_for_selector(".jp-NotebookPanel", state="detached", timeout=20_000)
+    page.evaluate("navigator.clipboard.writeText('')")
+    page.click(f"{DOCKED} button[aria-label='Insert into notebook']")
+    page.wait_for_selector(f"{DOCKED} .lfa-notice >> text=is not open any more", timeout=10_000)
+    assert "copied to the clipboard" in page.inner_text(f"{DOCKED} .lfa-notice")
+    assert "class UppercaseComponent(Component):" in page.evaluate("navigator.clipboard.readText()")

@@ -11,6 +11,9 @@ from components import LLM_SPEC
 
 from lfassist_jupyter.flows import build_flow, validate_flow
 
+# The catalogue and every build come from the sandbox: share the session's worker.
+pytestmark = pytest.mark.usefixtures("sandbox")
+
 
 def lfx_level4_errors(flow: dict, tmp_path: Path) -> list:
     """What `lfx validate --level 4` says about a flow (its own function, in-process)."""
@@ -213,10 +216,8 @@ def test_cycles_are_rejected_except_langflow_loops(starters):
 
 
 @pytest.mark.langflow
-def test_probe_run_of_a_starter_project_stubs_its_model(starters):
-    from lfassist_jupyter.flows.run import probe_run
-
-    result = probe_run(starters["Basic Prompting"], "hello probe")
+def test_probe_run_of_a_starter_project_stubs_its_model(starters, sandbox):
+    result = sandbox.run_flow_sync(starters["Basic Prompting"], "hello probe")
     assert result["ok"], result["error"]
     assert result["text"].startswith("[stub Language Model] hello probe")
     assert [s["name"] for s in result["stubbed"]] == ["Language Model"]

@@ -142,7 +142,8 @@ def test_flow_result_card_shows_picture_report_and_run():
     from lfassist_jupyter.core.result import AssistResult, FlowOutcome
 
     flow = build_flow(ECHO_QA).flow
-    outcome = FlowOutcome(result="done", intent="build_flow", flow=flow, validated=True, attempts=1)
+    report = validate_flow(flow)
+    outcome = FlowOutcome(result="done", intent="build_flow", flow=flow, validated=True, attempts=1, report=report)
     result = AssistResult(status="complete", kind="flow", intent="build_flow", validated=True, attempts=1)
     result.outcome = outcome
     html = result._repr_html_()
@@ -253,9 +254,17 @@ def panel(sandbox, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     workspace = Workspace(data_dir=tmp_path / "panel", local_validator=sandbox)
     session = Session(id="lfassist-flowtest", title="a flow")
+    flow = build_flow(ECHO_QA).flow  # a session keeps its flows as data: showing it builds nothing
     session.turns = [
         Turn(role="user", content="a flow that answers with a prompt"),
-        Turn(role="assistant", content=f"Here it is:\n```\n{ECHO_QA}```\n", kind="flow", validated=True, attempts=1),
+        Turn(
+            role="assistant",
+            content=f"Here it is:\n```\n{ECHO_QA}```\n",
+            kind="flow",
+            validated=True,
+            attempts=1,
+            flow=flow,
+        ),
     ]
     workspace.store.save(session)
     panel = ChatPanel(workspace=workspace)
@@ -297,7 +306,7 @@ def test_restored_flow_turn_is_a_flow_card(panel):
     svg = well_formed(card["picture_html"])
     assert "Prompt Template" in svg_texts(svg)
     assert card["cell"].startswith("%%assist_flow\nname: Echo QA")
-    assert {"text": "Flow valid (3 nodes, 2 edges)", "ok": True} in card["lines"]
+    assert {"text": "Flow validated", "ok": True} in card["lines"]  # the stored verdict, not a new validation
     json.dumps(panel.messages)  # the trait is plain JSON
 
 

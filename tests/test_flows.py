@@ -20,6 +20,9 @@ from lfassist_jupyter.flows import (
     validate_flow,
 )
 
+# Every build runs in the sandbox (lfx's builder never runs in this process): share the session's worker.
+pytestmark = pytest.mark.usefixtures("sandbox")
+
 
 def node(flow: dict, kind: str) -> dict:
     return next(n for n in flow["data"]["nodes"] if n["data"]["type"] == kind)
@@ -299,11 +302,9 @@ def test_picture_is_safe_self_contained_svg():
 # -- probe run -------------------------------------------------------------------------------
 
 
-def test_probe_run_stubs_the_model_and_runs_the_rest():
-    from lfassist_jupyter.flows.run import probe_run
-
+def test_probe_run_stubs_the_model_and_runs_the_rest(sandbox):
     flow = build_flow(LLM_SPEC).flow
-    result = probe_run(flow, "What is Langflow?")
+    result = sandbox.run_flow_sync(flow, "What is Langflow?")
     assert result["ok"], result["error"]
     # The prompt really ran; only the model is a deterministic echo.
     assert result["text"] == "[stub Language Model] Be brief. What is Langflow?"
@@ -311,25 +312,21 @@ def test_probe_run_stubs_the_model_and_runs_the_rest():
     assert node(flow, "LanguageModelComponent")["data"]["type"] == "LanguageModelComponent"  # input untouched
 
 
-def test_probe_run_without_models_equals_lfx_run():
-    from lfassist_jupyter.flows.run import probe_run
-
+def test_probe_run_without_models_equals_lfx_run(sandbox):
     flow = build_flow(QA_SPEC).flow
-    result = probe_run(flow, "same?")
+    result = sandbox.run_flow_sync(flow, "same?")
     assert result["stubbed"] == []
     assert result["text"] == lfx_run(flow, "same?")
 
 
-def test_probe_run_reports_a_failing_flow():
-    from lfassist_jupyter.flows.run import probe_run
-
+def test_probe_run_reports_a_failing_flow(sandbox):
     flow = build_flow("nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n").flow
-    result = probe_run(flow, "x")
+    result = sandbox.run_flow_sync(flow, "x")
     assert not result["ok"] and result["error"]
 
 
-def test_probe_run_module_imports_only_stdlib_and_lfx():
-    """It runs inside the sandbox worker, which has lfx and nothing of this package's stack."""
+def test_probe_run_module_imports_only_stdlib():
+    """It prepares the flow in the kernel, which never imports lfx; the stub's code is text."""
     import ast
     import sys
     from pathlib import Path
@@ -343,4 +340,4 @@ def test_probe_run_module_imports_only_stdlib_and_lfx():
             roots |= {a.name.split(".")[0] for a in item.names}
         elif isinstance(item, ast.ImportFrom) and item.level == 0 and item.module:
             roots.add(item.module.split(".")[0])
-    assert roots - set(sys.stdlib_module_names) <= {"lfx"}
+    assert roots - set(sys.stdlib_module_names) == set()

@@ -168,3 +168,48 @@ def test_configuration_errors_say_how_to_fix():
 def test_provider_repr_never_shows_the_key(llm):
     provider = provider_for("openai", llm)
     assert KEY not in repr(provider)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_model_not_found_falls_back_to_the_next_model_of_the_same_provider(llm, kind):
+    """A retired catalogue model (404) is replaced by the next one of `%assist models`, within the
+    same call and the same provider; later calls go straight to the substitute."""
+    provider = provider_for(kind, llm)
+    first, second, third = (m.name for m in provider.models[:3])
+    llm.queue(Status(404, f"The model `{first}` does not exist", error_type="model_not_found"), Reply("hello"))
+    assert "".join(await drain(provider, model=first)) == "hello"
+    assert [r.body["model"] for r in llm.requests] == [first, second]
+    assert provider.substitutions == {first: second}
+    (fallback,) = provider.fallbacks
+    assert fallback.requested == first and fallback.used == second and fallback.provider == kind
+    assert f"'{first}'" in fallback.message and f"'{second}'" in fallback.message
+    llm.queue(Reply("again"))
+    assert "".join(await drain(provider, model=first)) == "again"
+    assert llm.requests[-1].body["model"] == second and len(provider.fallbacks) == 1
+    # Retired too: the next one after it.
+    llm.queue(Status(404, "retired"), Reply("third"))
+    assert "".join(await drain(provider, model=first)) == "third"
+    assert [r.body["model"] for r in llm.requests[-2:]] == [second, third]
+    endpoint = "/chat/completions" if kind == "openai" else "/messages"
+    assert all(r.path.endswith(endpoint) for r in llm.requests)  # the same provider's API, always
+
+
+async def test_a_model_the_user_named_is_not_replaced_and_an_exhausted_list_says_what_was_tried(llm):
+    provider = provider_for("openai", llm)
+    llm.queue(Status(404, "no such model"))
+    with pytest.raises(ProviderModelNotFoundError, match="Model 'my-finetune' was not found"):
+        await drain(provider, model="my-finetune")
+    assert len(llm.requests) == 1 and provider.fallbacks == []
+    names = [m.name for m in provider.models]
+    llm.queue(*[Status(404, "gone")] * len(names))
+    with pytest.raises(ProviderModelNotFoundError) as info:
+        await drain(provider, model=names[0])
+    assert [r.body["model"] for r in llm.requests[1:]] == names
+    assert f"Model '{names[0]}' was not found" in str(info.value) and names[-1] in str(info.value)
+
+
+async def test_a_400_saying_the_model_is_retired_also_falls_back(llm):
+    provider = provider_for("openai", llm)
+    llm.queue(Status(400, "The model gpt-4o has been deprecated and retired."), Reply("ok"))
+    assert "".join(await drain(provider, model="gpt-4o")) == "ok"
+    assert provider.substitutions == {"gpt-4o": "gpt-4o-mini"}

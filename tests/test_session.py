@@ -55,3 +55,21 @@ def test_session_ids_cannot_escape_the_directory(tmp_path):
     s = Session("../../etc/passwd")
     store.save(s)
     assert all(p.parent == tmp_path / "s" for p in (tmp_path / "s").iterdir())
+
+
+def test_a_loaded_flow_survives_a_session_reload(make_assistant, tmp_path):
+    """Issue 21: a flow put in the session (``%assist flow load``) is still the flow a follow-up
+    edits after the session is read back from disk, as JSON (data, never rebuilt from its spec)."""
+    from components import QA_SPEC
+
+    from lfassist_jupyter.flows import build_flow
+
+    store = SessionStore(tmp_path / "sessions")
+    flow = build_flow(QA_SPEC).flow
+    make_assistant("openai", session_id="agentic_flow", session_store=store).load_flow(flow)
+
+    again = make_assistant("openai", session_id="agentic_flow", session_store=store)
+    last = again.session.last_flow
+    assert last is not None and last.flow is not None
+    assert [n["id"] for n in last.flow["data"]["nodes"]] == [n["id"] for n in flow["data"]["nodes"]]
+    assert again.flow_pipeline().current_flow == last.flow  # the next request edits it

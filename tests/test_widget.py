@@ -327,3 +327,198 @@ def test_panel_opened_after_connect_validates_on_the_server_and_uses_the_configu
         ip.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
         langflow.close()
+
+
+# -- the model in use, the cost of a turn, model fallback -----------------------------------------
+
+
+def test_the_model_selector_shows_the_model_actually_in_use(llm, monkeypatch, sandbox, tmp_path):
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    workspace = Workspace(data_dir=tmp_path / "p", local_validator=sandbox)
+    panel = ChatPanel(provider="openai", model="fake-gpt", workspace=workspace)
+    label = {m["value"]: m["label"] for m in panel.models}[panel.selected_model]
+    assert panel.selected_model == "openai:fake-gpt" and label == "openai · fake-gpt"  # not "openai · GPT-4o"
+    llm.queue(intent("question"), "An answer.")
+    view(panel, {"type": "send", "text": "What is a component?"})
+    wait_idle(panel)
+    assert llm.requests[-1].body["model"] == "fake-gpt"  # the model shown is the model used
+    # A catalogue model keeps its display name; %config's model is the default when nothing was picked.
+    assert ChatPanel(model="gpt-4.1", workspace=workspace).selected_model == "openai:gpt-4.1"
+    workspace.config.model = "gpt-4.1-mini"
+    assert ChatPanel(workspace=workspace).selected_model == "openai:gpt-4.1-mini"
+
+
+def test_each_answer_shows_its_model_calls_tokens_and_seconds(panel, llm):
+    llm.queue(intent("generate_component"), Reply(fenced(GOOD), chunk=100))
+    view(panel, {"type": "send", "text": "a component that uppercases text"})
+    wait_idle(panel)
+    card = panel.messages[-1]
+    record = panel._assistant.last_record  # the engine's metrics record of this request
+    assert record.model_calls == 2 and record.prompt_tokens == 22  # the fake server reports 11 per call
+    tokens = record.prompt_tokens + record.completion_tokens
+    assert card["usage"].startswith(f"2 model calls · {tokens} tokens (22 in, {record.completion_tokens} out) · ")
+    assert card["usage"].endswith(" s · gpt-4o")
+    llm.queue(intent("question"), "Short answer.")
+    view(panel, {"type": "send", "text": "What is a Message?"})
+    wait_idle(panel)
+    assert panel.messages[-1]["usage"].startswith("2 model calls · ")  # per turn, not a running total
+
+
+def test_a_retired_model_falls_back_to_the_next_one_and_the_card_says_so(panel, llm):
+    from fakellm import Status
+
+    llm.queue(
+        intent("generate_component"),
+        Status(404, "The model `gpt-4o` does not exist or you do not have access to it.", error_type="model_not_found"),
+        fenced(GOOD),
+    )
+    view(panel, {"type": "send", "text": "a component that uppercases text"})
+    wait_idle(panel)
+    card = panel.messages[-1]
+    assert card["kind"] == "component" and card["validated"] and card["attempts"] == 1  # no attempt spent
+    assert [r.body["model"] for r in llm.requests] == ["gpt-4o-mini", "gpt-4o", "gpt-4o-mini"]
+    (note,) = card["notes"]
+    assert "'gpt-4o'" in note and "'gpt-4o-mini'" in note and "%assist models" in note
+    assert card["usage"].endswith(" s · gpt-4o-mini")
+    assert panel.selected_model == "openai:gpt-4o-mini"  # the selector shows the model now in use
+    llm.queue(intent("question"), "Fine.")
+    view(panel, {"type": "send", "text": "What is a Message?"})
+    wait_idle(panel)
+    assert "notes" not in panel.messages[-1]  # said once, on the turn where it happened
+
+
+def test_model_fallback_through_the_assistant(make_assistant, llm):
+    from fakellm import Status
+
+    assistant = make_assistant("openai")
+    llm.queue(intent("generate_component"), Status(404, "retired"), fenced(GOOD))
+    result = assistant.run("a component that uppercases text")
+    assert result.validated and result.attempts == 1
+    assert [r.body["model"] for r in llm.requests] == ["gpt-4o-mini", "gpt-4o", "gpt-4o-mini"]
+    assert assistant.provider.substitutions == {"gpt-4o": "gpt-4o-mini"}
+    assert all(r.path.endswith("/chat/completions") for r in llm.requests)  # never another provider
+    # A model the provider does not list is the user's choice: an error, not a silent substitute.
+    assistant = make_assistant("openai", model="my-finetune")
+    llm.queue(intent("generate_component"), Status(404, "no such model"))
+    result = assistant.run("a component that uppercases text")
+    assert result.status != "complete" or not result.validated
+    assert "my-finetune" in (result.error or "") and llm.requests[-1].body["model"] == "my-finetune"
+
+
+# -- docking in JupyterLab's shell, and the inline fallback ---------------------------------------
+
+
+class _FakeCommands:
+    def __init__(self) -> None:
+        self.executed: list[tuple[str, dict | None]] = []
+        self.sent: list[dict] = []
+        self._execute_callbacks: dict = {}
+
+    def execute(self, command, args=None):
+        self.executed.append((command, args))
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+class _FakeShell:
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+class _FakeLab:
+    """ipylab's JupyterFrontEnd as the kernel sees it: messages out, nothing rendered."""
+
+    def __init__(self) -> None:
+        self.commands = _FakeCommands()
+        self.shell = _FakeShell()
+
+
+@pytest.fixture
+def dock(monkeypatch):
+    """A kernel whose front end is JupyterLab (a fake ipylab front end that has answered)."""
+    from lfassist_jupyter.ui import dock as module
+
+    state = module._Dock()
+    state.lab, state.ready = _FakeLab(), True
+    monkeypatch.setattr(module, "_state", state)
+    monkeypatch.setattr(module, "in_kernel", lambda: True)
+    return module
+
+
+def test_assist_panel_docks_once_per_kernel_and_focuses_it_after(ip, dock):
+    from lfassist_jupyter.ui.dock_note import DockNote
+
+    note = ip.run_line_magic("assist", "panel")
+    assert isinstance(note, DockNote) and "right sidebar" in note.text
+    lab = dock._state.lab
+    (added,) = lab.shell.sent
+    assert added["func"] == "add" and added["payload"]["area"] == "right"
+    assert added["payload"]["id"] == dock.dock_id() and dock.dock_id().startswith("lfassist-assistant-")
+    panel = dock._state.panel
+    assert panel.docked and added["payload"]["serializedWidget"] == f"IPY_MODEL_{dock._state.host.model_id}"
+    dock._on_shell_widgets({"new": [{"id": dock.dock_id()}]})  # the front end reports it added
+    assert lab.commands.executed == [("tabsmenu:activate-by-id", {"id": dock.dock_id()})]
+    ip.run_line_magic("assist", "panel --main")  # open already: focused, never a second one
+    assert len(lab.shell.sent) == 1 and len(lab.commands.executed) == 2
+    # The output's view reports its notebook: Insert targets it whatever has the focus.
+    note.notebook_id = "notebook-panel-7"
+    assert panel.notebook_id == "notebook-panel-7"
+    panel.messages = [{"id": "c1", "role": "assistant", "kind": "component", "code": GOOD, "class_name": "Up"}]
+    panel.can_insert = True
+    view(panel, {"type": "insert", "id": "c1"})
+    assert lab.commands.executed[-2:] == [
+        ("notebook:insert-cell-below", {"widgetId": "notebook-panel-7"}),
+        ("notebook:replace-selection", {"widgetId": "notebook-panel-7", "text": GOOD}),
+    ]
+    # Closed by the user, then reopened: the same panel (and conversation) is added again.
+    dock._on_shell_widgets({"new": []})
+    ip.run_line_magic("assist", "panel")
+    assert len(lab.shell.sent) == 2 and dock._state.panel is panel and panel.messages[0]["id"] == "c1"
+
+
+def test_the_palette_command_is_registered_at_load_and_opens_the_panel(ip, dock):
+    dock.register_command()
+    lab = dock._state.lab
+    (command,) = [m for m in lab.commands.sent if m["func"] == "addCommand"]
+    assert command["payload"]["label"] == "Langflow Assistant: Open" and command["payload"]["id"] == dock.COMMAND_ID
+    lab.commands._execute_callbacks[dock.COMMAND_ID]()  # what the front end's palette triggers
+    assert [m["func"] for m in lab.shell.sent] == ["add"]
+
+
+def test_without_jupyterlab_shell_the_panel_opens_inline_and_says_why_once(ip, monkeypatch):
+    """A kernel whose front end never answers ipylab (Notebook 7 without it, VS Code, Colab): the
+    cell shows the inline panel with the reason, once the cell is done and the wait is over."""
+    from lfassist_jupyter.ui import dock
+
+    monkeypatch.setattr(dock, "_state", dock._Dock())
+    monkeypatch.setattr(dock, "in_kernel", lambda: True)
+    monkeypatch.setattr(dock, "READY_WAIT", 0.05)
+    box = ip.run_line_magic("assist", "panel")  # a real ipylab JupyterFrontEnd, which nobody answers
+    assert dock._state.lab is not None and not dock._state.ready
+    assert "Opening" in box.children[0].text
+    ip.events.trigger("post_run_cell", None)  # the cell is done: now the answer could have come
+    deadline = time.monotonic() + 5
+    while len(box.children) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    note, panel = box.children
+    assert isinstance(panel, ChatPanel) and not panel.docked and note.text == dock.NO_SHELL
+    assert "ipylab" in note.text and "VS Code" in note.text
+    again = ip.run_line_magic("assist", "panel")
+    assert again is panel  # inline at once, the same conversation, and the reason is not repeated
+
+
+def test_assist_panel_in_the_cell_that_loads_the_extension_docks_once_the_front_end_answers(ip, dock):
+    """ipylab's answer can only arrive after the cell: until then the cell shows a placeholder."""
+    dock._state.ready = False
+    box = ip.run_line_magic("assist", "panel")
+    (note,) = box.children
+    assert "Opening" in note.text and dock._state.lab.shell.sent == []
+    assert box.panel is dock._state.panel  # scripts can reach the panel at once
+    dock._on_ready()  # "lab_ready" from ipylab's front end
+    assert [m["payload"]["area"] for m in dock._state.lab.shell.sent] == ["right"]
+    assert "right sidebar" in note.text and box.children == (note,)  # docked: no inline panel

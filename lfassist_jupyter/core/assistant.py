@@ -43,6 +43,7 @@ from lfassist_jupyter.core.intent import (
     INTENT_METRIC,
     OFF_TOPIC,
     OFF_TOPIC_REFUSAL,
+    RUN_FLOW,
     IntentResult,
     build_intent_messages,
     parse_intent,
@@ -127,6 +128,8 @@ class Assistant:
         self.flow_components: dict[str, Any] | None = None
         """Extra flow catalogue entries (name -> node template, or Langflow's ``/api/v1/all``
         answer): a workspace connected to Langflow sets the server's components here."""
+        self.langflow: Any = None
+        """The connected ``LangflowClient`` (set by a workspace): "run X on Y" finds X there too."""
         self.last_outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = None
         self.last_record: RequestRecord | None = None
         """The metrics record of the last request (calls, tokens, duration), for views and evals."""
@@ -246,6 +249,19 @@ class Assistant:
             return self.flow_pipeline(intent)
         return AnswerPipeline()
 
+    def run_pipeline(self, intent: IntentResult) -> Pipeline:
+        """``run_flow``: run the flow the request names (this conversation's, a saved file, the
+        connected Langflow's) on its input, as a probe run in the sandbox."""
+        from lfassist_jupyter.core.flow.run_request import RunFlowPipeline
+
+        return RunFlowPipeline(
+            self.session,
+            self._flow_sandbox(),
+            flow_name=intent.flow,
+            input_text=intent.input,
+            langflow=self.langflow,
+        )
+
     def load_flow(self, flow: dict[str, Any] | str | Path) -> dict[str, Any]:
         """Put a flow into the session as the last flow, so the next request can edit it.
 
@@ -268,9 +284,11 @@ class Assistant:
                 data = json.loads(flow)
             except ValueError as exc:
                 raise ConfigError(f"The flow is not valid JSON: {exc}") from exc
+        sandbox = self._flow_sandbox()  # the catalogue comes from the sandbox that builds and runs flows
+        catalog = default_catalog(sandbox if hasattr(sandbox, "flow_catalog_sync") else None)
         if isinstance(data, str):
             try:
-                built = build_flow(data)
+                built = build_flow(data, catalog=catalog)
             except FlowSpecError as exc:
                 raise ConfigError(str(exc)) from exc
             if built.flow is None:
@@ -279,7 +297,6 @@ class Assistant:
         if not isinstance(data, dict) or not isinstance(data.get("data", data).get("nodes"), list):
             raise ConfigError("Not a Langflow flow: expected a JSON object with data.nodes and data.edges.")
         data = without_secrets(data)  # the session is written to disk: no key goes with it
-        catalog = default_catalog()
         for name, template in custom_templates(data).items():
             if name not in catalog:
                 catalog.add(name, template)
@@ -293,6 +310,21 @@ class Assistant:
         )
         self._save_session()
         return data
+
+    def undo(self) -> str:
+        """Restore the flow before the last edit (the restore point every edit keeps); the
+        answer says which version is current. The restored flow is what the next request edits."""
+        undone = self.session.flow_version
+        turn = self.session.undo(window=self.history_window)
+        if turn is None:
+            return "Nothing to undo: this conversation has no earlier version of its flow."
+        self._save_session()
+        name = (turn.flow or {}).get("name") or "the flow"
+        state = "validated" if turn.validated else "not validated" if turn.validated is False else "loaded"
+        return (
+            f"Restored version {self.session.flow_version} of {name!r} ({state}); version {undone} is undone. "
+            "It is the current flow: the next request edits it."
+        )
 
     # -- public API ------------------------------------------------------------------
 
@@ -474,7 +506,10 @@ class Assistant:
         )
         try:
             # Built in a thread: a flow pipeline reads the session's components (a sandbox call).
-            pipeline = await asyncio.to_thread(self.pipeline_for, intent.intent)
+            if intent.intent == RUN_FLOW and RUN_FLOW not in self._pipelines:
+                pipeline = await asyncio.to_thread(self.run_pipeline, intent)
+            else:
+                pipeline = await asyncio.to_thread(self.pipeline_for, intent.intent)
             outcome = await pipeline.run(request, emit)
         except ProviderError as exc:
             session.turns.pop()  # the request was not answered; do not remember it as asked

@@ -20,6 +20,7 @@ Step = Literal[
     "validating",  # static + runtime (+ smoke) validation
     "validated",  # the component passed
     "validation_failed",  # it did not; error and code are attached
+    "repairing",  # zero-call repairs of mechanical mistakes (no model call); the changes are attached
     "retrying",  # another attempt with the error as context
     # The flow pipeline's steps:
     "planning_flow",  # the model chooses components from the light catalogue
@@ -40,6 +41,7 @@ STEP_LABELS: dict[str, str] = {
     "validating": "Validating",
     "validated": "Validated",
     "validation_failed": "Validation failed",
+    "repairing": "Repairing without a model call",
     "retrying": "Retrying",
     "planning_flow": "Choosing components",
     "generating_flow": "Writing the flow",
@@ -83,6 +85,7 @@ class ProgressEvent(_Event):
     error: str | None = None
     class_name: str | None = None
     component_code: str | None = None
+    changes: list[str] | None = None  # "repairing": one line per change
 
 
 class TokenEvent(_Event):
@@ -100,6 +103,7 @@ class CompleteData(_Event):
     validation_error: str | None = None  # why the last attempt failed (validated is False)
     intent: str | None = None  # one of intent.INTENTS
     warnings: list[str] | None = None  # e.g. "your request was truncated"
+    repairs: list[str] | None = None  # what the zero-call repair pass changed in the validated code
     # Flows only (absent for components and answers, so their wire JSON is the spec's):
     flow: dict[str, Any] | None = None  # the Langflow flow JSON (importable in Langflow's UI)
     spec: str | None = None  # the flow in lfx's compact spec

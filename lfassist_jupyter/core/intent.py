@@ -21,10 +21,11 @@ from typing import Any, Literal
 GENERATE_COMPONENT = "generate_component"
 BUILD_FLOW = "build_flow"
 COMPONENT_THEN_FLOW = "component_then_flow"
+RUN_FLOW = "run_flow"
 QUESTION = "question"
 OFF_TOPIC = "off_topic"
-Intent = Literal["generate_component", "build_flow", "component_then_flow", "question", "off_topic"]
-INTENTS: tuple[str, ...] = (GENERATE_COMPONENT, BUILD_FLOW, COMPONENT_THEN_FLOW, QUESTION, OFF_TOPIC)
+Intent = Literal["generate_component", "build_flow", "component_then_flow", "run_flow", "question", "off_topic"]
+INTENTS: tuple[str, ...] = (GENERATE_COMPONENT, BUILD_FLOW, COMPONENT_THEN_FLOW, RUN_FLOW, QUESTION, OFF_TOPIC)
 """Every intent the classifier may answer, defined here once (prompt, parsing and routing use it)."""
 FLOW_INTENTS: tuple[str, ...] = (BUILD_FLOW, COMPONENT_THEN_FLOW)
 """The intents the flow pipeline serves."""
@@ -34,6 +35,7 @@ INTENT_KIND: dict[str, ResultKind] = {
     GENERATE_COMPONENT: "component",
     BUILD_FLOW: "flow",
     COMPONENT_THEN_FLOW: "flow",
+    RUN_FLOW: "flow",
     QUESTION: "answer",
     OFF_TOPIC: "answer",
 }
@@ -42,6 +44,7 @@ INTENT_METRIC: dict[str, str] = {
     GENERATE_COMPONENT: "component",
     BUILD_FLOW: "flow",
     COMPONENT_THEN_FLOW: "flow",
+    RUN_FLOW: "run",
     QUESTION: "question",
     OFF_TOPIC: "off_topic",
 }
@@ -63,6 +66,10 @@ Reply with ONLY a JSON object, no prose, no code fence:
 "add a summariser before the output", "use Anthropic instead").
 - {COMPONENT_THEN_FLOW}: the user wants a flow that needs a new custom component of its own \
 (e.g. "a chat flow with a custom component that reverses the words of the question").
+- {RUN_FLOW}: the user wants an existing flow run on some input, not a new flow \
+(e.g. "run my summariser on this text: ...", "run qa.json with 'hello'"); then also answer \
+"flow": the flow as the user named it (a name or a .json file; "" for the current flow) and \
+"input": the text to run it on, verbatim.
 - {QUESTION}: a question about Langflow, lfx, components, flows, or Python for components.
 - {OFF_TOPIC}: anything else (other tools or platforms, general knowledge, chit-chat).
 """
@@ -78,6 +85,10 @@ class IntentResult:
     intent: str
     translation: str
     parsed_by: str  # json | fenced_json | embedded_json | pattern | default
+    flow: str | None = None
+    """For ``run_flow``: the flow to run, as the user named it ("" or None: the current flow)."""
+    input: str | None = None
+    """For ``run_flow``: the text to run it on."""
 
 
 def build_intent_messages(
@@ -112,7 +123,40 @@ def _from_obj(obj: Any, original: str, how: str) -> IntentResult | None:
     translation = obj.get("translation")
     if not isinstance(translation, str) or not translation.strip():
         translation = original
+    if intent == RUN_FLOW:
+        flow, text = parse_run_request(original)
+        given_flow, given_input = obj.get("flow"), obj.get("input")
+        flow = given_flow.strip() if isinstance(given_flow, str) else flow
+        text = given_input if isinstance(given_input, str) and given_input.strip() else text
+        return IntentResult(intent=intent, translation=translation.strip(), parsed_by=how, flow=flow, input=text)
     return IntentResult(intent=intent, translation=translation.strip(), parsed_by=how)
+
+
+_RUN_HEAD = re.compile(r"^\s*(?:please\s+)?(?:run|execute|try|test)\s+(?:(?:my|the|this|our)\s+)?", re.I)
+_RUN_SPLIT = re.compile(r"\s(?:on|with)\b\s*:?\s*", re.I)
+
+
+def parse_run_request(text: str) -> tuple[str, str | None]:
+    """(flow, input) of "run my summariser on this text: ...", read without a model.
+
+    The flow is what comes between the verb and the first " on " / " with "; the input is
+    the rest, unquoted (one pass each: linear in the text).
+    """
+    head = _RUN_HEAD.match(text or "")
+    rest = text[head.end() :] if head else (text or "")
+    split = _RUN_SPLIT.search(rest)
+    if split is None:
+        return _flow_name(rest), None
+    value = rest[split.end() :].strip()
+    value = re.sub(r"^(?:(?:this|the following|the)\s+)?(?:text|input|message)\s*:\s*", "", value, flags=re.I)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return _flow_name(rest[: split.start()]), value or None
+
+
+def _flow_name(name: str) -> str:
+    name = re.sub(r"\s+flow$", "", name.strip(), flags=re.I)
+    return "" if name.lower() in ("", "it", "flow", "this", "that") else name
 
 
 def _loads(text: str) -> Any:

@@ -52,6 +52,8 @@ class ComponentOutcome(_Outcome):
     """Why the last attempt failed, or the provider's error; None when validated."""
     report: ValidationReport | None = None
     """The validation report of the last attempt, when there was one."""
+    repairs: list[str] = Field(default_factory=list)
+    """What the zero-call repair pass changed to make ``code`` validate, one line per change."""
 
     def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
         return CompleteData(
@@ -63,6 +65,7 @@ class ComponentOutcome(_Outcome):
             validation_error=self.error,
             intent=GENERATE_COMPONENT,
             warnings=warnings or None,
+            repairs=self.repairs or None,
         )
 
 
@@ -137,6 +140,8 @@ class AssistResult:
     attempts: int = 0
     error: str | None = None  # the error event's message, or the last validation error
     warnings: list[str] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)
+    """What the zero-call repair pass changed (no model call), one line per change."""
     report: ValidationReport | None = None  # of the last attempt, when there was one
     session_id: str | None = None
     outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = field(default=None, repr=False)
@@ -218,6 +223,7 @@ class ResultBuilder:
             r.attempts = d.validation_attempts
             r.error = d.validation_error if not d.validated else None
             r.warnings = list(d.warnings or [])
+            r.repairs = list(d.repairs or [])
             if r.kind == "flow":
                 r.flow, r.spec, r.run = d.flow, d.spec, d.run
                 r.code = r.class_name = None  # set from the outcome: only one generated component counts
@@ -241,6 +247,7 @@ class ResultBuilder:
             if len(made) == 1:
                 self._r.code, self._r.class_name = made[0].code, made[0].class_name
                 self._r.report = made[0].report
+                self._r.repairs = self._r.repairs or list(made[0].repairs)
 
     def result(self) -> AssistResult:
         return self._r

@@ -36,9 +36,12 @@ MAX_SESSIONS = 10
 SESSION_PREFIX = "agentic_"  # as in Langflow, so sessions never mix with Playground ones
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 _MAX_STEM = 100  # file names stay far below the 255-byte limit of common file systems
-MAX_SESSION_BYTES = 5_000_000
-"""A session file holds ten turns and a 2,000-character summary: a few KB.  A file past this
-is not ours (or is damaged) and is set aside rather than read into memory."""
+MAX_RESTORE_POINTS = 5
+"""Flow versions kept for ``%assist undo`` (each holds a flow's JSON, tens of KB)."""
+MAX_SESSION_BYTES = 50_000_000
+"""A session file holds ten turns and a 2,000-character summary: a few KB, plus the JSON of
+its flows (a flow carries its nodes' code, tens of KB per node).  A file past this is not
+ours (or is damaged) and is set aside rather than read into memory."""
 
 
 def new_session_id() -> str:
@@ -66,6 +69,13 @@ class Session:
     summary: str = ""
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
+    restore_points: list[dict[str, Any]] = field(default_factory=list)
+    """Earlier versions of the flow, oldest first (``version``, ``spec``, ``flow``, ``validated``):
+    each flow edit keeps the one it replaced, as Langflow's Assistant saves a restore point."""
+    flow_version: int = 0
+    """The number of the current flow version (1 for the first flow of the session)."""
+    flow_versions: int = 0
+    """How many flow versions this session made (an undone number is never given again)."""
 
     @property
     def last_component(self) -> Turn | None:
@@ -80,9 +90,41 @@ class Session:
         if not self.title and turn.role == "user":
             text = (turn.original or turn.content).strip()
             self.title = text.splitlines()[0][:60] if text else ""
+        if turn.kind == "flow":
+            previous = self.last_flow
+            if previous is not None:
+                point = {"version": self.flow_version or 1, "spec": previous.content, "flow": previous.flow}
+                self.restore_points = [*self.restore_points, {**point, "validated": previous.validated}]
+                self.restore_points = self.restore_points[-MAX_RESTORE_POINTS:]
+            self.flow_versions = max(self.flow_versions, self.flow_version) + 1
+            self.flow_version = self.flow_versions
         self.turns.append(turn)
         self.updated = time.time()
         self._fold(window)
+
+    def undo(self, *, window: int) -> Turn | None:
+        """Make the flow before the last edit the current one again (None: nothing to undo).
+
+        The restored version becomes a new flow turn (what a follow-up edits) after a user
+        turn that says so, so the conversation tells which version is current.
+        """
+        if not self.restore_points:
+            return None
+        point = self.restore_points.pop()
+        undone = self.flow_version
+        self.flow_version = int(point.get("version") or 1)
+        self.turns.append(Turn(role="user", content=f"(undo: back from flow version {undone})"))
+        turn = Turn(
+            role="assistant",
+            content=str(point.get("spec") or ""),
+            kind="flow",
+            flow=point.get("flow"),
+            validated=point.get("validated"),
+        )
+        self.turns.append(turn)
+        self.updated = time.time()
+        self._fold(window)
+        return turn
 
     def _fold(self, window: int) -> None:
         """Move turns beyond the recent window into the summary -- but never the last component."""
@@ -140,6 +182,9 @@ class Session:
             summary=model.summary,
             created=model.created if model.created is not None else time.time(),
             updated=model.updated if model.updated is not None else time.time(),
+            restore_points=[p for p in model.restore_points if isinstance(p.get("spec"), str)],
+            flow_version=model.flow_version,
+            flow_versions=model.flow_versions,
         )
 
 
@@ -155,6 +200,7 @@ class _TurnFile(BaseModel):
     ts: float = Field(default_factory=time.time)
     original: str | None = None
     attempts: int | None = None
+    flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON: data, shown as stored, never rebuilt
 
 
 class _SessionFile(BaseModel):
@@ -165,6 +211,9 @@ class _SessionFile(BaseModel):
     summary: str = ""
     created: float | None = None
     updated: float | None = None
+    restore_points: list[dict[str, Any]] = Field(default_factory=list)
+    flow_version: int = 0
+    flow_versions: int = 0
 
 
 _UNREADABLE = (OSError, ValueError, TypeError, KeyError, ValidationError, RecursionError)

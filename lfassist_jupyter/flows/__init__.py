@@ -1,8 +1,11 @@
 """Flows: from lfx's compact spec to a validated Langflow flow, and back.
 
-A low-level package: it imports lfx, ``lfassist_jupyter.errors`` and nothing of the engine
-or the views, so the flow pipeline, the views and the sandbox worker can all use it.
-Heavy imports (lfx) happen inside the functions, so importing this package is cheap.
+A low-level package: it imports ``lfassist_jupyter.errors``, the sandbox's client and its
+pure helpers (``validation/_flow_kit.py``), and nothing of the engine or the views. It never
+imports lfx and starts no process: everything that needs lfx (the component catalogue,
+building a flow from a spec, which can run a node's code through a real-time refresh, probe
+runs) goes through the sandbox's one door (``validation/sandbox.py``). What runs here is
+text and JSON work: finding a spec in a reply, checking a flow, repairing it, drawing it.
 
 Public API::
 
@@ -11,7 +14,7 @@ Public API::
     flow_to_spec(flow) -> str                                         # flow JSON -> spec text
     validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
-    default_catalog() -> Catalog                                      # lfx's bundled components (+ add())
+    default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
     flow_picture(flow) -> FlowPicture                                 # inline SVG, _repr_html_
     run_flow(flow, text, *, env=None, timeout=300) -> dict            # a real run, with only the keys it needs
 """
@@ -58,7 +61,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """Import the lfx-heavy modules on first use, so `import lfassist_jupyter.flows` stays fast."""
+    """Import the modules on first use, so `import lfassist_jupyter.flows` stays fast."""
     if name in _LAZY:
         import importlib
 

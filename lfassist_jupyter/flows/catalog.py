@@ -8,11 +8,11 @@ Discovery in two phases keeps a prompt far under the size of a full component du
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import re
-from functools import lru_cache
 from typing import Any
+
+from lfassist_jupyter.validation._flow_kit import resolve as _resolve
 
 _DESC_MAX = 80
 
@@ -24,18 +24,20 @@ def _one_line(text: str) -> str:
     return first if len(first) <= _DESC_MAX else first[: _DESC_MAX - 1].rstrip() + "…"
 
 
-def _norm(name: str) -> str:
-    """Case, spaces, underscores and a trailing 'Component' do not distinguish two names."""
-    n = re.sub(r"[\s_\-]", "", name).lower()
-    return n.removesuffix("component") or n
-
-
 class Catalog:
-    """Component templates by type name (lfx's registry shape: ``{type: node template}``)."""
+    """Component templates by type name (lfx's registry shape: ``{type: node template}``).
 
-    def __init__(self, registry: dict[str, dict[str, Any]]) -> None:
-        # A shallow copy: add() must never change lfx's module-level registry cache.
+    ``registry`` is data only: lfx's bundled templates as the sandbox's zygote read them
+    (``default_catalog``), plus what ``add`` put in. ``sandbox`` is where flows over this
+    catalogue are built (``build_flow``); ``added`` are the entries beyond the bundled ones,
+    which a build sends along.
+    """
+
+    def __init__(self, registry: dict[str, dict[str, Any]], *, sandbox: Any = None) -> None:
+        # A shallow copy: add() must never change the validator's cached catalogue.
         self.registry: dict[str, dict[str, Any]] = dict(registry)
+        self.sandbox = sandbox
+        self.added: dict[str, dict[str, Any]] = {}
 
     # -- contents -------------------------------------------------------------------------
     @property
@@ -69,6 +71,7 @@ class Catalog:
         entry["custom"] = True
         entry["legacy"] = False  # listed by light(): what the session made is what the user wants used
         self.registry[name] = entry
+        self.added[name] = entry
 
     def add_all(self, all_types: dict[str, dict[str, dict[str, Any]]]) -> int:
         """Add every component of a Langflow server's ``GET /api/v1/all`` answer not already here."""
@@ -86,19 +89,7 @@ class Catalog:
     # -- finding a name ---------------------------------------------------------------------
     def resolve(self, name: str) -> str | None:
         """The catalogue name meant by ``name``: exact, case-insensitive, display name, or a near miss."""
-        name = (name or "").strip().strip("`'\"*")
-        if not name:
-            return None
-        if name in self.registry:
-            return name
-        by_norm: dict[str, str] = {}
-        for key, entry in self.registry.items():
-            by_norm.setdefault(_norm(key), key)
-            by_norm.setdefault(_norm(str(entry.get("display_name") or "")), key)
-        if _norm(name) in by_norm:
-            return by_norm[_norm(name)]
-        close = difflib.get_close_matches(_norm(name), list(by_norm), n=1, cutoff=0.8)
-        return by_norm[close[0]] if close else None
+        return _resolve(name, self.registry)
 
     def parse_choice(self, reply: str) -> list[str]:
         """The components a model chose, from a JSON list, a bulleted list, or names in prose.
@@ -200,6 +191,10 @@ def describe_component(key: str, entry: dict[str, Any]) -> str:
             desc += " ({variables} in it become inputs named after them)"
         ins.append(desc)
     outs = [f"  {o.get('name')}: {'|'.join(o.get('types') or [])}" for o in entry.get("outputs") or []]
+    for o in entry.get("outputs") or []:
+        if isinstance(o, dict) and o.get("allows_loop"):  # lfx's describe tool lists it as an input too
+            accepted = [o.get("selected") or (o.get("types") or ["Data"])[0], *(o.get("loop_types") or [])]
+            ins.append(f"  {o.get('name')}: feedback <- {'|'.join(accepted)} (the loop body's result comes back here)")
     lines.append("inputs:\n" + ("\n".join(ins) if ins else "  (none)"))
     if advanced:
         lines.append(f"also settable in config: {', '.join(advanced)}")
@@ -207,13 +202,15 @@ def describe_component(key: str, entry: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@lru_cache(maxsize=1)
-def _bundled() -> dict[str, dict[str, Any]]:
-    from lfx.graph.flow_builder.builder import load_local_registry
+def default_catalog(sandbox: Any = None) -> Catalog:
+    """A fresh catalogue of lfx's bundled components (about 130), ready for `add`.
 
-    return load_local_registry()
+    The templates come from the sandbox (``sandbox``, else the default validator): its zygote
+    read them before any request ran, and the validator caches them. Raises ``ConfigError``
+    when the sandbox cannot give them (lfx missing in the worker's interpreter).
+    """
+    if sandbox is None:
+        from lfassist_jupyter.validation.sandbox import default_validator
 
-
-def default_catalog() -> Catalog:
-    """A fresh catalogue of lfx's bundled components (about 130), ready for `add`."""
-    return Catalog(_bundled())
+        sandbox = default_validator()
+    return Catalog(sandbox.flow_catalog_sync(), sandbox=sandbox)

@@ -110,7 +110,7 @@ class FlowReport(BaseModel):
 class Change(BaseModel):
     """One deterministic repair, shown to the user so nothing changes silently."""
 
-    kind: Literal["port", "component", "value", "quote"]
+    kind: Literal["port", "component", "value", "quote", "edge"]
     node: str
     field: str | None = None
     before: Any = None

@@ -1,20 +1,18 @@
-"""Probe-run a flow headless with lfx's own runner, model and API components stubbed.
+"""Prepare a flow for a probe run: model and keyed-API nodes become deterministic stubs.
 
-This module runs inside the sandbox worker: it imports only the standard library and lfx
-(load it by path if the package's own imports are unwanted there). In the sandbox there are
-no keys and no network, so a component that calls a model or a keyed API cannot run; it is
-replaced, in a copy of the flow, by a stub component with the same ports whose outputs echo
-their inputs deterministically (``[stub Language Model] <prompt text>``). Everything else
-runs for real, so the wiring, the prompts and the parsing are exercised, and the result says
-which nodes were stubbed and why.
+Pure data work on the flow JSON, done in the kernel (``SandboxValidator.run_flow_sync``)
+before the flow goes through the sandbox's door; the run itself is lfx's runner in a
+sandboxed child (``validation/_run_flow.py``). In the sandbox there are no keys and no
+network, so a component that calls a model or a keyed API cannot run; it is replaced, in a
+copy of the flow, by a stub component with the same ports whose outputs echo their inputs
+deterministically (``[stub Language Model] <prompt text>``). Everything else runs for real,
+so the wiring, the prompts and the parsing are exercised, and the result says which nodes
+were stubbed and why. The stub's code below is text: nothing here imports lfx.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import json
-import time
 from typing import Any
 
 _STUB_PREFIX = "[stub {name}]"
@@ -147,53 +145,3 @@ def stub_flow(flow: dict[str, Any], extra: set[str] | None = None) -> tuple[dict
         nd["type"] = "CustomComponent"
         stubbed.append({"node_id": str(node.get("id")), "name": name, "reason": reason})
     return flow, stubbed
-
-
-async def aprobe_run(flow: dict[str, Any], input_text: str, *, stub: set[str] | None = None) -> dict[str, Any]:
-    """Async `probe_run` (for a caller already inside an event loop)."""
-    from lfx.run.base import RunError, run_flow
-
-    probe, stubbed = stub_flow(flow, stub)
-    started = time.perf_counter()
-    try:
-        out = await run_flow(
-            flow_json=json.dumps(probe),
-            input_value=input_text,
-            output_format="json",
-            check_variables=False,
-            check_dependencies=False,
-        )
-    except RunError as exc:
-        return {
-            "ok": False,
-            "text": "",
-            "stubbed": stubbed,
-            "error": str(exc),
-            "seconds": time.perf_counter() - started,
-        }
-    except Exception as exc:  # a component's own failure: reported, never raised into the worker
-        return {
-            "ok": False,
-            "text": "",
-            "stubbed": stubbed,
-            "error": f"{type(exc).__name__}: {exc}",
-            "seconds": time.perf_counter() - started,
-        }
-    ok = bool(out.get("success", True))
-    return {
-        "ok": ok,
-        "text": str(out.get("result", "")) if ok else "",
-        "component": out.get("component"),
-        "stubbed": stubbed,
-        "error": None if ok else str(out.get("error") or out),
-        "seconds": time.perf_counter() - started,
-    }
-
-
-def probe_run(flow: dict[str, Any], input_text: str, *, stub: set[str] | None = None) -> dict[str, Any]:
-    """Run ``flow`` on ``input_text`` with lfx's runner, models and keyed APIs stubbed.
-
-    Returns ``{"ok", "text", "component", "stubbed": [{"node_id", "name", "reason"}], "error", "seconds"}``.
-    Never raises for a failing flow. Must not be called from a running event loop (use `aprobe_run`).
-    """
-    return asyncio.run(aprobe_run(flow, input_text, stub=stub))

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lfassist_jupyter.validation._flow_kit import conversion_hint, types_compatible
+
 from .catalog import Catalog, default_catalog
 from .models import FlowError, FlowReport, FlowSpecError, Need
 
@@ -84,6 +86,7 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     _check_components(nodes, catalog, add, warnings)
     connected, loop_edges, graph = _check_edges(raw_edges, nodes, add)
     _check_cycles(nodes, graph, loop_edges, add)
+    _check_loops(nodes, raw_edges, add)
     _check_inputs(nodes, raw_edges, connected, add, needs, warnings)
     if len(nodes) > 1:
         touched = {e.get("source") for e in raw_edges if isinstance(e, dict)} | {
@@ -126,8 +129,6 @@ def _check_components(nodes: dict[str, Any], catalog: Catalog, add, warnings: li
 
 
 def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
-    from lfx.graph.edge.base import types_compatible
-
     connected: set[tuple[str, str]] = set()
     loop_edges: set[int] = set()
     graph: dict[str, list[tuple[str, int]]] = {nid: [] for nid in nodes}
@@ -204,9 +205,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
 
 
 def _mismatch(src, tgt, out_name, port, out_types, accepted, tgt_id) -> FlowError:
-    from lfx.graph.flow_builder.connect import _conversion_hint
-
-    hint = _conversion_hint(_name(src), out_name, out_types, _name(tgt), port, accepted).strip()
+    hint = conversion_hint(_name(src), out_name, out_types, _name(tgt), port, accepted).strip()
     return FlowError(
         code="type_mismatch",
         node=_name(tgt),
@@ -259,6 +258,81 @@ def _check_cycles(nodes: dict[str, Any], graph, loop_edges: set[int], add) -> No
     for nid in nodes:
         if color[nid] == white:
             visit(nid)
+
+
+def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
+    """A Loop runs its body only through its feedback edge: the body starts at the loop's
+    ``item`` output and its result comes back into the loop's ``item`` handle. Without that
+    edge the body never runs (the run answers an empty string); when ``done`` leads back into
+    the body, the run never ends."""
+    from .control import loop_ports
+
+    wires = []
+    for e in edges:
+        if isinstance(e, dict) and e.get("source") in nodes and e.get("target") in nodes:
+            ed = e.get("data") or {}
+            sh, th = ed.get("sourceHandle") or {}, ed.get("targetHandle") or {}
+            wires.append((e["source"], sh.get("name"), e["target"], th.get("fieldName") or th.get("name"), th))
+
+    nexts: dict[str, list[str]] = {}
+    for s, _, t, _, _ in wires:
+        nexts.setdefault(s, []).append(t)
+
+    def reach(starts: list[str], avoid: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [s for s in starts if s != avoid]
+        while todo:
+            nid = todo.pop()
+            if nid not in seen:
+                seen.add(nid)
+                todo += [t for t in nexts.get(nid, ()) if t != avoid and t not in seen]
+        return seen
+
+    for nid, node in nodes.items():
+        ports = loop_ports((node.get("data") or {}).get("node") or {})
+        if ports is None:
+            continue
+        item, accepted = ports
+        name = _name(node)
+        back = {s for s, _, t, p, th in wires if t == nid and p == item and "fieldName" not in th}
+        body = reach([t for s, o, t, _, _ in wires if s == nid and o == item], avoid=nid)
+        after = reach([t for s, o, t, _, _ in wires if s == nid and o != item], avoid=nid)
+        if not back:
+            add(
+                FlowError(
+                    code="structure",
+                    node=name,
+                    node_id=nid,
+                    field=item,
+                    message=f"{name} has no feedback edge: nothing goes back into its {item!r} handle, "
+                    "so the loop body never runs.",
+                    fix=f"Connect the body's last output (type {'/'.join(accepted)}) to {name}.{item}; "
+                    f"the body starts at {name}.{item}.",
+                )
+            )
+            continue
+        if back - body:
+            add(
+                FlowError(
+                    code="structure",
+                    node=name,
+                    node_id=nid,
+                    field=item,
+                    message=f"{name}'s feedback edge comes from a node its {item!r} output never reaches.",
+                    fix=f"Start the body at {name}.{item} and feed the body's result back into {name}.{item}.",
+                )
+            )
+        if back & after:
+            add(
+                FlowError(
+                    code="cycle",
+                    node=name,
+                    node_id=nid,
+                    field=item,
+                    message=f"{name}'s collected results lead back into its own body: the loop would never end.",
+                    fix=f"Only {name}.{item} feeds the body; connect the other output to what comes after the loop.",
+                )
+            )
 
 
 def _in_tool_mode(node: dict[str, Any], edges: list[Any]) -> bool:

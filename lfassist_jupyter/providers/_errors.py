@@ -52,6 +52,14 @@ def _body_message(body: Any) -> tuple[str, str]:
     return "", ""
 
 
+def _retired(lowered: str) -> bool:
+    """A 400 that means the model is gone: OpenAI's ``model_not_found`` code, or a server
+    saying the model was retired / deprecated / does not exist."""
+    return "model_not_found" in lowered or (
+        "model" in lowered and any(w in lowered for w in ("retired", "deprecated", "does not exist", "not found"))
+    )
+
+
 def map_sdk_error(
     exc: BaseException, *, provider: str, display: str, model: str, base_url: str | None
 ) -> ProviderError:
@@ -86,7 +94,7 @@ def map_sdk_error(
                 **kw,
             )
         return ProviderRateLimitError(f"Rate limit exceeded at {display}. Please wait a moment and try again.", **kw)
-    if status == 404:
+    if status == 404 or (status == 400 and _retired(lowered)):
         return ProviderModelNotFoundError(
             f"Model '{model}' was not found at {display}{where}. Pick one from check_config(), or pass model=....",
             **kw,

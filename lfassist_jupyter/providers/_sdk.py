@@ -63,10 +63,14 @@ class SDKProvider(Provider):
         temperature: float = 0.2,
     ) -> AsyncIterator[str]:
         where = f" at {self.base_url}" if self.base_url else ""
-        raw = self._raw_stream(
-            system=system, messages=messages, model=model, max_tokens=max_tokens, temperature=temperature
-        )
-        return self._guarded(raw, timeout=self.timeout, where=where)
+
+        def attempt(name: str) -> AsyncIterator[str]:
+            raw = self._raw_stream(
+                system=system, messages=messages, model=name, max_tokens=max_tokens, temperature=temperature
+            )
+            return self._guarded(raw, timeout=self.timeout, where=where)
+
+        return self._with_fallback(model, attempt)
 
     @abstractmethod
     def _raw_stream(

@@ -12,11 +12,11 @@ import asyncio
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from lfassist_jupyter.errors import ConfigError, ProviderHTTPError, ProviderTimeoutError
+from lfassist_jupyter.errors import ConfigError, ProviderHTTPError, ProviderModelNotFoundError, ProviderTimeoutError
 
 DEFAULT_TIMEOUT = 45.0
 """Seconds a model call may take to *start* answering (connection, SDK retries, first text),
@@ -110,6 +110,23 @@ class ModelInfo:
 
 
 @dataclass
+class ModelFallback:
+    """One substitution made because the provider did not know a model (404 / retired)."""
+
+    requested: str
+    used: str
+    provider: str
+    display_name: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.display_name} does not know the model '{self.requested}' (not found or retired): "
+            f"used '{self.used}', the next {self.display_name} model in `%assist models`."
+        )
+
+
+@dataclass
 class Provider(ABC):
     """A configured model provider.
 
@@ -123,6 +140,11 @@ class Provider(ABC):
     fast_model: str = ""
     models: list[ModelInfo] = field(default_factory=list)
     last_usage: Usage | None = None
+    substitutions: dict[str, str] = field(default_factory=dict)
+    """Models this provider did not know, and the model of its own list used instead (sticky:
+    once ``gpt-4o`` is gone, every later call goes straight to its substitute)."""
+    fallbacks: list[ModelFallback] = field(default_factory=list)
+    """Every substitution made, in order; views show the ones made during their request."""
 
     @abstractmethod
     def stream(
@@ -182,6 +204,58 @@ class Provider(ABC):
             aclose = getattr(it, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+    def _next_model(self, requested: str, tried: list[str]) -> str | None:
+        """The next model of this provider's own list after ``requested`` (wrapping round),
+        skipping the ones tried; None when the list is exhausted.  Never another provider's.
+
+        Only a model of the list falls back: a name the user typed that the server does not
+        know (a typo, a local server's model) is an error to fix, not a reason to send the
+        request to a model they did not choose."""
+        names = [m.name for m in self.models]
+        if requested not in names:
+            return None
+        i = names.index(requested)
+        return next((n for n in names[i + 1 :] + names[:i] if n not in tried), None)
+
+    async def _with_fallback(self, model: str, make: Callable[[str], AsyncIterator[str]]) -> AsyncIterator[str]:
+        """``make(model)``'s stream; when the provider answers "model not found" before any text,
+        the same call on the next model of this provider's list (``%assist models``), once per
+        model.  It happens inside one call, so the engine never sees the 404 and no validation
+        attempt is spent; ``fallbacks`` says what was substituted, for the views to tell."""
+        use = self.substitutions.get(model, model)
+        tried: list[str] = []
+        first_error: ProviderModelNotFoundError | None = None
+        while True:
+            it = make(use).__aiter__()
+            started = False
+            try:
+                async for chunk in it:
+                    started = True
+                    yield chunk
+                return
+            except ProviderModelNotFoundError as exc:
+                if started:
+                    raise
+                first_error = first_error or exc
+                tried.append(use)
+                nxt = self._next_model(model, tried)
+                if nxt is None:
+                    if len(tried) == 1:
+                        raise
+                    also = ", ".join(tried[1:])
+                    raise ProviderModelNotFoundError(
+                        f"{first_error} Also tried {also}: none of them was found.",
+                        provider=self.name,
+                        status_code=first_error.status_code,
+                    ) from exc
+                self.substitutions[model] = nxt
+                self.fallbacks.append(ModelFallback(model, nxt, self.name, self.display_name))
+                use = nxt
+            finally:
+                aclose = getattr(it, "aclose", None)
+                if aclose is not None:
+                    await aclose()
 
     async def complete(self, **kwargs) -> str:
         """The whole reply as one string (used for intent classification)."""

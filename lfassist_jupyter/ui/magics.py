@@ -53,12 +53,15 @@ HELP = """\
 %assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
                          conversation: the next %%assist request edits it ("add a summariser before the output")
 %assist flows            the flows registered in Langflow from notebooks
-%assist panel            the chat panel (a widget driving the same assistant)
+%assist undo             restore the flow before the last edit (each edit keeps a restore point)
+%assist panel [--main]   the chat panel, docked in JupyterLab's right sidebar (--main: a tab); again: focus it.
+                         Also in the command palette: "Langflow Assistant: Open". Inline where there is no shell
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
 %assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
                          run eval cases and check each result by running it in the sandbox
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
+  --fix                  repair mechanical mistakes (no model call): show the repaired code and the changes
 %%assist_flow [options]  the cell body is a flow spec (nodes:/edges:/config:) or a flow JSON file path:
                          build it, validate it and draw it (re-run the cell after editing the spec)
   --run "TEXT"           probe-run it in the sandbox on TEXT (models stubbed: no keys, no network)
@@ -351,10 +354,14 @@ class AssistMagics(Magics):
             return self._components()
         if command in ("flow", "flows"):
             return self._flow_subcommand(words[1:] if command == "flow" else ["list"])
+        if command == "undo":
+            return self._undo()
         if command == "panel":
-            from lfassist_jupyter.ui.panel import ChatPanel
+            from lfassist_jupyter.ui.dock import open_panel
 
-            return ChatPanel(workspace=self.workspace)
+            if any(w not in ("--main", "--right") for w in words[1:]):
+                raise UsageError("Usage: %assist panel [--main]  (--main: a main-area tab instead of the sidebar)")
+            return open_panel(area="main" if "--main" in words else "right", workspace=self.workspace)
         if command == "stats":
             from lfassist_jupyter.metrics import StatsView, stats
 
@@ -363,7 +370,8 @@ class AssistMagics(Magics):
             return self._eval(line.split(None, 1)[1] if len(words) > 1 else "")
         raise UsageError(
             f"Unknown %assist subcommand '{command}'. "
-            "Try: status, models, new, history, connect, disconnect, components, flow, flows, panel, stats, eval, help."
+            "Try: status, models, new, history, connect, disconnect, components, flow, flows, undo, panel, stats, "
+            "eval, help."
         )
 
     def _eval(self, rest: str) -> Any:
@@ -489,6 +497,13 @@ class AssistMagics(Magics):
             print(f"  {item['name']}  (id {item['id']})")
         return items
 
+    def _undo(self) -> None:
+        """``%assist undo``: the conversation's flow goes back to its version before the last edit."""
+        assistant = self._assistant
+        if assistant is None and self._session_id is not None:
+            assistant = self._assistant = self.workspace.assistant(self._session_id)
+        print(assistant.undo() if assistant is not None else "Nothing to undo: no flow in this conversation yet.")
+
     def _history(self) -> None:
         if self._assistant is not None:
             print(f"Session {self._assistant.session_id}:")
@@ -507,18 +522,37 @@ class AssistMagics(Magics):
     @magic_arguments()
     @argument("--no-smoke", action="store_true", help="skip calling the outputs with sample inputs")
     @argument("--timeout", type=float, default=None, help="seconds the validation may take")
+    @argument(
+        "--fix",
+        action="store_true",
+        help="repair mechanical mistakes (no model call) and show the repaired code and the changes",
+    )
     @cell_magic
     def assist_validate(self, line: str, cell: str) -> Any:
-        """Validate the Langflow component in the cell body, in the sandbox, and show the report."""
+        """Validate the Langflow component in the cell body, in the sandbox, and show the report.
+
+        With ``--fix``, a failed component goes through the zero-call repair pass (the one the
+        assistant runs before a model retry); the repaired code is shown with one line per change
+        if it validates.  The cell itself is never changed."""
         args = _parse(self.assist_validate, line)
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.validation.sandbox import validate_component
+        from lfassist_jupyter.validation.sandbox import default_validator, validate_component
 
         timeout = args.timeout if args.timeout is not None else self.validator_timeout
+
+        def validate(code: str) -> Any:
+            return validate_component(code, smoke=not args.no_smoke, timeout=timeout)
+
         try:
-            return validate_component(cell, smoke=not args.no_smoke, timeout=timeout)
+            report = validate(cell)
         except ConfigError as exc:  # --timeout nan / inf / -1: one line, not a traceback
             raise UsageError(f"%%assist_validate: {exc}") from None
+        if not args.fix:
+            return report
+        from lfassist_jupyter.core.component.repair import fix_component
+
+        reference = default_validator().reference_sync() if not report.is_valid else None
+        return fix_component(cell, report, validate, reference)
 
     # -- flows -------------------------------------------------------------------------------
 
@@ -650,6 +684,10 @@ def _warm_up_in_background() -> None:
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(AssistMagics)
     _warm_up_in_background()
+    if getattr(ipython, "kernel", None) is not None:  # "Langflow Assistant: Open" in JupyterLab's palette
+        from lfassist_jupyter.ui.dock import register_command
+
+        register_command()
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -11,7 +11,7 @@ import uuid
 from html import escape
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from lfassist_jupyter.core.events import ATTEMPT_STEPS, ProgressEvent, step_label
 from lfassist_jupyter.core.session import Session, Turn
@@ -54,6 +54,17 @@ class PanelMessage(BaseModel):
     picture_html: str | None = None
     """Inline SVG made by `flows.flow_picture` from escaped text (no script); the view inserts it."""
     lines: list[FlowLine] | None = None
+    # every answer of a live request (not restored ones: the numbers are not stored):
+    usage: str | None = None
+    """One line: model calls, tokens and seconds for this request (``usage_line``)."""
+    notes: list[str] | None = None
+    """What the user must know about how it was answered, e.g. a model fallback."""
+    _flow: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def flow(self) -> dict[str, Any] | None:
+        """A flow card's Langflow JSON (stored with the session); never sent to the view."""
+        return self._flow
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -161,6 +172,26 @@ def cancelled_message(text: str = "", note: str | None = None) -> PanelMessage:
     return PanelMessage(role="assistant", kind="cancelled", text=text, html=html, note=note or CANCELLED_NOTE)
 
 
+def usage_line(record: Any, model: str | None = None) -> str | None:
+    """The request's cost, from its metrics record (``Assistant.last_record``, ``AssistResult.usage``):
+    "2 model calls · 1,234 tokens (1,000 in, 234 out) · 3.4 s · gpt-4o".  None without a record."""
+    if record is None:
+        return None
+    calls = int(getattr(record, "model_calls", 0) or 0)
+    tokens_in = int(getattr(record, "prompt_tokens", 0) or 0)
+    tokens_out = int(getattr(record, "completion_tokens", 0) or 0)
+    seconds = float(getattr(record, "duration_s", 0.0) or 0.0)
+    parts = [f"{calls} model call{'' if calls == 1 else 's'}"]
+    if tokens_in or tokens_out:
+        parts.append(f"{tokens_in + tokens_out:,} tokens ({tokens_in:,} in, {tokens_out:,} out)")
+    else:
+        parts.append("tokens not reported")
+    parts.append(f"{seconds:.1f} s")
+    if model := model or getattr(record, "model", ""):
+        parts.append(model)
+    return " · ".join(parts)
+
+
 def component_message(
     *,
     code: str,
@@ -170,6 +201,7 @@ def component_message(
     error: str | None = None,
     steps: list[str] | None = None,
     report: ValidationReport | None = None,
+    repairs: list[str] | None = None,
 ) -> PanelMessage:
     from lfassist_jupyter._display import highlight
 
@@ -188,6 +220,8 @@ def component_message(
         steps=steps or [],
         inputs=fields(report.inputs) if report else [],
         outputs=fields(report.outputs) if report else [],
+        # What the zero-call repair pass changed (no model call), one line each:
+        lines=[FlowLine(text=f"Repaired: {change}") for change in repairs] if repairs else None,
     )
 
 
@@ -202,24 +236,24 @@ def flow_message(
     error: str | None = None,
     steps: list[str] | None = None,
 ) -> PanelMessage:
-    """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it."""
+    """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it.
+
+    It renders what it is given and nothing more: no validation, no build (a stored session's
+    card shows the verdict it was stored with).
+    """
     from lfassist_jupyter._display import _report_lines, flow_name, flow_picture_html, run_lines
     from lfassist_jupyter.ui.flow_cell import flow_cell_source
 
-    if report is None and flow is not None:
-        try:
-            from lfassist_jupyter.flows import validate_flow
-
-            report = validate_flow(flow)
-        except Exception:  # a summary without the verdict beats no card
-            report = None
-    lines = [FlowLine(text=t, ok=ok) for t, ok in [*_report_lines(report), *run_lines(run)]]
+    verdict = _report_lines(report)
+    if report is None and flow is not None and validated is not None:
+        verdict = [("Flow validated" if validated else "Flow not validated", bool(validated))]
+    lines = [FlowLine(text=t, ok=ok) for t, ok in [*verdict, *run_lines(run)]]
     if error and not validated:
         lines.insert(0, FlowLine(text=error.splitlines()[0][:300], ok=False))
-    return PanelMessage(
+    message = PanelMessage(
         role="assistant",
         kind="flow",
-        flow_name=flow_name(flow),
+        flow_name=flow_name(flow) if flow is not None else _spec_name(spec) or flow_name(None),
         validated=bool(report.ok) if validated is None and report is not None else bool(validated),
         attempts=attempts,
         spec=spec or "",
@@ -229,10 +263,14 @@ def flow_message(
         error=error or None,
         steps=steps or [],
     )
+    message._flow = flow
+    return message
 
 
 def flow_from_spec(spec: str) -> dict[str, Any] | None:
-    """Rebuild a stored flow from its spec (a restored session keeps the spec, not the JSON)."""
+    """Build a flow from a card's spec, for a button on a card that has no flow JSON (a session
+    stored before flows were kept as data). Built in the sandbox like any spec; showing a
+    conversation never calls this."""
     try:
         from lfassist_jupyter.flows import build_flow, extract_spec
 
@@ -250,8 +288,8 @@ def turn_message(turn: Turn) -> PanelMessage:
         )
     if turn.kind == "flow":
         stored = getattr(turn, "flow", None)
-        return flow_message(
-            flow=stored if isinstance(stored, dict) else flow_from_spec(turn.content),
+        return flow_message(  # the stored JSON as data: showing a conversation builds and runs nothing
+            flow=stored if isinstance(stored, dict) else None,
             spec=_spec_of(turn.content),
             validated=turn.validated,
             attempts=turn.attempts,
@@ -268,6 +306,14 @@ def transcript(session: Session) -> list[PanelMessage]:
     if session.turns and session.turns[-1].role == "user":
         messages.append(cancelled_message())
     return messages
+
+
+def _spec_name(spec: str | None) -> str | None:
+    """The ``name:`` line of a spec (a card without flow JSON still shows its flow's name)."""
+    import re
+
+    m = re.search(r"^name:[ \t]*(\S[^\n]*)$", spec or "", re.MULTILINE)
+    return m.group(1).strip()[:200] if m else None
 
 
 def _spec_of(text: str) -> str:

@@ -9,9 +9,14 @@ the comm or trips Jupyter's IOPub rate limit.
 
 Inserting a cell needs the front end: a button handler runs after the panel's cell has
 finished, when ``set_next_input`` no longer shows anything.  We drive JupyterLab's own
-commands through ipylab (``notebook:insert-cell-below`` + ``notebook:replace-selection``);
-where ipylab's front end is absent (Notebook 7 without it, VS Code) the view copies the
-code to the clipboard and says so.
+commands through ipylab (``notebook:insert-cell-below`` + ``notebook:replace-selection``),
+given the id of the kernel's own notebook (``notebook_id``, reported by a view rendered in
+it) so a panel docked in the sidebar (``ui/dock.py``) writes there, whatever has the focus;
+where ipylab's front end is absent (Notebook 7 without it, VS Code), or that notebook was
+closed, the view copies the code to the clipboard and says so.
+
+Each answer carries its request's cost (``usage``: model calls, tokens, seconds, from the
+metrics record) and ``notes`` such as a model fallback the provider made during the request.
 
 Configuration, validators, the Langflow connection, sessions and registration come from the
 kernel's ``Workspace`` (shared with the magic); every message the view receives is built by
@@ -43,6 +48,7 @@ from lfassist_jupyter.ui.messages import (
     error_message,
     flow_from_spec,
     flow_message,
+    usage_line,
     user_message,
 )
 from lfassist_jupyter.ui.workspace import Workspace, current_workspace
@@ -59,6 +65,9 @@ class ChatPanel(anywidget.AnyWidget):
     """The Langflow Assistant chat panel.  ``ChatPanel()`` in a cell, or ``%assist panel``.
 
     Args:
+        provider, model: the model to start with (default: the last one picked in a panel, else
+            ``%config AssistMagics.provider/model``, else the first configured provider's default);
+            the selector shows it, under its own name when the catalogue does not list it.
         workspace: what the panel shares with the magic (configuration, validators, the Langflow
             connection, sessions); default: the kernel's.
         data_dir: a standalone workspace over this directory instead (scripts, tests).
@@ -86,10 +95,17 @@ class ChatPanel(anywidget.AnyWidget):
     can_insert = traitlets.Bool(False).tag(sync=True)
     """Whether the front end can insert cells (ipylab in JupyterLab); else copy instead."""
     notice = traitlets.Unicode("").tag(sync=True)
+    notebook_id = traitlets.Unicode("").tag(sync=True)
+    """JupyterLab's id of the notebook this kernel runs (its NotebookPanel), reported by a view
+    rendered inside it; Insert targets that notebook even when the sidebar has the focus."""
+    docked = traitlets.Bool(False).tag(sync=True)
+    """Shown in JupyterLab's sidebar or a main-area tab (full height) rather than in a cell."""
 
     def __init__(
         self,
         *,
+        provider: str | None = None,
+        model: str | None = None,
         workspace: Workspace | None = None,
         data_dir: str | Path | None = None,
         assistant_factory: Callable[..., Assistant] | None = None,
@@ -106,7 +122,15 @@ class ChatPanel(anywidget.AnyWidget):
         choices, default = workspace.model_choices()
         self.models = [c._asdict() for c in choices]
         saved = self._prefs().get("selected_model")
-        self.selected_model = saved if saved in {c.value for c in choices} else default
+        cfg = workspace.config
+        if provider or model:
+            self._use_model(self._choice(provider, model))
+        elif saved in {c.value for c in choices}:
+            self.selected_model = saved
+        elif cfg.provider or cfg.model:
+            self._use_model(self._choice(cfg.provider, cfg.model))
+        else:
+            self.selected_model = default
         self.session_id = workspace.new_session_id()
         self._refresh_sessions()
         self._flows: dict[str, dict[str, Any]] = {}  # flow card id -> flow JSON (kept out of the traits)
@@ -132,19 +156,35 @@ class ChatPanel(anywidget.AnyWidget):
         except OSError:
             pass
 
+    def _choice(self, provider: str | None, model: str | None) -> str:
+        """ "provider:model" for an explicit provider and/or model, filled from the configuration."""
+        from lfassist_jupyter.providers import check_config
+
+        cfg = check_config()
+        name = (provider or cfg["default_provider"] or "").lower()
+        if not model:
+            known = {p["name"]: p["default_model"] for p in cfg["providers"]}
+            model = cfg["default_model"] if name == cfg["default_provider"] else known.get(name, "")
+        return f"{name}:{model}" if name and model else ""
+
+    def _use_model(self, value: str) -> None:
+        """Select ``value``, adding it to the selector under its own name when the catalogue lacks it:
+        the selector always shows the model the next request really uses."""
+        if value and value not in {m["value"] for m in self.models}:
+            provider, _, model = value.partition(":")
+            self.models = [{"value": value, "label": f"{provider} · {model}"}, *self.models]
+        self.selected_model = value
+
     def _refresh_sessions(self) -> None:
         self.sessions = self.workspace.store.list()[:10]
 
     def _connect_lab(self) -> None:
-        try:
-            from ipylab import JupyterFrontEnd
-        except ImportError:
-            return
-        try:
-            self._lab = JupyterFrontEnd()
-            self._lab.on_ready(lambda: setattr(self, "can_insert", True))
-        except Exception:
-            self._lab = None
+        """The kernel's one ipylab front end (``ui/dock.py``); ``can_insert`` once it answers."""
+        from lfassist_jupyter.ui import dock
+
+        self._lab = dock.frontend()
+        if self._lab is not None:
+            dock.when_ready(lambda: setattr(self, "can_insert", True))
 
     def _get_assistant(self) -> Assistant:
         provider, _, model = self.selected_model.partition(":")
@@ -227,6 +267,10 @@ class ChatPanel(anywidget.AnyWidget):
         steps: list[ProgressStep] = []
         try:
             assistant = self._get_assistant()
+            try:
+                fallbacks_before = len(assistant.provider.fallbacks)
+            except Exception:  # no provider: the engine's error event says why
+                fallbacks_before = 0
             async for event in assistant.stream(text):
                 if event.event == "token":
                     tokens.append(event.chunk)
@@ -240,7 +284,7 @@ class ChatPanel(anywidget.AnyWidget):
                     wire = [s.model_dump() for s in steps]
                     self.progress = {"steps": wire, "current": wire[-1]}
                 else:
-                    self._finish(event, "".join(tokens), steps, assistant)
+                    self._finish(event, "".join(tokens), steps, assistant, fallbacks_before)
         except asyncio.CancelledError:  # stopped before the engine took the request
             self._append(cancelled_message())
         except Exception as exc:  # the panel must always leave the busy state
@@ -261,13 +305,23 @@ class ChatPanel(anywidget.AnyWidget):
         text: str,
         steps: list[ProgressStep],
         assistant: Assistant,
+        fallbacks_before: int = 0,
     ) -> None:
+        provider = getattr(assistant, "_provider", None)
+        fallbacks = list(getattr(provider, "fallbacks", []))[fallbacks_before:]
+        notes = [f.message for f in fallbacks] or None
+        if fallbacks:  # the selector shows the model actually in use from now on
+            self._use_model(f"{fallbacks[-1].provider}:{fallbacks[-1].used}")
         if event.event == "cancelled":
-            self._append(cancelled_message(text, event.message))
+            self._append(cancelled_message(text, event.message).model_copy(update={"notes": notes}))
             return
         if event.event == "error":
-            self._append(error_message(event.message))
+            self._append(error_message(event.message).model_copy(update={"notes": notes}))
             return
+        record = getattr(assistant, "last_record", None)
+        model = getattr(record, "model", "") or ""
+        model = getattr(provider, "substitutions", {}).get(model, model)
+        decorations = {"usage": usage_line(record, model), "notes": notes}
         data = event.data
         if data.warnings:  # e.g. "this conversation is not being saved": never silent
             self.notice = " ".join(data.warnings)
@@ -286,7 +340,7 @@ class ChatPanel(anywidget.AnyWidget):
             )
             if flow is not None:
                 self._flows[message.id] = flow
-            self._append(message)
+            self._append(message.model_copy(update=decorations))
         elif data.component_code:
             self._append(
                 component_message(
@@ -297,10 +351,11 @@ class ChatPanel(anywidget.AnyWidget):
                     error=data.validation_error,
                     steps=[s.label for s in steps],
                     report=assistant.last_report,
-                )
+                    repairs=data.repairs,
+                ).model_copy(update=decorations)
             )
         else:
-            self._append(answer_message(data.result))
+            self._append(answer_message(data.result).model_copy(update=decorations))
 
     # -- buttons ----------------------------------------------------------------------------
 
@@ -316,8 +371,11 @@ class ChatPanel(anywidget.AnyWidget):
             # The view copies the code itself when can_insert is False; this is the fallback note.
             self.notice = "This front end cannot insert cells: the code was copied to the clipboard instead."
             return
-        self._lab.commands.execute("notebook:insert-cell-below")
-        self._lab.commands.execute("notebook:replace-selection", {"text": text})
+        # With the notebook's id, JupyterLab's notebook commands act on that notebook (and activate
+        # it) whatever has the focus: a click in the sidebar must not send the code elsewhere.
+        target = {"widgetId": self.notebook_id} if self.notebook_id else {}
+        self._lab.commands.execute("notebook:insert-cell-below", target or None)
+        self._lab.commands.execute("notebook:replace-selection", {**target, "text": text})
         what = message.get("class_name") or (f"the flow {message['flow_name']}" if message.get("cell") else "the code")
         self.notice = f"Inserted {what} into a new cell."
 
@@ -462,6 +520,7 @@ class ChatPanel(anywidget.AnyWidget):
             return
         messages = self.workspace.transcript(session_id)
         self.session_id = session_id
+        self._flows.update({m.id: m.flow for m in messages if m.flow is not None})  # stored data, not rebuilt
         self.messages = [m.to_wire() for m in messages]
 
     def delete_session(self, session_id: str) -> None:

@@ -187,6 +187,7 @@ class Workspace:
             while len(self._assistants) > _MAX_ASSISTANTS:
                 self._assistants.popitem(last=False)
         self._assistants.move_to_end(key)
+        assistant.langflow = self.langflow  # "run X on Y" finds X in the connected Langflow too
         return assistant
 
     # -- registration -----------------------------------------------------------------------

@@ -41,7 +41,10 @@ scripts listed in the config's ``op_modules`` (stdlib + lfx only, e.g. a future
 ``flows/_run_flow.py``) are imported by path in the zygote before the first fork and may
 register more ops with ``register(OPS, worker_module)``; the parent binds each such file
 read-only into the sandbox.  ``reference`` is computed in the zygote before any
-generated code ever ran and sent with the "ready" message.
+generated code ever ran and sent with the "ready" message.  An op module may also put
+*facts* in ``FACTS`` (e.g. ``_flow_ops.py``'s ``flow_catalog``, lfx's bundled component
+catalogue): answers the zygote computes (once, on first use) and sends itself when asked --
+no child, no request's code involved.
 """
 
 from __future__ import annotations
@@ -1436,8 +1439,59 @@ def reference() -> dict:
             continue
         own = [f for f in cls.model_fields if f not in base and f not in _INPUT_NOISE and not f.startswith("_")]
         doc = (inspect.getdoc(cls) or "").strip().split("\n")[0][:100]
-        inputs.append({"name": name, "params": own, "doc": doc})
-    return {"lfx_version": LFX_VERSION, "common_params": _COMMON, "inputs": inputs}
+        # Every keyword the class accepts (field names and their aliases): what the repair pass
+        # (core/component/repair.py) needs to tell a misspelt keyword from a real one.
+        fields = sorted({a for k, f in cls.model_fields.items() for a in (k, f.alias) if a and not a.startswith("_")})
+        inputs.append({"name": name, "params": own, "doc": doc, "fields": fields})
+    return {
+        "lfx_version": LFX_VERSION,
+        "common_params": _COMMON,
+        "inputs": inputs,
+        "component_attrs": _component_attrs(),
+        "imports": _import_map(),
+    }
+
+
+# Where each symbol a component imports is importable, in order of preference (the module a
+# model should write): the first module that has a name wins.
+_IMPORT_HOMES = (
+    "lfx.io",
+    "lfx.schema.message",
+    "lfx.schema.data",
+    "lfx.schema.dataframe",
+    "lfx.custom.custom_component.component",
+    "lfx.field_typing.range_spec",
+    "lfx.schema.dotdict",
+    "lfx.schema",
+)
+_IMPORT_NAMES = {
+    "lfx.schema.message": ("Message",),
+    "lfx.schema.data": ("Data",),
+    "lfx.schema.dataframe": ("DataFrame",),
+    "lfx.custom.custom_component.component": ("Component",),
+    "lfx.field_typing.range_spec": ("RangeSpec",),
+    "lfx.schema.dotdict": ("dotdict",),
+}
+
+
+def _import_map() -> dict:
+    """symbol -> the lfx module to import it from (lfx.io's exports, the schema types, Component)."""
+    found: dict = {}
+    for module_name in _IMPORT_HOMES:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:
+            continue
+        names = _IMPORT_NAMES.get(module_name) or getattr(module, "__all__", ())
+        for name in names:
+            if isinstance(name, str) and name not in found and hasattr(module, name):
+                found[name] = module_name
+    return found
+
+
+def _component_attrs() -> list:
+    """The attributes and methods of lfx's ``Component``: names an input must not take."""
+    return sorted(a for a in dir(Component) if not a.startswith("__"))
 
 
 # -- the zygote -----------------------------------------------------------------------------
@@ -1461,6 +1515,10 @@ def _op_ping(req: dict) -> dict:
 # defines ``register(ops, worker)`` and adds e.g. ``ops["run_flow"] = ...`` (see
 # ``_run_component.py`` for the pattern); it is imported here, in the zygote, once.
 OPS: dict = {"validate": _op_validate, "ping": _op_ping}
+# Trusted facts: answers an op module provides (a value, or a function the zygote calls once
+# on first use), e.g. ``flow_catalog``, lfx's bundled component registry.  The zygote computes
+# and sends them itself: no child and no request's code is involved (none ever runs here).
+FACTS: dict = {}
 
 
 def _load_op_modules() -> list[str]:
@@ -1934,6 +1992,14 @@ def main() -> None:
             continue
         if req.get("op") == "exit":
             break
+        if req.get("op") in FACTS:  # a trusted fact: the zygote answers itself, no child involved
+            try:
+                if callable(FACTS[req["op"]]):  # computed once, on first use, here
+                    FACTS[req["op"]] = FACTS[req["op"]]()
+                send({"id": req.get("id"), "status": "ok", "answer": FACTS[req["op"]]})
+            except Exception as exc:
+                send({"id": req.get("id"), "status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"})
+            continue
         _NEXT[0] = None
         try:
             out = serve(req, spare)

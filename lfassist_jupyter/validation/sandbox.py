@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -50,7 +50,11 @@ from lfassist_jupyter.validation.static import SecurityMode, validate_static
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
 # Sibling op scripts the worker imports by path (stdlib + lfx only).
-OP_MODULES: tuple[Path, ...] = (Path(__file__).with_name("_run_component.py"), Path(__file__).with_name("_run_flow.py"))
+OP_MODULES: tuple[Path, ...] = (
+    Path(__file__).with_name("_run_component.py"),
+    Path(__file__).with_name("_run_flow.py"),
+    Path(__file__).with_name("_flow_ops.py"),
+)
 MAX_TIMEOUT = 3600.0  # validate_component's bound on ``timeout``: an hour is already a hang
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer
 LINE_CAP = 8 * 1024 * 1024  # the longest line we read from the zygote (its own caps are lower)
@@ -122,14 +126,22 @@ class _ReferenceInput(BaseModel):
     name: str = Field(max_length=80)
     params: list[str] = Field(default_factory=list, max_length=80)
     doc: str = Field(default="", max_length=300)
+    fields: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=120)
+    """Every keyword the class accepts (the repair pass tells a misspelt keyword from a real one)."""
 
 
 class _Reference(BaseModel):
-    """The lfx reference for prompts, as the zygote computed it before any fork."""
+    """The lfx reference for prompts and the repair pass, as the zygote computed it before any fork."""
 
     lfx_version: str | None = Field(default=None, max_length=40)
     common_params: list[str] = Field(default_factory=list, max_length=40)
     inputs: list[_ReferenceInput] = Field(default_factory=list, max_length=300)
+    component_attrs: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=1000)
+    """Attributes and methods of lfx's ``Component``: names an input must not take."""
+    imports: dict[Annotated[str, Field(max_length=80)], Annotated[str, Field(max_length=120)]] = Field(
+        default_factory=dict, max_length=500
+    )
+    """symbol -> the lfx module it is imported from (lfx.io's exports, the schema types, Component)."""
 
 
 class _Stubbed(BaseModel):
@@ -161,6 +173,58 @@ class ComponentRun(BaseModel):
     text: str | None = None
     error: str | None = None
     output: str | None = None
+
+
+CATALOG_CAP = 64 * 1024 * 1024  # the inflated component catalogue (lfx 1.13's is 2 MB)
+FLOW_CAP = 64 * 1024 * 1024  # an inflated built flow
+_CATALOG_MAX_ENTRIES = 5000
+
+
+class _BuildError(BaseModel):
+    code: str = Field(max_length=40)
+    node: str | None = Field(default=None, max_length=500)
+    node_id: str | None = Field(default=None, max_length=500)
+    field: str | None = Field(default=None, max_length=500)
+    message: str = Field(max_length=20_000)
+    fix: str = Field(default="", max_length=20_000)
+
+
+class _BuildChange(BaseModel):
+    kind: str = Field(max_length=40)
+    node: str = Field(default="", max_length=500)
+    field: str | None = Field(default=None, max_length=500)
+    before: Any = None
+    after: Any = None
+    message: str = Field(max_length=2_000)
+
+
+class FlowBuild(BaseModel):
+    """What ``build_flow_sync`` answers: the flow lfx built from a spec, and every problem on the way.
+
+    ``error`` (with ``ok`` False and no flow) is the sandbox's own failure (a timeout, a crash)."""
+
+    ok: bool
+    flow: dict[str, Any] | None = None
+    spec: str = ""
+    errors: list[_BuildError] = Field(default_factory=list, max_length=5_000)
+    warnings: list[str] = Field(default_factory=list, max_length=5_000)
+    changes: list[_BuildChange] = Field(default_factory=list, max_length=5_000)
+    node_ids: dict[str, str] = Field(default_factory=dict)
+    error: str | None = None
+
+
+def _check_catalog(registry: Any) -> dict[str, dict[str, Any]]:
+    """The catalogue's shape: ``{type name: node template with a 'template' dict}``, bounded."""
+    if not isinstance(registry, dict) or not registry or len(registry) > _CATALOG_MAX_ENTRIES:
+        raise ValueError("not a component catalogue")
+    for name, entry in registry.items():
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise ValueError("a catalogue entry has no usable name")
+        if not isinstance(entry, dict) or not isinstance(entry.get("template"), dict):
+            raise ValueError(f"catalogue entry {name[:80]!r} has no template")
+        if not isinstance(entry.get("outputs", []), list):
+            raise ValueError(f"catalogue entry {name[:80]!r} has no outputs list")
+    return registry
 
 
 def _signal_name(returncode: int | None) -> str:
@@ -219,6 +283,7 @@ class SandboxValidator:
         self._lock = threading.RLock()
         self._next_id = 0
         self._reference: dict[str, Any] | None = None
+        self._flow_catalog: dict[str, dict[str, Any]] | None = None  # cached: it depends on the interpreter only
         self.isolation: str | None = None
         self.isolation_reason = ""
         self.restarts = 0
@@ -556,6 +621,69 @@ class SandboxValidator:
                 return {"ok": True, "template": template}
             failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
         return {"ok": False, "error": failure}
+
+    def flow_catalog_sync(self) -> dict[str, dict[str, Any]]:
+        """lfx's bundled components (``{type: node template}``), for flows; never computed here.
+
+        The zygote read them when it started, before any request's code ran, and sends them
+        itself (a *fact*, see ``_flow_ops.py``); the answer is inflated with a size cap,
+        shape-checked and cached on this validator. Raises ``ConfigError`` with the reason when
+        the sandbox cannot give it (lfx missing, the worker dead).
+        """
+        from lfassist_jupyter.validation._flow_kit import unpack
+
+        with self._lock:
+            if self._flow_catalog is not None:
+                return self._flow_catalog
+            answer, failure = self._call({"op": "flow_catalog", "timeout": STARTUP_TIMEOUT}, STARTUP_TIMEOUT)
+            if failure == "fatal":
+                why = str(self._unavailable_report().error)
+                raise ConfigError(why.replace("Runtime validation", "The flow catalogue"))
+            if answer is None:
+                raise ConfigError(f"The flow catalogue is unavailable: {failure}")
+            try:
+                registry = _check_catalog(unpack(answer.get("z"), CATALOG_CAP))
+            except ValueError as exc:
+                raise ConfigError(f"The sandbox sent no usable flow catalogue ({exc}).") from None
+            self._flow_catalog = registry
+            return registry
+
+    def build_flow_sync(
+        self,
+        spec: str,
+        *,
+        extra: dict[str, dict[str, Any]] | None = None,
+        repair: bool = True,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Build Langflow flow JSON from spec text with lfx's builder, in a fresh sandboxed child.
+
+        Building runs a node's code when a real-time-refresh field is set (Langflow's form
+        update), so it never happens in this process. ``extra`` holds the catalogue entries
+        beyond lfx's bundled ones (generated components, a Langflow server's). Returns a
+        ``FlowBuild`` as a dict (schema-checked; texts redacted); never raises: a failure of the
+        sandbox itself is ``ok=False`` with ``error``.
+        """
+        from lfassist_jupyter.validation._flow_kit import unpack
+
+        timeout = max(self.timeout, 30.0) if timeout is None else timeout
+        payload = {"op": "flow_build", "spec": str(spec), "extra": extra or {}, "repair": bool(repair)}
+        answer, failure = self._call({**payload, "timeout": timeout}, timeout)
+        if failure == "fatal":
+            return FlowBuild(ok=False, spec=spec, error=self._unavailable_report().error).model_dump()
+        if answer is not None and not answer.get("ok"):
+            failure = redact_text(str(answer.get("error") or "The flow could not be built.")[:2000])
+        elif answer is not None:
+            try:
+                built = unpack(answer.get("z"), FLOW_CAP)
+                if not isinstance(built, dict):
+                    raise ValueError("not an object")
+                for key in ("errors", "warnings", "changes"):
+                    built[key] = _redact_tree(built.get(key) or [])
+                return FlowBuild.model_validate(built).model_dump()
+            except (ValueError, ValidationError):
+                failure = "The sandbox's answer was not a built flow; it was discarded."
+        return FlowBuild(ok=False, spec=spec, error=failure).model_dump()
 
     def reference_sync(self) -> dict[str, Any] | None:
         """What the worker's lfx offers (input classes and parameters), for the prompt.

@@ -2,9 +2,11 @@
 
 Each attempt streams a reply from the provider, pulls the component code out of it,
 validates it (static and security phases in-process, then the ``ComponentValidator`` port:
-the sandbox, and the Langflow server when connected) and, when it fails, asks again with
-the error and the failing code as context.  ``max_retries`` is the spec's name for the
-total number of attempts (0: generate once, skip validation).
+the sandbox, and the Langflow server when connected) and, when it fails, first tries the
+zero-call repair pass (``repair.py``: mechanical mistakes with one certain fix, validated
+again, no model call), then asks again with the original error and code as context.
+``max_retries`` is the spec's name for the total number of attempts (0: generate once, skip
+validation).
 
 The pipeline never touches the session or a view: it reads ``Request.messages``, reports
 through the sink, and returns a ``ComponentOutcome``.  That is what lets the flow pipeline
@@ -14,10 +16,12 @@ call it for a custom node of a flow.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from lfassist_jupyter.core._log import log, log_event, log_request_error
 from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
 from lfassist_jupyter.core.component.prompts import generation_system_prompt, retry_message
+from lfassist_jupyter.core.component.repair import Repaired, repair_until_valid
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import ComponentOutcome
@@ -45,22 +49,26 @@ class ComponentPipeline:
     Args:
         validator: the runtime validator port; None keeps the static and security phases only.
         max_retries: total attempts (0..10); 0 skips validation.
+        repair: run the zero-call repair pass on a failed attempt before asking the model again
+            (False: every failure goes to the model, as the benchmark's baseline does).
     """
 
-    def __init__(self, validator: ComponentValidator | None, max_retries: int = 3) -> None:
+    def __init__(self, validator: ComponentValidator | None, max_retries: int = 3, *, repair: bool = True) -> None:
         self.validator = validator
         self.max_retries = check_max_retries(max_retries)
+        self.repair = repair
 
     async def run(self, request: Request, sink: Sink) -> ComponentOutcome:
         validate = self.max_retries > 0
         max_attempts = self.max_retries if validate else 1
-        system = generation_system_prompt(await self._reference())
+        reference = await self._reference()
+        system = generation_system_prompt(reference)
         messages = list(request.messages)
         code: str | None = None
         class_name: str | None = None
         report: ValidationReport | None = None
 
-        def progress(step: str, attempt: int, message: str, **extra: str | None) -> None:
+        def progress(step: str, attempt: int, message: str, **extra: Any) -> None:
             sink(ProgressEvent(step=step, attempt=attempt, max_attempts=max_attempts, message=message, **extra))
 
         for attempt in range(1, max_attempts + 1):
@@ -131,6 +139,27 @@ class ComponentPipeline:
                 class_name=class_name,
                 component_code=code,
             )
+            repaired = await self._repair(new_code, report, reference, progress, attempt) if new_code else None
+            if repaired is not None:
+                log_event(
+                    logging.INFO,
+                    "assistant.validation.repaired",
+                    request_id=request.request_id,
+                    class_name=repaired.report.class_name or class_name,
+                    attempts=attempt,
+                    changes=len(repaired.changes),
+                )
+                class_name = repaired.report.class_name or class_name
+                progress("validated", attempt, f"{class_name} validated.", class_name=class_name)
+                return ComponentOutcome(
+                    result=reply.replace(new_code or "", repaired.code) if new_code else reply,
+                    code=repaired.code,
+                    class_name=class_name,
+                    validated=True,
+                    attempts=attempt,
+                    report=repaired.report,
+                    repairs=repaired.changes,
+                )
             if attempt == max_attempts or not report.retryable:
                 log_event(
                     logging.ERROR,
@@ -190,6 +219,25 @@ class ComponentPipeline:
             return await self.validator.reference()
         except Exception as exc:
             log.warning("Could not describe the installed lfx (%s); using the built-in reference.", exc)
+            return None
+
+    async def _repair(
+        self, code: str, report: ValidationReport, reference: Reference | None, progress: Any, attempt: int
+    ) -> Repaired | None:
+        """The zero-call repair pass on a failed attempt: the repaired code if it validates, else None
+        (the model then gets the original error and code)."""
+        if not self.repair or not report.retryable or self.validator is None:
+            return None
+
+        def announce(changes: list[str]) -> None:
+            plural = "s" * (len(changes) > 1)
+            progress("repairing", attempt, f"Repairing {len(changes)} mistake{plural} without a model call...",
+                     changes=changes)  # fmt: skip
+
+        try:
+            return await repair_until_valid(code, report, reference, self._validate, on_repair=announce)
+        except Exception as exc:  # a validator failure mid-repair: the model retry still follows
+            log.warning("The repair pass failed (%s); asking the model.", exc)
             return None
 
     async def _validate(self, code: str) -> ValidationReport:

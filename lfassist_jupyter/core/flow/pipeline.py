@@ -214,7 +214,8 @@ class FlowPipeline:
         """lfx's bundled components, plus the extra ones and the current flow's custom nodes."""
         from lfassist_jupyter.flows import default_catalog
 
-        catalog = default_catalog()
+        # The sandbox that probe-runs the flow also gives the catalogue and builds the flow.
+        catalog = default_catalog(self.sandbox if hasattr(self.sandbox, "flow_catalog_sync") else None)
         extra = self.extra_components or {}
         if extra and all(isinstance(v, Mapping) and "template" not in v for v in extra.values()):
             catalog.add_all({k: dict(v) for k, v in extra.items()})  # Langflow's /api/v1/all shape
@@ -398,7 +399,12 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> dict[str, Any]:
         if self.sandbox is None:
             return {"ok": False, "text": None, "error": "No sandbox to probe-run the flow in.", "stubbed": []}
-        return await asyncio.to_thread(self.sandbox.run_flow_sync, flow, PROBE_TEXT, self.probe_timeout)
+        run = await asyncio.to_thread(self.sandbox.run_flow_sync, flow, PROBE_TEXT, self.probe_timeout)
+        if run.get("ok") and not str(run.get("text") or "").strip():
+            # An empty answer is not a pass: no Chat Output was reached, or a loop body never ran.
+            why = "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
+            run = {**run, "ok": False, "error": why}
+        return run
 
     @staticmethod
     def _interfaces(catalog: Any, chosen: list[str], custom: list[str]) -> str:

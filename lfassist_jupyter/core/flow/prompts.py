@@ -26,6 +26,8 @@ starts with ChatInput and ends with ChatOutput; a model step is LanguageModelCom
 - "new": only for a step that no catalogue component can do: custom components to generate, \
 each {{"name": "CamelCaseName", "description": "its input, what it does, its output"}}. \
 Usually empty: prefer catalogue components.
+- To repeat steps for each item (each chunk, each row) use LoopComponent; to route by a \
+condition use ConditionalRouter (If-Else).
 - When a current flow is given, list the components of the changed flow (kept and added).
 
 Catalogue (name: what it does):
@@ -65,6 +67,61 @@ is `|` followed by lines indented 4 spaces; surrounding quotes only delimit a va
 - A Prompt Template's `{variables}` become inputs named after them: write `{question}` in \
 `B.template`, then connect into `B.question`.
 - Never write API keys or secrets; the user chooses the model and provides keys later.
+- A loop's body starts at `L.item`, and its last node feeds back into `L.item` (that edge \
+targets the loop's item handle); `L.done` gives the collected results to what comes after.
+"""
+
+LOOP_EXAMPLE = """\
+Loop wiring (LoopComponent L): the body starts at L.item and its result MUST come back into \
+L.item (the feedback edge); L.done (a table of the results) goes on after the loop. Never \
+connect L.done into the body, and never feed the body back into L.data. Example, each chunk \
+wrapped in <...>:
+```
+nodes:
+  A: ChatInput
+  S: SplitText
+  L: LoopComponent
+  B: ParserComponent
+  D: ParserComponent
+  O: ChatOutput
+edges:
+  A.message -> S.data_inputs
+  S.dataframe -> L.data
+  L.item -> B.input_data
+  B.parsed_text -> L.item
+  L.done -> D.input_data
+  D.parsed_text -> O.input_value
+config:
+  S.chunk_size: 200
+  B.pattern: <{text}>
+  D.pattern: {text}
+```
+"""
+
+BRANCH_EXAMPLE = """\
+If-Else wiring (ConditionalRouter R): it has exactly two outputs, R.true_result (the \
+condition holds) and R.false_result (otherwise); there is no R.output or R.true. Connect \
+each branch from its own output, each to its own ChatOutput. Example:
+```
+nodes:
+  A: ChatInput
+  R: ConditionalRouter
+  P: Prompt Template
+  Q: Prompt Template
+  O: ChatOutput
+  N: ChatOutput
+edges:
+  A.message -> R.input_text
+  R.true_result -> P.m
+  R.false_result -> Q.m
+  P.prompt -> O.input_value
+  Q.prompt -> N.input_value
+config:
+  R.operator: contains
+  R.match_text: hello
+  P.template: Greeting: {m}
+  Q.template: Other: {m}
+```
 """
 
 WRITE_SYSTEM = (
@@ -104,7 +161,19 @@ def write_message(request: str, interfaces: str, current_spec: str | None, custo
     if custom:
         parts.append(f"Custom components made for this flow (use them): {', '.join(custom)}.\n")
     parts.append(f"Components you may use (inputs `name: type <- accepted types`, and outputs):\n\n{interfaces}\n")
+    parts += control_examples(interfaces)
     return "\n".join(parts)
+
+
+def control_examples(interfaces: str) -> list[str]:
+    """The canonical Loop and If-Else wiring, only when those components are offered (the
+    examples cost about 600 bytes each; most flows need neither)."""
+    out = []
+    if "LoopComponent (" in interfaces:
+        out.append(LOOP_EXAMPLE)
+    if "ConditionalRouter (" in interfaces:
+        out.append(BRANCH_EXAMPLE)
+    return out
 
 
 def repair_message(errors: list[str], attempt: int, max_attempts: int, hint: str = "") -> str:

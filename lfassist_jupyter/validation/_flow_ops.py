@@ -1,0 +1,419 @@
+"""Worker op ``flow_build`` (spec text -> Langflow flow JSON) and the fact ``flow_catalog``.
+
+A sibling script of ``_worker.py`` (stdlib + lfx only, plus ``_flow_kit.py`` next to it,
+loaded by path), imported in the zygote before its first fork.
+
+* ``flow_catalog`` is a *fact*: lfx's bundled component registry, read by the zygote itself
+  (on the first request for it: a session without flows does not pay for it) and sent by the
+  zygote (``FACTS``), packed (zlib + base64 chunks). No request's code ever runs in the
+  zygote, so it is trusted. The kernel caches it per validator and never imports lfx.
+* ``flow_build`` runs in a fresh, sandboxed child like every validation, because building a
+  flow can run a node's code: Langflow's real-time refresh of a field (a dropdown that
+  reshapes the form) instantiates the component from the node's ``code`` and runs its
+  ``update_build_config``. That code may come from a model reply, a loaded file, a Langflow
+  server or an earlier generated component; here it runs behind the door, under the audit
+  hook, with no key and no network.
+
+Parsing and building are lfx's own (``parse_flow_spec``, ``build_flow_from_spec``,
+``configure_component``, ``add_connection``, ``layout_flow``). What this op adds is what lfx
+leaves to its callers: leniency (a malformed line is dropped with a warning), quoted values,
+dynamic prompt fields (Langflow's ``process_prompt_template``), real-time refreshes, the
+deterministic repairs of ``_flow_kit`` and every problem collected (lfx stops at the first).
+The answer is plain JSON (errors and changes as dicts); the kernel schema-checks it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+import uuid
+from typing import Any
+
+_KIT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_flow_kit.py")
+
+
+def _load_kit() -> Any:
+    name = "_lfassist_flow_kit"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, _KIT_PATH)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+kit = _load_kit()
+
+_EDGE_SHAPE = re.compile(r"^(\s*)(\w+\.\w+)\s*(?:->|→|=>)\s*(\w+\.\w+)\s*$")
+_BAD_LINE = re.compile(r"^[^']*'(.*)'\.\s", re.DOTALL)
+_MAX_DROPPED = 50
+
+
+class SpecUnreadable(Exception):
+    pass
+
+
+def _change(kind: str, node: str, field: str | None, before: Any, after: Any, message: str) -> dict[str, Any]:
+    return {"kind": kind, "node": node, "field": field, "before": before, "after": after, "message": message}
+
+
+def _error(code: str, message: str, **where: Any) -> dict[str, Any]:
+    return {"code": code, "message": message, "fix": where.pop("fix", ""), **where}
+
+
+def _missing_port(kind: str, node: str, node_id: str, port: str, ports: list) -> dict[str, Any]:
+    """The wording of the kernel's ``FlowError.missing_port`` (same fix whoever found it)."""
+    return _error(
+        "missing_output" if kind == "output" else "missing_input",
+        f"{node} has no {kind} {port!r}.",
+        node=node,
+        node_id=node_id,
+        field=port,
+        fix=f"Use one of its {kind}s {ports}.",
+    )
+
+
+def _normalise(text: str) -> str:
+    """Spellings of an edge that models write and lfx rejects: `A.x->B.y`, `A.x → B.y`."""
+    out = []
+    for line in text.splitlines():
+        m = _EDGE_SHAPE.match(line)
+        out.append(f"{m.group(1)}{m.group(2)} -> {m.group(3)}" if m else line)
+    return "\n".join(out)
+
+
+def parse_spec(text: str) -> tuple[dict[str, Any], list[str]]:
+    """lfx's `parse_flow_spec`, made lenient: each malformed line is dropped with a warning."""
+    from lfx.graph.flow_builder.spec import parse_flow_spec
+
+    lines = _normalise(text).splitlines()
+    warnings: list[str] = []
+    for _ in range(_MAX_DROPPED):
+        try:
+            return parse_flow_spec("\n".join(lines)), warnings
+        except ValueError as exc:
+            m = _BAD_LINE.match(str(exc))
+            bad = m.group(1) if m else None
+            index = next((i for i, line in enumerate(lines) if bad is not None and line.strip() == bad), None)
+            if index is None:
+                raise SpecUnreadable(f"The spec cannot be read: {exc}") from None
+            warnings.append(f"Skipped a malformed spec line {index + 1}: {bad!r} ({str(exc).split('. ', 1)[-1]})")
+            del lines[index]
+    raise SpecUnreadable("The spec has too many malformed lines to be read.")
+
+
+def _template(flow: dict[str, Any], node_id: str) -> dict[str, Any]:
+    for node in flow["data"]["nodes"]:
+        if node["id"] == node_id:
+            return node["data"]["node"]
+    raise KeyError(node_id)
+
+
+def update_dynamic_fields(node_data: dict[str, Any]) -> list[str]:
+    """Create the inputs a component grows from its configuration, as Langflow's update does.
+
+    Prompt fields (``type`` prompt or mustache): their ``{variables}`` become inputs, through
+    Langflow's own `process_prompt_template` (what the canvas calls on every prompt edit).
+    """
+    from lfx.base.prompts.api_utils import process_prompt_template
+
+    template = node_data.get("template", {})
+    before = set(template)
+    for name, field in list(template.items()):
+        if not isinstance(field, dict) or field.get("type") not in ("prompt", "mustache"):
+            continue
+        value = field.get("value")
+        if not isinstance(value, str) or not value:
+            continue
+        process_prompt_template(
+            template=value,
+            name=name,
+            custom_fields=node_data.setdefault("custom_fields", {}),
+            frontend_node_template=template,
+            is_mustache=field.get("type") == "mustache",
+        )
+    return [k for k in template if k not in before]
+
+
+async def _refresh(node_data: dict[str, Any], field: str, value: Any) -> None:
+    """What Langflow's ``/custom_component/update`` does when a real-time-refresh field changes.
+
+    The component is instantiated from the node's code, its ``update_build_config`` and
+    ``update_outputs`` run on the node, and the node takes the resulting fields and outputs.
+    This is where a node's code runs: only ever here, in a sandboxed child.
+    """
+    from lfx.custom.custom_component.component import Component
+    from lfx.custom.utils import build_custom_component_template, update_component_build_config
+    from lfx.schema.dotdict import dotdict
+
+    template = node_data["template"]
+    code = (template.get("code") or {}).get("value")
+    if not code:
+        return
+    component_node, instance = build_custom_component_template(Component(_code=code))
+    params = {
+        k: v.get("value")
+        for k, v in template.items()
+        if isinstance(v, dict) and k != "code" and not v.get("password") and not v.get("load_from_db")
+    }
+    if hasattr(instance, "set_attributes"):
+        instance.set_attributes(params)
+    build_config = dotdict(template)
+    await update_component_build_config(instance, build_config=build_config, field_value=value, field_name=field)
+    component_node["template"] = build_config
+    if isinstance(instance, Component):
+        await instance.run_and_validate_update_outputs(
+            frontend_node=component_node, field_name=field, field_value=value
+        )
+    node_data["template"] = dict(component_node["template"])
+    if isinstance(component_node.get("outputs"), list):
+        node_data["outputs"] = component_node["outputs"]
+
+
+def _field_fix(template: dict[str, Any], field: str) -> str:
+    if field not in template:
+        fields = [k for k, v in template.items() if isinstance(v, dict) and not k.startswith("_") and k != "code"]
+        return f"Use one of the fields {fields}."
+    options = template[field].get("options")
+    if isinstance(options, list) and options:
+        return f"Use one of {options[:10]}."
+    return f"Give a value of type {template[field].get('type', 'str')}."
+
+
+def _edge_error(
+    message: str, edge: dict[str, str], src: str, tgt: str, out_name: str, in_name: str, flow: dict[str, Any]
+) -> dict[str, Any]:
+    """Name the side of the edge that is wrong and list what would fit."""
+    src_t, tgt_t = _template(flow, src), _template(flow, tgt)
+    outputs = [o.get("name") for o in src_t.get("outputs", [])]
+    if "not found" in message and out_name not in outputs:
+        return _missing_port("output", edge["source_id"], src, out_name, outputs)
+    if "not found" in message:
+        inputs = [k for k, v in tgt_t["template"].items() if isinstance(v, dict) and v.get("input_types")]
+        return _missing_port("input", edge["target_id"], tgt, in_name, inputs)
+    return _error(
+        "type_mismatch" if "Type mismatch" in message else "structure",
+        f"{edge['source_id']}.{out_name} -> {edge['target_id']}.{in_name}: {message.split(' Fix:')[0]}",
+        node=edge["target_id"],
+        node_id=tgt,
+        field=in_name,
+        fix=message.split(" Fix: ", 1)[1] if " Fix: " in message else "Connect an output whose type the input accepts.",
+    )
+
+
+def build(spec_text: str, registry: dict[str, Any], repair: bool, run: Any) -> dict[str, Any]:
+    """The flow of ``spec_text`` over ``registry``; ``run`` runs a coroutine to completion.
+
+    Returns ``{"ok", "flow", "spec", "errors", "warnings", "changes", "node_ids"}`` (plain JSON).
+    """
+    from lfx.graph.flow_builder.builder import build_flow_from_spec
+    from lfx.graph.flow_builder.component import configure_component, sync_dropdown_selected_outputs
+    from lfx.graph.flow_builder.connect import add_connection
+    from lfx.graph.flow_builder.layout import layout_flow
+    from lfx.graph.flow_builder.spec import validate_spec_references
+
+    errors: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+
+    def result(flow: dict[str, Any] | None = None, ids: dict[str, str] | None = None) -> dict[str, Any]:
+        return {
+            "ok": not errors and flow is not None,
+            "flow": flow,
+            "spec": spec_text,
+            "errors": errors,
+            "warnings": warnings,
+            "changes": changes,
+            "node_ids": ids or {},
+        }
+
+    try:
+        parsed, warnings = parse_spec(spec_text)
+    except SpecUnreadable as exc:
+        warnings = []
+        errors.append(_error("spec_syntax", str(exc)))
+        return result()
+
+    # 1. Components: every type must be in the catalogue (a near miss is repaired).
+    nodes = []
+    for node in parsed["nodes"]:
+        kind = node["type"]
+        if kind not in registry:
+            fixed = kit.resolve(kind, registry) if repair else None
+            if fixed is None:
+                near = kit.resolve(kind, registry)
+                errors.append(
+                    _error(
+                        "unknown_component",
+                        f"Unknown component type {kind!r}.",
+                        node=node["id"],
+                        fix=f"Use {near!r}." if near else "Pick a component from the catalogue or generate one.",
+                    )
+                )
+                continue
+            changes.append(_change("component", node["id"], None, kind, fixed, f"{kind!r} -> {fixed!r}"))
+            node = {**node, "type": fixed}
+        nodes.append(node)
+    known = {n["id"] for n in nodes}
+    all_ids = {n["id"] for n in parsed["nodes"]}
+
+    # 2. Nodes, by lfx's own builder (a spec of the nodes alone: config and edges follow below).
+    head = [f"name: {parsed.get('name') or 'Untitled Flow'}"]
+    if parsed.get("description"):
+        head.append(f"description: {parsed['description']}")
+    nodes_spec = "\n".join([*head, "nodes:", *(f"  {n['id']}: {n['type']}" for n in nodes)])
+    if not nodes:
+        errors.append(_error("spec_syntax", "The spec has no usable node.", fix="List nodes."))
+        return result()
+    built = build_flow_from_spec(nodes_spec, registry=registry)
+    if "error" in built:
+        errors.append(_error("spec_syntax", f"{built['error']}: {built.get('details', '')}"))
+        return result()
+    flow: dict[str, Any] = built["flow"]
+    ids: dict[str, str] = built["node_id_map"]
+
+    # 3. Config: fields that exist now, then dynamic fields, then fields that exist only after that.
+    pending: list[tuple[str, str, Any]] = []
+    for spec_id, params in parsed.get("config", {}).items():
+        if spec_id not in all_ids:
+            errors.append(
+                _error(
+                    "unknown_node",
+                    f"Config names node {spec_id!r}, which is not in 'nodes:'.",
+                    node=spec_id,
+                    fix=f"Use one of {sorted(all_ids)} or add {spec_id} under 'nodes:'.",
+                )
+            )
+            continue
+        if spec_id not in known:
+            continue  # its component is unknown, already reported
+        for field, raw in params.items():
+            value, quoted = kit.unquote(raw)
+            if quoted:
+                changes.append(_change("quote", spec_id, field, raw, value, "quotes removed"))
+            pending.append((spec_id, field, value))
+
+    def apply(spec_id: str, field: str, value: Any) -> None:
+        template = _template(flow, ids[spec_id])["template"]
+        if repair and field in template:
+            coerced = kit.coerce_value(template[field], value)
+            if coerced != value or type(coerced) is not type(value):
+                changes.append(_change("value", spec_id, field, value, coerced, "value coerced"))
+                value = coerced
+        try:
+            configure_component(flow, ids[spec_id], {field: value})
+            if template[field].get("real_time_refresh") and field != "api_key":
+                node_data = _template(flow, ids[spec_id])
+                try:
+                    run(_refresh(node_data, field, node_data["template"][field].get("value")))
+                except Exception as exc:  # the component's own update failed: keep the static form
+                    warnings.append(f"{spec_id}.{field}: the component's update did not run ({exc}).")
+        except ValueError as exc:
+            errors.append(
+                _error(
+                    "bad_value",
+                    str(exc).split(". Available:")[0],
+                    node=spec_id,
+                    node_id=ids[spec_id],
+                    field=field,
+                    fix=_field_fix(template, field),
+                )
+            )
+
+    later = []
+    for spec_id, field, value in pending:
+        if field in _template(flow, ids[spec_id])["template"]:
+            apply(spec_id, field, value)
+        else:
+            later.append((spec_id, field, value))
+    for node_id in ids.values():
+        try:
+            update_dynamic_fields(_template(flow, node_id))
+        except ValueError as exc:
+            spec_id = next(k for k, v in ids.items() if v == node_id)
+            errors.append(
+                _error(
+                    "bad_prompt",
+                    f"The prompt template cannot be read: {exc}",
+                    node=spec_id,
+                    node_id=node_id,
+                    field="template",
+                    fix="Use {name} for variables and double the braces of literal ones ({{ }}).",
+                )
+            )
+    for spec_id, field, value in later:
+        apply(spec_id, field, value)
+
+    # 4. Edges, by lfx's add_connection, which checks port names and type compatibility.
+    for edge in parsed["edges"]:
+        try:
+            validate_spec_references({"nodes": parsed["nodes"], "edges": [edge], "config": {}})
+        except ValueError as exc:
+            missing = edge["source_id"] if edge["source_id"] not in all_ids else edge["target_id"]
+            errors.append(
+                _error(
+                    "unknown_node",
+                    str(exc),
+                    node=missing,
+                    fix=f"Add {missing} under 'nodes:' or connect an existing node.",
+                )
+            )
+            continue
+        if edge["source_id"] not in known or edge["target_id"] not in known:
+            continue
+        src, tgt = ids[edge["source_id"]], ids[edge["target_id"]]
+        out_name, in_name = edge["source_output"], edge["target_input"]
+        if repair:
+            out_name, in_name, edge_changes = kit.fix_edge_ports(
+                _template(flow, src), out_name, _template(flow, tgt), in_name
+            )
+            for ch in edge_changes:
+                ch["node"] = edge["source_id"] if ch["field"] == "output" else edge["target_id"]
+            changes += edge_changes
+        try:
+            add_connection(flow, src, out_name, tgt, in_name, registry=registry)
+        except ValueError as exc:
+            errors.append(_edge_error(str(exc), edge, src, tgt, out_name, in_name, flow))
+
+    sync_dropdown_selected_outputs(flow)
+    layout_flow(flow)
+    flow["id"] = str(uuid.uuid4())
+    flow["name"] = parsed.get("name") or "Untitled Flow"
+    flow["description"] = parsed.get("description") or ""
+    flow.setdefault("is_component", False)
+    return result(flow, ids)
+
+
+def register(ops: dict, worker: Any) -> None:
+    """Add the fact ``flow_catalog`` and the op ``flow_build`` (in the zygote, before any fork)."""
+    import asyncio
+    import time
+
+    from lfx.graph.flow_builder.builder import load_local_registry
+
+    w = worker
+    facts = getattr(worker, "FACTS", None)
+    if isinstance(facts, dict):
+        # lfx caches the registry in its module: children forked after this ran inherit it.
+        facts["flow_catalog"] = lambda: {"ok": True, "z": kit.pack(load_local_registry())}
+
+    def flow_build(req: dict) -> dict:
+        spec_text = str(req.get("spec", ""))
+        extra = req.get("extra") if isinstance(req.get("extra"), dict) else {}
+        bundled = load_local_registry()
+        registry = {**bundled, **{str(k): v for k, v in extra.items() if isinstance(v, dict)}}
+        deadline = time.monotonic() + float(req.get("timeout", 30))
+        # Not asyncio.run: a refresh that blocks must not keep the answer waiting on executor threads.
+        loop = asyncio.new_event_loop()
+        try:
+            with w._Armed(deadline):
+                out = build(spec_text, registry, bool(req.get("repair", True)), loop.run_until_complete)
+        except w._Timeout:
+            return {"ok": False, "error": "Building the flow did not finish in time."}
+        except BaseException as exc:
+            return {"ok": False, "error": f"Building the flow failed: {w._error_text(exc)}"}
+        return {"ok": True, "z": kit.pack(out)}
+
+    ops["flow_build"] = flow_build
