@@ -9,6 +9,7 @@ alone also stop run against the reduced sandbox too.
 
 from __future__ import annotations
 
+import ast
 import base64
 import contextlib
 import json
@@ -357,6 +358,139 @@ def test_fork_bomb_by_fork_exec_leaves_nothing_running(box):
     assert_recovers(box)
 
 
+# -- requests cannot reach each other ---------------------------------------------------------
+
+
+def _zygote_and_spare(validator: SandboxValidator) -> list[int]:
+    """The host pids of the reduced sandbox's zygote and of its waiting spare child."""
+    table = _proc_table()
+    return [validator.pid, *(pid for pid, (ppid, _) in table.items() if ppid == validator.pid)]
+
+
+def test_a_request_cannot_signal_or_wait_on_the_spare_or_the_zygote(box, mode):
+    """The spare child forked for the next request and the zygote are out of reach: no pidfd,
+    no kill, no wait.  Under bubblewrap every pid of the sandbox's PID namespace is tried; in
+    the reduced sandbox (the host's pids) only the zygote and its spare."""
+    assert box.validate_sync(GOOD).is_valid
+    pid, restarts = box.pid, box.restarts
+    targets = "range(1, 200)" if mode == "full" else repr(_zygote_and_spare(box))
+    attack = (
+        "import os, signal\n\n\n"
+        "def _attack():\n"
+        "    hits = []\n"
+        f"    for pid in [os.getppid(), *{targets}]:\n"
+        "        if pid == os.getpid():\n"
+        "            continue\n"
+        "        for name, call in (\n"
+        "            ('pidfd', lambda: signal.pidfd_send_signal(os.pidfd_open(pid), signal.SIGKILL)),\n"
+        "            ('pidfd-stop', lambda: signal.pidfd_send_signal(os.pidfd_open(pid), signal.SIGSTOP)),\n"
+        "            ('kill', lambda: os.kill(pid, signal.SIGKILL)),\n"
+        "            ('killpg', lambda: os.killpg(pid, signal.SIGKILL)),\n"
+        "            ('wait', lambda: os.waitpid(pid, 0)),\n"
+        "        ):\n"
+        "            try:\n"
+        "                call()\n"
+        "                hits.append(f'{name} {pid}')\n"
+        "            except BaseException:\n"
+        "                pass\n"
+        "    return repr(hits)\n"
+    )
+    report = box.validate_sync(component("return Message(text='x')", module=attack, load="display_name = _attack()"))
+    assert report.display_name == "[]"  # not one of them went through
+    # The next request is served by the spare that waited during the attack, then by fresh ones.
+    assert box.validate_sync(GOOD).is_valid
+    assert not box.validate_sync(BROKEN).is_valid
+    assert box.validate_sync(GOOD).is_valid
+    assert box.pid == pid and box.restarts == restarts
+    assert "seccomp" in box.info()["confinement"]
+
+
+def test_abort_and_raise_still_reach_the_component_itself(box):
+    """The filter lets a process signal itself: a component that aborts is reported as such."""
+    report = box.validate_sync(component("return Message(text='x')", load="import signal\nsignal.raise_signal(6)"))
+    assert not report.is_valid and "SIGABRT" in report.error
+    assert_recovers(box)
+
+
+SQLITE_LEAK = """
+import os, sqlite3, uuid
+
+
+def _places(host):
+    return ['.', '..', os.path.expanduser('~'), host] + ['../' + d for d in os.listdir('..')]
+
+
+def _leak(host):
+    made = []
+    for where in _places(host):
+        i = uuid.uuid4().hex  # lfx may run the class body more than once
+        for name, call in (
+            ('connect', lambda: sqlite3.connect(f'{where}/leak{i}.db').execute('create table t(x)')),
+            ('attach', lambda: sqlite3.connect(':memory:').execute(f"attach database '{where}/leak-a{i}.db' as a")
+                .execute('create table a.t(x)')),
+            ('vacuum', lambda: sqlite3.connect(':memory:').execute(f"vacuum into '{where}/leak-v{i}.db'")),
+        ):
+            try:
+                call().connection.commit()
+                made.append(f"{name} {'own' if os.path.samefile(where, '.') else where}")
+            except BaseException:
+                pass
+    return repr(made)
+
+
+def _look(host):
+    seen = []
+    for where in _places(host):
+        try:
+            seen += [f'{where}/{f}' for f in os.listdir(where) if 'leak' in f]
+        except OSError:
+            pass
+    return repr(sorted(seen))
+"""
+
+
+def test_files_written_by_sqlite_are_gone_before_the_next_request(box, tmp_path):
+    """sqlite writes its files in C (the audit hook sees no ``open``): through ``connect``, an
+    ``ATTACH`` and a ``VACUUM INTO``, aimed at the scratch directory, its parent, HOME, every
+    sibling directory (the next request's) and the host.  Only the request's own directory
+    takes them, and the next request finds none of them."""
+    host = repr(str(tmp_path))
+    leak = box.validate_sync(
+        component("return Message(text='x')", module=SQLITE_LEAK, load=f"display_name = _leak({host})")
+    )
+    assert leak.is_valid, leak.error
+    made = ast.literal_eval(leak.display_name)
+    assert made and all(where == "own" for _, where in map(str.split, made)), made
+    look = box.validate_sync(
+        component("return Message(text='x')", module=SQLITE_LEAK, load=f"display_name = _look({host})")
+    )
+    assert look.display_name == "[]"
+    assert list(tmp_path.iterdir()) == []
+    assert_recovers(box)
+
+
+def test_without_landlock_every_file_of_a_request_is_still_gone(monkeypatch, tmp_path):
+    """On a kernel without Landlock, sqlite's C-level writes can land anywhere in the sandbox's
+    /tmp (HOME, the next request's directory): clean-up empties all of it before the next
+    request, and the host is out of reach (the sandbox has no view of it)."""
+    full_isolation_or_skip()
+    monkeypatch.setenv("LFASSIST_SANDBOX_LANDLOCK", "off")
+    validator = SandboxValidator(timeout=5)
+    try:
+        host = repr(str(tmp_path))
+        leak = validator.validate_sync(
+            component("return Message(text='x')", module=SQLITE_LEAK, load=f"display_name = _leak({host})")
+        )
+        assert leak.is_valid and validator.info()["confinement"] == "seccomp"
+        assert any(where != "own" for _, where in map(str.split, ast.literal_eval(leak.display_name)))
+        look = component("return Message(text='x')", module=SQLITE_LEAK, load=f"display_name = _look({host})")
+        assert validator.validate_sync(look).display_name == "[]"
+        assert list(tmp_path.iterdir()) == []
+        assert_recovers(validator)
+    finally:
+        validator.close()
+
+
 # -- the protocol cannot be forged ----------------------------------------------------------------
 
 
@@ -461,6 +595,48 @@ def test_an_attack_component_from_the_model_is_contained(llm, monkeypatch, canar
         assert len(llm.requests) >= 3 and "stolen" in sent  # the retry prompt did go out, with the error in it
         assert_no_secret(out.out + out.err + sent + repr(result), CANARY)
         assert not target.exists()
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+
+
+def test_a_model_component_that_kills_the_spare_leaves_the_next_request_intact(llm, monkeypatch, capsys):
+    """Through ``%%assist``: the model's component tries to kill every other process of the
+    sandbox (the spare waiting for the next request, the zygote); the next cell's component
+    is validated by that very sandbox."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from lfassist_jupyter.validation import sandbox
+
+    full_isolation_or_skip()
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    attack = component(
+        "return Message(text='x')",
+        module=(
+            "import os, signal\n\n\n"
+            "def _attack():\n"
+            "    for pid in [os.getppid(), *range(1, 200)]:\n"
+            "        if pid != os.getpid():\n"
+            "            try:\n"
+            "                signal.pidfd_send_signal(os.pidfd_open(pid), signal.SIGKILL)\n"
+            "            except OSError:\n"
+            "                pass\n"
+            "    return 'Probe'\n"
+        ),
+        load="display_name = _attack()",
+    )
+    llm.queue(intent("generate_component"), fenced(attack), intent("generate_component"), fenced(GOOD))
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    try:
+        validator = sandbox.default_validator()
+        validator.reference_sync()  # started by %load_ext; now ready
+        pid, restarts = validator.pid, validator.restarts
+        shell.run_cell_magic("assist", "--provider openai --max-retries 1", "a component")
+        result = shell.run_cell_magic("assist", "--provider openai --max-retries 1", "an uppercase component")
+        assert result.validated
+        assert validator.pid == pid and validator.restarts == restarts
+        capsys.readouterr()
     finally:
         shell.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()

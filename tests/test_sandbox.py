@@ -358,3 +358,124 @@ def test_worker_is_shut_down_when_the_kernel_exits(tmp_path):
     assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
     if directory != "-":
         assert not Path(directory).exists()
+
+
+# -- the sandbox's own file system ------------------------------------------------------------
+
+FILL = """
+import errno, os, uuid
+
+
+def _fill(keep):
+    written, n = 0, 0
+    try:
+        while written < 1024 * 1024 * 1024:  # four times the limit below, at most
+            with open(f"fill-{uuid.uuid4().hex}", "wb") as fh:
+                for _ in range(16):  # 16 MB a file (files are capped at 64 MB each)
+                    fh.write(b"x" * (1024 * 1024))
+                    written += 1024 * 1024
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EFBIG):
+            raise
+    for target in ("/dev/shm/fill", "/fill"):  # the other writable-looking places
+        try:
+            with open(target, "wb") as fh:
+                fh.write(b"x" * (1024 * 1024))
+                written += 1024 * 1024
+        except OSError:
+            pass
+    try:
+        os.write(os.memfd_create("fill"), b"x" * (1024 * 1024))  # memory outside any file system
+        written += 1024 * 1024
+    except OSError:
+        pass
+    if not keep:
+        for name in os.listdir("."):
+            os.unlink(name)
+    return str(written)
+"""
+
+
+def full_isolation_or_skip() -> None:
+    from lfassist_jupyter.validation import _isolation
+
+    mode, reason = _isolation.probe(sys.executable)
+    if mode != "full":
+        pytest.skip(f"the sandbox's own file system needs OS-level isolation: {reason}")
+
+
+def test_filling_the_scratch_space_is_a_failed_report_naming_the_limit():
+    """The sandbox's /tmp is a tmpfs (host memory) of a fixed size: what a request can write is
+    bounded by it, nothing else is writable, and filling it fails that validation only."""
+    full_isolation_or_skip()
+    validator = SandboxValidator(timeout=20, scratch_mb=64)
+    try:
+        # Writing as much as it can, then deleting it: all it ever held was the limit.
+        bounded = validator.validate_sync(
+            component("return Message(text='x')", module=FILL, load="display_name = _fill(False)")
+        )
+        assert bounded.is_valid, bounded.error
+        assert 0 < int(bounded.display_name) <= 64 * 1024 * 1024
+        # Keeping it: a failed report that says why, not a crash or a memory error.
+        full = validator.validate_sync(
+            component("return Message(text='x')", module=FILL, load="display_name = _fill(True)")
+        )
+        assert not full.is_valid and full.phase == "runtime"
+        assert "filled the sandbox's scratch space" in full.error and "64 MB" in full.error
+        assert "crashed" not in full.error and "MemoryError" not in full.error
+        assert validator.info()["scratch_mb"] == 64
+        assert_recovers(validator)  # the space was freed with the request
+    finally:
+        validator.close()
+
+
+def _venv_under_tmp(tmp_path: Path, padding: int) -> Path:
+    """A venv in /tmp that reaches this project's packages through a .pth file, with ``padding``
+    extra files in it (a real venv holds tens of thousands)."""
+    import subprocess
+    import sysconfig
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "project.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    pad = venv / "share" / "padding"
+    pad.mkdir(parents=True)
+    for i in range(padding):
+        (pad / f"file{i}").touch()
+    return python
+
+
+@pytest.mark.parametrize("landlock", ["on", "off"])
+def test_clean_up_never_walks_an_interpreter_bound_under_tmp(tmp_path, monkeypatch, landlock):
+    """With the venv in /tmp (bound read-only at the same path inside the sandbox's /tmp),
+    clean-up removes what each request wrote and never looks into the venv -- also on a
+    kernel without Landlock, where it empties the whole writable /tmp after each request."""
+    full_isolation_or_skip()
+    monkeypatch.setenv("LFASSIST_SANDBOX_LANDLOCK", landlock)
+    if not str(tmp_path).startswith("/tmp/"):
+        pytest.skip("the test's directory is not under /tmp")
+    python = _venv_under_tmp(tmp_path, padding=3000)
+    validator = SandboxValidator(python=str(python), timeout=20)
+    try:
+        load = "import os\nos.makedirs('a/b', exist_ok=True)\nopen('a/b/f', 'w').write('x')"
+        writes = component("return Message(text='x')", load=load)
+        for _ in range(3):
+            report = validator.validate_sync(writes)
+            assert report.is_valid, report.error
+        look = component("return Message(text='x')", load="import os\ndisplay_name = repr(os.listdir('.'))")
+        assert validator.validate_sync(look).display_name == "[]"
+        info = validator.info()
+        assert info["python"] == str(python) and info["isolation"] == "full"
+        assert ("Landlock" in info["confinement"]) == (landlock == "on")
+        # Every entry clean-up looked at, since the sandbox started: the requests' few files and
+        # the directories on the way to the bind -- not the venv's 3,000.
+        assert validator._cleanup_entries < 100, validator._cleanup_entries
+    finally:
+        validator.close()

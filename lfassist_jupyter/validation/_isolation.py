@@ -13,7 +13,8 @@ Python interpreter with lfx needs, read-only:
 Everything else is absent: the user's HOME, the notebook's directory, the kernel's
 ``/proc`` (a fresh procfs of the new PID namespace is mounted), the network (a new,
 empty network namespace).  ``/tmp`` is a private tmpfs that holds HOME, TMPDIR and the
-per-request scratch directory.  ``--clearenv`` plus an allow-listed environment, a new
+per-request scratch directory; for validation it has a fixed size and is the only writable
+place (``scratch_mb``).  ``--clearenv`` plus an allow-listed environment, a new
 session (no TIOCSTI on the terminal), ``--die-with-parent`` and the PID namespace's init
 take every process inside down with the kernel.
 
@@ -58,18 +59,26 @@ def interpreter_paths(python: str) -> tuple[str, ...]:
     generated code).
     """
     paths = {python, os.path.realpath(python)}
-    if os.path.realpath(python) == os.path.realpath(sys.executable) or python == sys.executable:
+    # Not by realpath: every venv's python is a link to the same base interpreter, and which
+    # venv it is depends on the link's own place (its pyvenv.cfg).
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         paths.update({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
+        import site
+
+        user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None  # not seen with -I
+        paths.update(_site_dirs([p for p in sys.path if p != user_site]))
     else:
+        ask = "import sys,json;print(json.dumps([sys.prefix,sys.base_prefix,sys.executable,*sys.path]))"
         try:
             out = subprocess.run(
-                [python, "-I", "-c", "import sys,json;print(json.dumps([sys.prefix,sys.base_prefix,sys.executable]))"],
+                [python, "-I", "-c", ask],
                 capture_output=True,
                 text=True,
                 timeout=30,
                 check=False,
             )
-            paths.update(json.loads(out.stdout.strip().splitlines()[-1]))
+            prefix, base, executable, *path = json.loads(out.stdout.strip().splitlines()[-1])
+            paths.update({prefix, base, executable, *_site_dirs(path)})
         except Exception:
             pass
     usr = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
@@ -82,6 +91,14 @@ def interpreter_paths(python: str) -> tuple[str, ...]:
     return tuple(p for p in keep if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in keep))
 
 
+def _site_dirs(path: list[str]) -> set[str]:
+    """The package directories on an interpreter's ``sys.path`` outside its prefixes: a venv
+    made with ``--system-site-packages``, or whose ``.pth`` file adds another environment's
+    site-packages.  Only directories named so: an editable install's source tree (a project
+    directory, maybe with a ``.env`` in it) is not bound."""
+    return {p for p in path if isinstance(p, str) and os.path.basename(p) in ("site-packages", "dist-packages")}
+
+
 def bwrap_command(
     bwrap: str,
     python: str,
@@ -90,11 +107,16 @@ def bwrap_command(
     env: dict[str, str],
     extra_ro: tuple[str, ...] = (),
     network: bool = False,
+    scratch_mb: int | None = None,
 ) -> list[str]:
     """The full ``bwrap ... -- python argv`` command line.
 
     ``network`` is for a real flow run only (the user's explicit choice): the host's network
-    and name resolution, and nothing else more than a validation gets."""
+    and name resolution, and nothing else more than a validation gets.
+
+    ``scratch_mb`` (the validation sandbox) bounds the private ``/tmp`` -- the only writable
+    place then: ``/`` and ``/dev`` (bubblewrap's own tmpfs mounts, unbounded) are remounted
+    read-only -- so what a request writes stays within the memory budget."""
     cmd = [
         bwrap,
         "--unshare-all",  # user, pid, net, ipc, uts, cgroup
@@ -118,13 +140,18 @@ def bwrap_command(
     for path in (*_ETC, *(_ETC_NET if network else ())):
         if os.path.exists(path):
             cmd += ["--ro-bind", path, path]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", SANDBOX_TMP, "--dir", SANDBOX_HOME]
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    if scratch_mb:
+        cmd += ["--size", str(int(scratch_mb) * 1024 * 1024)]
+    cmd += ["--tmpfs", SANDBOX_TMP, "--dir", SANDBOX_HOME]
     seen = set()
     for path in (*interpreter_paths(python), *extra_ro):
         if path in seen or not os.path.exists(path):
             continue
         seen.add(path)
         cmd += ["--ro-bind", path, path]
+    if scratch_mb:
+        cmd += ["--remount-ro", "/", "--remount-ro", "/dev"]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     cmd += ["--chdir", SANDBOX_TMP, "--", python, *argv]

@@ -20,14 +20,20 @@ For each request the zygote forks a child that
   module global the code could flip; there is no way to remove an audit hook);
 - gets its fds 1 and 2 on a pipe the zygote drains and discards past a cap (a 100 MB
   print neither blocks nor fills a log that would poison the next request);
-- runs in its own process group, with PR_SET_PDEATHSIG so it dies with the zygote.
+- runs in its own process group, with PR_SET_PDEATHSIG so it dies with the zygote;
+- confines itself before anything of a request runs (Linux; see "confinement" below): a
+  seccomp filter (it can signal only itself: not the zygote, not the spare child that
+  waits for the next request) and Landlock (it can write only in its scratch directory,
+  through ``open``, sqlite or any C library alike).
 
 The zygote is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the child forks, even
 a detached double-forked daemon, is re-parented to the zygote when its parent dies.  After
 the answer (or the deadline) the zygote SIGKILLs the child's whole subtree -- found by a
-/proc scan of its own descendants, repeated until none is left -- reaps it, wipes the
-scratch, HOME and /tmp directories, and only then sends the answer.  So when the parent
-sees an answer, nothing of that request is still running.  The zygote is non-dumpable
+/proc scan of its own descendants, repeated until none is left -- before the answer
+leaves; it reaps them and removes what the request wrote (its scratch directory under
+Landlock; else all of the writable directory, never entering the interpreter's read-only
+binds) before it reads the next request.  So when the parent sees an answer, nothing of
+that request can run another instruction, and the next request finds none of its files.  The zygote is non-dumpable
 (PR_SET_DUMPABLE 0): a child cannot open its /proc/<pid>/mem or fds.
 
 Ops: ``OPS`` maps an op name to ``fn(request) -> dict`` run in a fresh child.  Sibling
@@ -60,8 +66,8 @@ import os
 import re
 import resource
 import select
-import shutil
 import signal
+import stat
 import sys
 import time
 import traceback
@@ -123,12 +129,225 @@ def _prctl(option: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
+        return _libc().prctl(option, value, 0, 0, 0) == 0
     except Exception:
         return False
+
+
+# -- confinement of a child (Linux): seccomp and Landlock --------------------------------
+#
+# The audit hook sees Python-level calls only.  Two kernel layers, installed by each child
+# right after the fork (trusted code, before anything of a request runs) and inherited by
+# whatever it starts, hold below it, in the full and the reduced sandbox alike:
+#
+# - a seccomp filter: no signal to another process (kill, tgkill, sigqueue only aimed at
+#   itself: os.abort and raise still work; no tkill, no pidfd_open / pidfd_send_signal /
+#   pidfd_getfd), no ptrace, process_vm_readv/writev, kcmp or process_madvise, no
+#   resource or scheduling change of another process (prlimit64, sched_set*), and no
+#   memfd_create (anonymous files would hold memory outside the scratch space's limit).
+#   So a request cannot kill, stop, wait on or read the zygote or the spare child that
+#   waits for the next request;
+# - Landlock: the child may create, write, truncate, rename and remove files only below its
+#   own scratch directory (and write /dev/null), whoever asks -- ``open``, sqlite, any C
+#   library -- so nothing it writes can reach the next request, HOME or the host; with
+#   Landlock ABI 6 it also cannot signal or reach abstract sockets outside its own domain.
+#
+# ``_confinement()`` tries both once in a throw-away child before the zygote says "ready";
+# every later child must apply what worked there, or it exits without serving.
+
+_SECCOMP_ARCH = {  # machine: (AUDIT_ARCH_*, seccomp syscall, {name: number})
+    "x86_64": (
+        0xC000003E,
+        317,
+        {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "prlimit64": 302,
+         "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314,
+         "migrate_pages": 256, "move_pages": 279, "perf_event_open": 298, "memfd_create": 319},
+    ),
+    "aarch64": (  # the generic table (asm-generic/unistd.h)
+        0xC00000B7,
+        277,
+        {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "prlimit64": 261,
+         "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
+         "migrate_pages": 238, "move_pages": 239, "perf_event_open": 241, "memfd_create": 279},
+    ),
+}  # fmt: skip
+_SECCOMP_SAME = {"pidfd_send_signal": 424, "pidfd_open": 434, "pidfd_getfd": 438, "process_madvise": 440,
+                 "process_mrelease": 448}  # fmt: skip
+_SECCOMP_DENY = ("tkill", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "perf_event_open",
+                 "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_madvise", "process_mrelease",
+                 "memfd_create")  # fmt: skip
+_SECCOMP_SELF = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: our own pid only
+_SECCOMP_SELF_OR_0 = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+                      "migrate_pages", "move_pages")  # fmt: skip  # first argument: 0 (= the caller) or our pid
+
+# Landlock: the file-system rights it handles (denied unless a rule allows them).
+_LL_WRITE_FILE, _LL_TRUNCATE = 1 << 1, 1 << 14
+_LL_WRITES_V1 = sum(1 << b for b in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove, make *
+_LL_REFER = 1 << 13  # ABI 2: link/rename across directories
+_LL_SCOPES = 0b11  # ABI 6: abstract unix sockets, signals
+_SYS_LANDLOCK_CREATE, _SYS_LANDLOCK_ADD, _SYS_LANDLOCK_RESTRICT = 444, 445, 446  # every architecture
+_PR_SET_NO_NEW_PRIVS = 38
+_LIBC: list = []
+
+
+def _libc():
+    """libc through ctypes, loaded once in the zygote (a child's hook refuses ctypes)."""
+    if not _LIBC:
+        import ctypes
+
+        lib = ctypes.CDLL(None, use_errno=True)
+        lib.syscall.restype = ctypes.c_long
+        _LIBC.append(lib)
+    return _LIBC[0]
+
+
+def _seccomp_program(me: int) -> bytes | None:
+    """The classic-BPF filter for a child whose pid is ``me``, or None on an unknown machine."""
+    import platform
+    import struct
+
+    arch = _SECCOMP_ARCH.get(platform.machine())
+    if arch is None:
+        return None
+    audit_arch, _nr, table = arch
+    nr = {**table, **_SECCOMP_SAME}
+    allow, eperm = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    # (op, k, label): "ld" loads a 32-bit word of seccomp_data (nr at 0, arch at 4, the low
+    # half of args[0] at 16), "ret" answers, jumps go to a label when true ("jne": when false).
+    code: list[tuple] = [("ld", 4, None), ("jne", audit_arch, "deny"), ("ld", 0, None)]
+    code.append(("jge", 0x40000000, "deny"))  # x32 system calls
+    code += [("jeq", nr[name], "deny") for name in _SECCOMP_DENY]
+    code += [("jeq", nr[name], "self") for name in _SECCOMP_SELF]
+    code += [("jeq", nr[name], "self_or_0") for name in _SECCOMP_SELF_OR_0]
+    code += [("ret", allow, None)]
+    code += [("label", 0, "self_or_0"), ("ld", 16, None), ("jeq", 0, "allow")]
+    code += [("label", 0, "self"), ("ld", 16, None), ("jeq", me, "allow")]
+    code += [("label", 0, "deny"), ("ret", eperm, None), ("label", 0, "allow"), ("ret", allow, None)]
+    labels, at = {}, 0
+    for op, _k, label in code:
+        if op == "label":
+            labels[label] = at
+        else:
+            at += 1
+    out, at = [], 0
+    for op, k, label in code:
+        if op == "label":
+            continue
+        if op == "ld":
+            out.append(struct.pack("HBBI", 0x20, 0, 0, k))  # BPF_LD | BPF_W | BPF_ABS
+        elif op == "ret":
+            out.append(struct.pack("HBBI", 0x06, 0, 0, k))  # BPF_RET | BPF_K
+        else:
+            skip = labels[label] - at - 1
+            jt, jf = (0, skip) if op == "jne" else (skip, 0)
+            out.append(struct.pack("HBBI", 0x35 if op == "jge" else 0x15, jt, jf, k))  # BPF_JMP | JGE/JEQ | K
+        at += 1
+    return b"".join(out)
+
+
+def _install_seccomp() -> None:
+    import ctypes
+    import platform
+
+    program = _seccomp_program(os.getpid())
+    if program is None:
+        raise OSError(f"no seccomp filter for {platform.machine()}")
+    libc = _libc()
+
+    class _Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buf = ctypes.create_string_buffer(program, len(program))
+    prog = _Fprog(len(program) // 8, ctypes.addressof(buf))
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    # SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_TSYNC: every thread of the process.
+    if libc.syscall(_SECCOMP_ARCH[platform.machine()][1], 1, 1, ctypes.byref(prog)) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp")
+
+
+def _landlock_abi() -> int:
+    try:
+        abi = _libc().syscall(_SYS_LANDLOCK_CREATE, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
+    except Exception:
+        return 0
+    return max(int(abi), 0)
+
+
+def _install_landlock(abi: int, scratch: str) -> None:
+    """Writes of any kind only below ``scratch`` (and to /dev/null) from now on."""
+    import ctypes
+    import struct
+
+    libc = _libc()
+    writes = _LL_WRITES_V1 | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
+    attr = struct.pack("QQQ", writes, 0, _LL_SCOPES) if abi >= 6 else struct.pack("Q", writes)
+    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE, attr, len(attr), 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    try:
+        for path, rights in ((scratch, writes), (os.devnull, writes & (_LL_WRITE_FILE | _LL_TRUNCATE))):
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = struct.pack("=Qi", rights, fd)  # struct landlock_path_beneath_attr (packed)
+                if libc.syscall(_SYS_LANDLOCK_ADD, ruleset, 1, rule, 0) != 0:  # LANDLOCK_RULE_PATH_BENEATH
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+        if libc.syscall(_SYS_LANDLOCK_RESTRICT, ruleset, 0) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+
+
+# What every child applies (filled by ``_confinement()`` in the zygote before the first spare).
+CONFINE = {"seccomp": False, "landlock": 0}
+
+
+def _confine(scratch: str) -> None:
+    """Apply ``CONFINE`` to this (child) process; raises when a layer that worked before fails."""
+    if CONFINE["seccomp"]:
+        _install_seccomp()
+    if CONFINE["landlock"]:
+        _install_landlock(CONFINE["landlock"], scratch)
+
+
+def _confinement(probe_dir: str) -> dict:
+    """Which layers work here: each tried in a throw-away child (they cannot be undone)."""
+    found = {"seccomp": False, "landlock": 0}
+    if not sys.platform.startswith("linux"):
+        return found
+    abi = _landlock_abi()
+    for layer, value in (("seccomp", True), ("landlock", abi)):
+        if not value:
+            continue
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the probe child
+            ok = False
+            try:
+                if layer == "seccomp":
+                    _install_seccomp()
+                    ok = True
+                    with contextlib.suppress(OSError):  # the filter must answer EPERM, not let it through
+                        os.kill(os.getppid(), 0)
+                        ok = False
+                else:
+                    _install_landlock(abi, os.path.join(probe_dir, "in"))
+                    try:
+                        os.close(os.open(os.path.join(probe_dir, "out"), os.O_CREAT | os.O_WRONLY, 0o600))
+                    except PermissionError:
+                        ok = True
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            found[layer] = value
+    return found
 
 
 # -- the audit hook -------------------------------------------------------------------
@@ -269,6 +488,15 @@ def _make_hook(sandbox_dir: str, deny_read: tuple[str, ...]):
                 raise violation(f"'{event}' outside the sandbox directory is not allowed while validating")
         elif event in ("os.listdir", "os.scandir") and args and denied_read(args[0]):
             raise violation(f"listing {args[0]} is not allowed while validating")
+        elif event == "sqlite3.connect" and args and isinstance(args[0], path_like):
+            # sqlite opens (and creates) its file in C, with no "open" event; Landlock holds
+            # below this where the kernel has it, this is for where it has not.
+            database = fsdecode(fspath(args[0]))
+            if database.startswith("file:"):
+                database = database[5:].split("?", 1)[0]
+            if database not in ("", ":memory:") and not inside(database):
+                state["violations"].append(f"sqlite3.connect {database}")
+                raise violation(f"a database at {database} is not allowed while validating (only the sandbox)")
 
     return hook
 
@@ -1368,6 +1596,7 @@ def _component_attrs() -> list:
 ZYGOTE_PID = os.getpid()
 ROOT = SANDBOX_DIR  # the zygote's cwd: every entry under it is wiped after each request
 HOME = os.path.join(ROOT, "home")
+SCRATCH_MB = int(CONFIG.get("scratch_mb") or 0)  # the size of the sandbox's /tmp, when it has one
 
 
 def _op_validate(req: dict) -> dict:
@@ -1452,6 +1681,14 @@ def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
         os.closerange(answer_w + 1, 1 << 16)
         os.chdir(scratch)
         SANDBOX_DIR = scratch
+        # Temporary files (tempfile, sqlite's) belong to the request too: its own directory.
+        os.environ["TMPDIR"] = scratch
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].tempdir = None
+        try:
+            _confine(scratch)  # seccomp + Landlock, before anything of a request exists here
+        except BaseException:
+            os._exit(72)
         signal.signal(signal.SIGALRM, _on_alarm)
         # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
         # Neither do mkfifo and mknod.
@@ -1565,20 +1802,87 @@ def _kill_subtree(child: int, keep: frozenset[int] = frozenset(), *, wait: bool 
             time.sleep(0.001)
 
 
-def _wipe(keep: str | None = None) -> None:
-    """Empty the sandbox's writable directory, but for the waiting spare's scratch directory."""
-    for name in os.listdir(ROOT):
-        path = os.path.join(ROOT, name)
-        if path == keep:
-            continue
+_WIPED = [0]  # directory entries the clean-up has looked at since the start (sent with every verdict)
+ROOT_DEV = os.stat(ROOT).st_dev
+
+
+def _clear(top: str, keep: frozenset[str] = frozenset()) -> None:
+    """Remove everything below ``top`` that lives on the sandbox's own file system.
+
+    Another mount -- the interpreter and its packages, bound read-only under the sandbox's
+    /tmp when the venv lives in /tmp -- is never entered, and the directories that lead to one
+    stay (their ``rmdir`` fails); so are the directories in ``keep``.  A directory a request
+    made unreadable is opened up first.  Iterative: a request may nest directories thousands
+    deep.
+    """
+    order, todo = [], [top]
+    while todo:
+        directory = todo.pop()
+        order.append(directory)
         try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
+            entries = list(os.scandir(directory))
+        except PermissionError:
+            try:
+                os.chmod(directory, 0o700)
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
         except OSError:
-            pass
+            continue
+        for entry in entries:
+            _WIPED[0] += 1
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_dev != ROOT_DEV:
+                continue  # a mount point
+            if stat.S_ISDIR(st.st_mode):
+                if st.st_mode & 0o700 != 0o700:
+                    with contextlib.suppress(OSError):
+                        os.chmod(entry.path, 0o700)
+                todo.append(entry.path)
+                continue
+            try:
+                os.unlink(entry.path)
+            except PermissionError:  # in a directory the request made read-only
+                with contextlib.suppress(OSError):
+                    os.chmod(directory, 0o700)
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+    for directory in reversed(order[1:]):  # every directory after all below it
+        if directory not in keep:
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+
+
+def _wipe(scratch: str, spare_scratch: str | None) -> None:
+    """Remove what the request created, and nothing else.
+
+    Under Landlock the request could create files only in its scratch directory: that
+    directory is all there is to remove.  Without it (an older kernel), C-level code may
+    have written anywhere in the sandbox's writable directory (HOME, the spare's scratch):
+    all of it is emptied, the spare's directory kept, other mounts never entered.
+    """
+    if CONFINE["landlock"]:
+        _clear(scratch)
+        with contextlib.suppress(OSError):
+            os.rmdir(scratch)
+        return
+    _clear(ROOT, frozenset({spare_scratch}) if spare_scratch else frozenset())
     os.makedirs(HOME, exist_ok=True)
+
+
+def _scratch_full() -> bool:
+    """Whether the sandbox's size-limited /tmp (``scratch_mb``) is (nearly) full."""
+    if not SCRATCH_MB:
+        return False
+    try:
+        st = os.statvfs(ROOT)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < max(st.f_blocks * st.f_frsize // 20, 1 << 20)
 
 
 def _status_text(status: int) -> str:
@@ -1622,6 +1926,15 @@ def _new_spare() -> _Spare | None:
 
 _NEXT: list[_Spare | None] = [None]  # the spare for the request after the current one
 _CLEANUP: list = []  # what is left to do once the answer is sent
+
+
+def _annotate(result: dict) -> dict:
+    """What the zygote adds to a verdict: a full scratch space (the request's doing, whatever
+    it answered) and how many entries clean-up has looked at so far."""
+    if _scratch_full():
+        result["scratch_full"] = f"{SCRATCH_MB} MB"
+    result["wiped"] = _WIPED[0]
+    return result
 
 
 def serve(req: dict, child: _Spare | None) -> dict:
@@ -1677,11 +1990,11 @@ def serve(req: dict, child: _Spare | None) -> dict:
                     verdict = "oversized"
             else:
                 kept_output = min(OUTPUT_CAP, kept_output + len(chunk))  # drained and dropped
+    spare_scratch = _NEXT[0].scratch if _NEXT[0] else None
     if early is not None and verdict is None:
         # Every process of the request gets SIGKILL (it cannot run another instruction)
         # before the answer leaves; reaping them and wiping their files happen after.
         _kill_subtree(pid, keep, wait=False)
-        spare_scratch = _NEXT[0].scratch if _NEXT[0] else None
 
         def cleanup() -> None:
             _kill_subtree(pid, keep)
@@ -1689,10 +2002,11 @@ def serve(req: dict, child: _Spare | None) -> dict:
                 if fd is not None:
                     with contextlib.suppress(OSError):
                         os.close(fd)
-            _wipe(keep=spare_scratch)
+            _wipe(child.scratch, spare_scratch)
 
         _CLEANUP.append(cleanup)
-        return {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3), "status": "ok", "answer": early}
+        result = {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3), "status": "ok", "answer": early}
+        return _annotate(result)
     if verdict is None:  # the child exited: take what is left in the pipe, without waiting on grandchildren
         os.set_blocking(answer_r, False)
         with contextlib.suppress(BlockingIOError, OSError):
@@ -1711,8 +2025,9 @@ def serve(req: dict, child: _Spare | None) -> dict:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
-    _wipe(keep=_NEXT[0].scratch if _NEXT[0] else None)
-    result: dict = {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3)}
+    result: dict = _annotate({})
+    _wipe(child.scratch, spare_scratch)
+    result["elapsed_ms"] = round((time.monotonic() - t0) * 1000, 3)
     if verdict is not None:
         return {**result, "status": verdict, "detail": f"{timeout:g} s" if verdict == "timeout" else str(len(buf))}
     if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
@@ -1740,7 +2055,13 @@ def main() -> None:
         ref = None
     _prctl(_PR_SET_DUMPABLE, 0)  # children cannot open our /proc/<pid>/mem, fd/ or ptrace us
     subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    _wipe()
+    probe = os.path.join(ROOT, "confinement-probe")
+    os.makedirs(os.path.join(probe, "in"), exist_ok=True)
+    CONFINE.update(_confinement(probe))
+    if CONFIG.get("landlock") is False:
+        CONFINE["landlock"] = 0
+    _clear(ROOT)  # what the warm-up wrote (never entering the read-only binds)
+    os.makedirs(HOME, exist_ok=True)
     gc.freeze()  # the imported world is permanent: keep it out of every later collection
     gc.enable()
     send(
@@ -1752,6 +2073,7 @@ def main() -> None:
             "import_ms": round((t0 - STARTED) * 1000),
             "warmup_ms": round((time.perf_counter() - t0) * 1000),
             "subreaper": subreaper,
+            "confinement": dict(CONFINE),
             "ops": sorted(OPS),
             "op_errors": op_errors,
             "reference": ref,

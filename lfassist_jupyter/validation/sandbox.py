@@ -255,14 +255,25 @@ class SandboxValidator:
         timeout: seconds one validation may take before its child is killed.
         memory_mb: address-space limit of the worker (and so of each child).
         smoke: whether to call every output with sample inputs.
+        scratch_mb: the size of the sandbox's private /tmp, the only place a request can
+            write (default: an eighth of ``memory_mb``); a request that fills it fails with
+            a report that names the limit.  Full isolation only: the reduced sandbox has
+            no file system of its own (files there are capped at 64 MB each).
     """
 
     def __init__(
-        self, python: str | None = None, *, timeout: float = 10.0, memory_mb: int = 4096, smoke: bool = True
+        self,
+        python: str | None = None,
+        *,
+        timeout: float = 10.0,
+        memory_mb: int = 4096,
+        smoke: bool = True,
+        scratch_mb: int | None = None,
     ) -> None:
         self.python = python or os.environ.get("LFASSIST_VALIDATOR_PYTHON") or sys.executable
         self.timeout = timeout
         self.memory_mb = memory_mb
+        self.scratch_mb = int(scratch_mb) if scratch_mb else max(16, memory_mb // 8)
         self.smoke = smoke
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: str | None = None  # the host directory of a reduced sandbox (None under bwrap)
@@ -277,6 +288,7 @@ class SandboxValidator:
         self.isolation_reason = ""
         self.restarts = 0
         self.started_at: float | None = None
+        self._cleanup_entries = 0  # directory entries the zygote's clean-up has visited (tests)
         atexit.register(self.close)
 
     # -- process management -----------------------------------------------------------
@@ -308,16 +320,20 @@ class SandboxValidator:
         self.isolation, self.isolation_reason = mode, reason
         ops = [str(p) for p in OP_MODULES if p.exists()]
         config: dict[str, Any] = {"memory_mb": self.memory_mb, "op_modules": ops}
+        if os.environ.get("LFASSIST_SANDBOX_LANDLOCK", "").strip().lower() in ("0", "off"):
+            config["landlock"] = False  # what a kernel without Landlock gets (the tests of that path)
         argv = ["-I", "-u", str(WORKER_SCRIPT)]
         if mode == "full":
             env = scrubbed_env(_isolation.SANDBOX_TMP)
             env["HOME"] = _isolation.SANDBOX_HOME
+            config["scratch_mb"] = self.scratch_mb
             cmd = _isolation.bwrap_command(
                 _isolation.bwrap_binary() or "bwrap",
                 self.python,
                 [*argv, json.dumps(config)],
                 env=env,
                 extra_ro=(*_isolation.worker_files(), *ops),
+                scratch_mb=self.scratch_mb,
             )
             cwd, popen_env = None, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         else:
@@ -429,7 +445,8 @@ class SandboxValidator:
             self._reference = _redact_tree(_Reference.model_validate(ref).model_dump()) if ref else None
         except ValidationError:
             self._reference = None
-        self._ready = {k: msg.get(k) for k in ("lfx_version", "pid", "import_ms", "warmup_ms", "ops", "subreaper")}
+        keys = ("lfx_version", "pid", "import_ms", "warmup_ms", "ops", "subreaper", "confinement")
+        self._ready = {k: msg.get(k) for k in keys}
 
     def _request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
         """One request and the zygote's verdict; the lock keeps the wire strictly sequential."""
@@ -480,6 +497,14 @@ class SandboxValidator:
             return None, f"The validation sandbox stopped ({exc}); it was restarted."
         status = verdict.get("status")
         detail = redact_text(str(verdict.get("detail", ""))[:200])
+        if isinstance(verdict.get("wiped"), int):
+            self._cleanup_entries = verdict["wiped"]
+        if verdict.get("scratch_full"):  # whatever the child answered: it filled the space
+            limit = redact_text(str(verdict["scratch_full"])[:40])
+            return None, (
+                f"The component filled the sandbox's scratch space (its limit is {limit}); "
+                "writing that much is not allowed while validating."
+            )
         if status == "ok" and isinstance(verdict.get("answer"), dict):
             return verdict["answer"], None
         if status == "timeout":
@@ -692,7 +717,19 @@ class SandboxValidator:
             "error": self._fatal,
             "isolation": self.isolation,
             "isolation_reason": self.isolation_reason,
+            "confinement": _confinement_text(ready.get("confinement")),
+            "scratch_mb": self.scratch_mb if self.isolation == "full" else None,
         }
+
+
+def _confinement_text(found: object) -> str | None:
+    """The kernel layers each child runs under, as the zygote found them ("seccomp, Landlock ABI 7")."""
+    if not isinstance(found, dict):
+        return None
+    layers = ["seccomp"] if found.get("seccomp") is True else []
+    if isinstance(found.get("landlock"), int) and found["landlock"] > 0:
+        layers.append(f"Landlock ABI {found['landlock']}")
+    return ", ".join(layers) or "none"
 
 
 _default: SandboxValidator | None = None
