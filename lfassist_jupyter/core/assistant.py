@@ -210,7 +210,20 @@ class Assistant:
             extra_components=self._session_components(),
             current_flow=last.flow if last else None,
             current_spec=last.content if last else None,
+            flows=self._session_flows(),
+            langflow=self.langflow,
         )
+
+    def _session_flows(self) -> list[dict[str, Any]]:
+        """The flows of this conversation, newest first (one per name): the plan may reuse one."""
+        seen: set[str] = set()
+        out = []
+        for turn in reversed(self.session.turns):
+            name = str((turn.flow or {}).get("name") or "") if turn.kind == "flow" else ""
+            if name and name.lower() not in seen:
+                seen.add(name.lower())
+                out.append(turn.flow)
+        return out
 
     def _flow_sandbox(self) -> Any:
         """The sandbox that probe-runs flows: the validator itself, one in its chain, or the default."""

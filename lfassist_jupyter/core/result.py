@@ -121,6 +121,9 @@ class FlowOutcome(_Outcome):
     """Custom components generated for this flow (each validated like any component)."""
     notes: list[str] = Field(default_factory=list)
     """What the builder skipped or repaired on the way (a malformed spec line, a renamed port)."""
+    reused: dict[str, Any] | None = None
+    """The existing flow this one started from (reuse before generate): ``{name, where, inputs}``,
+    ``inputs`` being the values taken from the request and put into the flow."""
 
     @property
     def needs(self) -> list[Any]:
