@@ -168,3 +168,12 @@ async def test_a_reuse_of_an_unknown_flow_plans_a_new_one(llm, make_assistant):
     )
     result = await make_assistant("openai").arun("a flow that answers with a prompt")
     assert result.ok and len(llm.requests) == 3 and result.outcome.reused is None
+
+
+def test_assist_generate_flag_skips_the_builtin(ip, llm, sandbox):
+    llm.queue(intent("generate_component", "a component that uppercases text"), fenced(GOOD))
+    result = ip.run_cell_magic("assist", "--quiet --generate --no-insert", "a component that uppercases text")
+    assert result.ok and result.builtin is None and "Built-in components" not in llm.requests[0].text
+    llm.queue(builtin_intent("SplitText"))  # the flag is for one request: the next one is offered the built-in
+    again = ip.run_cell_magic("assist", "--quiet", "a component that splits text into chunks")
+    assert again.builtin is not None and "Built-in components" in llm.requests[-1].text
