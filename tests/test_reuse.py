@@ -81,7 +81,7 @@ def reuse_plan(name: str, change: str = "", inputs: dict | None = None, componen
 
 
 def node_types(flow: dict) -> list[str]:
-    return sorted(n["data"]["type"] for n in flow["data"]["nodes"])
+    return sorted(n["data"]["node"]["display_name"] for n in flow["data"]["nodes"])
 
 
 async def test_a_flow_of_the_session_is_reused_with_the_requests_value(llm, make_assistant):
@@ -126,6 +126,10 @@ def fake_langflow(template: dict, stored: dict) -> LangflowClient:
 
 async def test_a_langflow_template_is_loaded_and_edited(llm, make_assistant):
     template = build_flow(named(QA_SPEC, "Basic Prompting")).flow | {"description": "Answers with a prompt template."}
+    prompt_node = next(n for n in template["data"]["nodes"] if n["data"]["type"] == "Prompt Template")
+    prompt_node["data"]["type"] = "Prompt"  # as Langflow's starter templates name it
+    prompt_node["data"].pop("_flow_builder_registry_type", None)
+    prompt_node["data"]["node"]["template"]["tools_metadata"] = {"type": "tools", "value": [{"name": "x"}]}
     assistant = make_assistant("openai")
     assistant.langflow = fake_langflow(template, build_flow(SHOUT).flow)
     edited = QA_SPEC.replace("B.prompt -> C.input_value", "B.prompt -> X.text_input\n  X.message -> C.input_value")
@@ -143,8 +147,9 @@ async def test_a_langflow_template_is_loaded_and_edited(llm, make_assistant):
     assert "Basic Prompting (Langflow template): Answers with a prompt template." in plan_prompt
     assert "Shouter (Langflow)" in plan_prompt and len(plan_prompt) < 16_000 and len(write_prompt) < 16_000
     assert "Answer this: {question}" in write_prompt  # the write call edits the template's spec
+    assert "B: Prompt Template" in write_prompt and "tools_metadata" not in write_prompt
     assert result.ok, result.error
-    assert set(node_types(template)) <= set(node_types(result.flow)) and "TextOperations" in node_types(result.flow)
+    assert set(node_types(template)) <= set(node_types(result.flow)) and "Text Operations" in node_types(result.flow)
     assert result.run["text"] == lfx_run(result.flow, PROBE_TEXT) == f"ANSWER THIS: {PROBE_TEXT}".upper()
     assert result.outcome.reused == {"name": "Basic Prompting", "where": "Langflow template", "inputs": []}
 

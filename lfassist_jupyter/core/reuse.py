@@ -108,7 +108,7 @@ def builtin_outcome(component: BuiltinComponent) -> AnswerOutcome:
 
 # -- flows ---------------------------------------------------------------------------------------
 
-FLOWS_BUDGET = 2_500
+FLOWS_BUDGET = 3_500
 """What the list of the user's flows and templates may take of the plan prompt."""
 
 
@@ -175,7 +175,7 @@ async def gather_flows(session_flows: list[dict[str, Any]] | None, langflow: Any
 
 def _line(text: Any) -> str:
     text = " ".join(str(text or "").split())
-    return text if len(text) <= 100 else text[:99].rstrip() + "…"
+    return text if len(text) <= 80 else text[:79].rstrip() + "…"
 
 
 def reuse_lines(candidates: list[FlowCandidate], budget: int = FLOWS_BUDGET) -> str:
@@ -309,3 +309,37 @@ def _field_for(key: str, nodes: dict[str, str], catalog: Any) -> str | None:
                 if name == wanted or (not exact and (name.rstrip("s") == wanted.rstrip("s"))):
                     return f"{node_id}.{field}"
     return None
+
+
+def normalise_flow(flow: dict[str, Any], catalog: Any) -> dict[str, Any]:
+    """A copy of a stored flow whose nodes name their catalogue entries, ready for ``flow_to_spec``.
+
+    Langflow's starter templates call a node by its component's short name (``Prompt``), which
+    resolves to the wrong entry (``LangChain Hub Prompt``); the node's module names the right one.
+    Fields the entry does not have (``tools_metadata`` of a node in tool mode) are dropped: the
+    builder would refuse them as unknown parameters, and they hold no value of the user's.
+    """
+    import copy
+
+    by_module: dict[str, str] = {}
+    for key, entry in catalog.registry.items():
+        module = (entry.get("metadata") or {}).get("module") if isinstance(entry, Mapping) else None
+        if module and not entry.get("custom"):
+            by_module.setdefault(str(module), key)
+    out = copy.deepcopy(flow)
+    data = out.get("data", out)
+    for node in data.get("nodes", []) if isinstance(data, dict) else []:
+        nd = node.get("data") if isinstance(node, dict) else None
+        if not isinstance(nd, dict) or nd.get("type") == "CustomComponent" or not isinstance(nd.get("node"), dict):
+            continue
+        module = (nd["node"].get("metadata") or {}).get("module")
+        key = by_module.get(str(module)) if module else None
+        if key is None:
+            continue
+        nd["type"] = nd["_flow_builder_registry_type"] = key
+        known = (catalog.registry[key].get("template") or {}).keys()
+        template = nd["node"].get("template")
+        if isinstance(template, dict):
+            for field in [f for f in template if not f.startswith("_") and f != "code" and f not in known]:
+                del template[field]
+    return out

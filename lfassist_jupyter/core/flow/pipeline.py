@@ -289,7 +289,8 @@ class FlowPipeline:
                 if key not in catalog:
                     catalog.add(key, template)
             try:
-                spec_text = await asyncio.to_thread(flow_to_spec, loaded, catalog=catalog)
+                normalised = reuse.normalise_flow(loaded, catalog)
+                spec_text = await asyncio.to_thread(flow_to_spec, normalised, catalog=catalog)
             except Exception as exc:  # a flow our spec writer cannot read: plan a new one
                 log.info("The flow %s could not be reused: %s", candidate.name, exc)
                 spec_text = None
