@@ -8,11 +8,22 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 from components import GOOD, QA_SPEC, UPPER_SPEC, fenced, intent, lfx_run, named, plan, spec_reply
 
 from lfassist_jupyter.core.flow.pipeline import PROBE_TEXT
 from lfassist_jupyter.flows import build_flow
 from lfassist_jupyter.langflow import LangflowClient
+
+
+@pytest.fixture(autouse=True)
+def fresh_templates():
+    """Each fake server's starter templates are its own (the real cache is per URL, per kernel)."""
+    from lfassist_jupyter.core import reuse
+
+    reuse._TEMPLATES.clear()
+    yield
+    reuse._TEMPLATES.clear()
 
 
 def builtin_intent(name: str, translation: str = "a component that splits text into chunks") -> str:
@@ -182,3 +193,31 @@ def test_assist_generate_flag_skips_the_builtin(ip, llm, sandbox):
     llm.queue(builtin_intent("SplitText"))  # the flag is for one request: the next one is offered the built-in
     again = ip.run_cell_magic("assist", "--quiet", "a component that splits text into chunks")
     assert again.builtin is not None and "Built-in components" in llm.requests[-1].text
+
+
+@pytest.fixture(scope="module")
+def langflow_server(tmp_path_factory):
+    from test_langflow import Server
+
+    srv = Server(tmp_path_factory.mktemp("langflow-reuse"))
+    try:
+        srv.wait()
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.mark.langflow
+async def test_the_real_servers_starter_templates_are_offered_and_reusable(langflow_server, sandbox):
+    from lfassist_jupyter.core.reuse import gather_flows, normalise_flow, reuse_lines
+    from lfassist_jupyter.flows import default_catalog, flow_to_spec
+
+    client = await LangflowClient(url=langflow_server.url).connect()
+    candidates = await gather_flows([], client)
+    templates = [c for c in candidates if c.where == "Langflow template"]
+    assert len(templates) >= 3 and "Basic Prompting" in {c.name for c in templates}
+    assert len(reuse_lines(candidates)) <= 3_500
+    catalog = default_catalog(sandbox)
+    basic = next(c for c in templates if c.name == "Basic Prompting")
+    built = build_flow(flow_to_spec(normalise_flow(basic.flow, catalog), catalog=catalog), catalog=catalog)
+    assert built.ok and len(built.flow["data"]["nodes"]) == len(basic.flow["data"]["nodes"])

@@ -109,6 +109,8 @@ def builtin_outcome(component: BuiltinComponent) -> AnswerOutcome:
 # -- flows ---------------------------------------------------------------------------------------
 
 FLOWS_BUDGET = 3_500
+_TEMPLATES: dict[str, Any] = {}
+"""Langflow's starter templates by server URL, read once per kernel."""
 """What the list of the user's flows and templates may take of the plan prompt."""
 
 
@@ -157,12 +159,16 @@ async def gather_flows(session_flows: list[dict[str, Any]] | None, langflow: Any
                 )
         except LfAssistError as exc:
             log.info("Langflow's flows are not offered for reuse: %s", exc)
-        try:
-            response = await langflow._request("GET", "/api/v1/starter-projects/")
-            templates = response.json() if response.status_code == 200 else []
-        except (LfAssistError, ValueError) as exc:
-            log.info("Langflow's starter templates are not offered for reuse: %s", exc)
-            templates = []
+        templates = _TEMPLATES.get(str(getattr(langflow, "url", "")))
+        if templates is None:
+            try:
+                response = await langflow._request("GET", "/api/v1/starter-projects/")
+                templates = response.json() if response.status_code == 200 else []
+                if response.status_code == 200:  # a few MB that change with the server's version only
+                    _TEMPLATES[str(getattr(langflow, "url", ""))] = templates
+            except (LfAssistError, ValueError) as exc:
+                log.info("Langflow's starter templates are not offered for reuse: %s", exc)
+                templates = []
         for item in templates if isinstance(templates, list) else []:
             if isinstance(item, dict) and isinstance((item.get("data") or {}).get("nodes"), list):
                 add(
