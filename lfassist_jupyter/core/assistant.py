@@ -44,6 +44,7 @@ from lfassist_jupyter.core.intent import (
     OFF_TOPIC,
     OFF_TOPIC_REFUSAL,
     RUN_FLOW,
+    USE_BUILTIN,
     IntentResult,
     build_intent_messages,
     parse_intent,
@@ -130,6 +131,9 @@ class Assistant:
         answer): a workspace connected to Langflow sets the server's components here."""
         self.langflow: Any = None
         """The connected ``LangflowClient`` (set by a workspace): "run X on Y" finds X there too."""
+        self.reuse = True
+        """Reuse before generate: a component request that a built-in lfx component covers is
+        answered with that component (no generation call); "generate anyway" still generates."""
         self.last_outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = None
         self.last_record: RequestRecord | None = None
         """The metrics record of the last request (calls, tokens, duration), for views and evals."""
@@ -206,7 +210,20 @@ class Assistant:
             extra_components=self._session_components(),
             current_flow=last.flow if last else None,
             current_spec=last.content if last else None,
+            flows=self._session_flows(),
+            langflow=self.langflow,
         )
+
+    def _session_flows(self) -> list[dict[str, Any]]:
+        """The flows of this conversation, newest first (one per name): the plan may reuse one."""
+        seen: set[str] = set()
+        out = []
+        for turn in reversed(self.session.turns):
+            name = str((turn.flow or {}).get("name") or "") if turn.kind == "flow" else ""
+            if name and name.lower() not in seen:
+                seen.add(name.lower())
+                out.append(turn.flow)
+        return out
 
     def _flow_sandbox(self) -> Any:
         """The sandbox that probe-runs flows: the validator itself, one in its chain, or the default."""
@@ -239,6 +256,36 @@ class Assistant:
             if template is not None:
                 extra[turn.class_name] = template
         return extra or None
+
+    def _builtin_catalog(self) -> Any:
+        """The bundled components the classifier may offer instead of generating one: the
+        catalogue of the sandbox in this assistant's validator chain (cached by the validator),
+        None without one (reuse is then skipped: it never starts a sandbox of its own)."""
+        if not self.reuse:
+            return None
+        for candidate in [self.validator, *getattr(self.validator, "validators", [])]:
+            if hasattr(candidate, "flow_catalog_sync"):
+                from lfassist_jupyter.flows import default_catalog
+
+                try:
+                    return default_catalog(candidate)
+                except Exception as exc:  # no lfx in the worker: classify without the catalogue
+                    log.info("No built-in catalogue for reuse: %s", exc)
+                    return None
+        return None
+
+    def _generate_followup(self, text: str) -> str | None:
+        """For a bare "generate anyway" after a built-in was offered: the request it refers to."""
+        from lfassist_jupyter.core.reuse import is_bare_generate, wants_generation
+
+        if not (wants_generation(text) and is_bare_generate(text)):
+            return None
+        turns = self.session.turns
+        for i in range(len(turns) - 1, 0, -1):
+            if turns[i].role == "assistant":
+                offered = turns[i].kind == "answer" and turns[i].class_name and turns[i - 1].role == "user"
+                return turns[i - 1].content if offered else None
+        return None
 
     def pipeline_for(self, intent: str) -> Pipeline:
         if intent in self._pipelines:
@@ -470,13 +517,28 @@ class Assistant:
         provider = MeteredProvider(real_provider, record)  # type: ignore[assignment]  # a Provider in all but name
         session = self.session
 
-        intent = await self._classify(
-            provider,
-            clean.text,
-            has_component=session.last_component is not None,
-            has_flow=session.last_flow is not None,
-        )
-        record.kind = INTENT_METRIC.get(intent.intent, intent.intent)
+        from lfassist_jupyter.core.reuse import builtin_lines, builtin_outcome, describe_builtin, wants_generation
+
+        generate = wants_generation(clean.text)
+        earlier = self._generate_followup(clean.text)
+        catalog = None
+        if earlier is not None:  # "generate anyway": the offered request, generated (no classification)
+            intent = IntentResult(intent=GENERATE_COMPONENT, translation=earlier, parsed_by="followup")
+        else:
+            catalog = None if generate else await asyncio.to_thread(self._builtin_catalog)
+            text = clean.text.replace("--generate", " ").strip() if generate else clean.text
+            intent = await self._classify(
+                provider,
+                text,
+                has_component=session.last_component is not None,
+                has_flow=session.last_flow is not None,
+                builtins=builtin_lines(catalog),
+            )
+        builtin = describe_builtin(catalog, intent.builtin) if intent.builtin and catalog is not None else None
+        if intent.intent == GENERATE_COMPONENT and builtin is not None:
+            record.kind = INTENT_METRIC[USE_BUILTIN]
+        else:
+            record.kind = INTENT_METRIC.get(intent.intent, intent.intent)
         log_event(
             logging.INFO,
             "assistant.request.started",
@@ -504,6 +566,14 @@ class Assistant:
             max_tokens=self.max_tokens,
             warnings=list(clean.warnings),
         )
+        if intent.intent == GENERATE_COMPONENT and builtin is not None:
+            outcome = builtin_outcome(builtin)  # reuse before generate: no generation call
+            self._record(session, outcome)
+            if unsaved := self._save_session():
+                clean.warnings.append(unsaved)
+            self._complete(outcome, clean.warnings, emit)
+            self._log_completed(request_id, t0, validated=False, attempts=0)
+            return
         try:
             # Built in a thread: a flow pipeline reads the session's components (a sandbox call).
             if intent.intent == RUN_FLOW and RUN_FLOW not in self._pipelines:
@@ -554,8 +624,9 @@ class Assistant:
             )
         elif isinstance(outcome, FlowOutcome) and outcome.error is not None and outcome.result == outcome.error:
             return  # the provider failed before any flow: nothing was said
-        else:
-            turn = Turn(role="assistant", content=outcome.result, kind="answer")
+        else:  # an answer; an offered built-in keeps its name, so "generate anyway" knows what was offered
+            builtin = getattr(outcome, "builtin", None)
+            turn = Turn(role="assistant", content=outcome.result, kind="answer", class_name=builtin and builtin.name)
         session.add(turn, window=self.history_window)
 
     def _complete(
@@ -568,9 +639,11 @@ class Assistant:
         emit(CompleteEvent(data=outcome.complete_data(warnings or None)))
 
     async def _classify(
-        self, provider: Provider, text: str, *, has_component: bool, has_flow: bool = False
+        self, provider: Provider, text: str, *, has_component: bool, has_flow: bool = False, builtins: str | None = None
     ) -> IntentResult:
-        system, messages = build_intent_messages(text, has_component=has_component, has_flow=has_flow)
+        system, messages = build_intent_messages(
+            text, has_component=has_component, has_flow=has_flow, builtins=builtins
+        )
         model = self.intent_model or provider.fast_model or self.model or provider.default_model
         reply = await provider.complete(system=system, messages=messages, model=model, max_tokens=400, temperature=0)
         return parse_intent(reply, text)

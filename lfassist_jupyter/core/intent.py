@@ -24,6 +24,9 @@ COMPONENT_THEN_FLOW = "component_then_flow"
 RUN_FLOW = "run_flow"
 QUESTION = "question"
 OFF_TOPIC = "off_topic"
+USE_BUILTIN = "use_builtin"
+"""Not a classifier answer: the intent of a reply that offers a built-in component instead of
+generating one (the classifier says ``generate_component`` and names the built-in)."""
 Intent = Literal["generate_component", "build_flow", "component_then_flow", "run_flow", "question", "off_topic"]
 INTENTS: tuple[str, ...] = (GENERATE_COMPONENT, BUILD_FLOW, COMPONENT_THEN_FLOW, RUN_FLOW, QUESTION, OFF_TOPIC)
 """Every intent the classifier may answer, defined here once (prompt, parsing and routing use it)."""
@@ -38,6 +41,7 @@ INTENT_KIND: dict[str, ResultKind] = {
     RUN_FLOW: "flow",
     QUESTION: "answer",
     OFF_TOPIC: "answer",
+    USE_BUILTIN: "answer",
 }
 """What kind of result each intent produces (the discriminator of results and outcomes)."""
 INTENT_METRIC: dict[str, str] = {
@@ -47,6 +51,7 @@ INTENT_METRIC: dict[str, str] = {
     RUN_FLOW: "run",
     QUESTION: "question",
     OFF_TOPIC: "off_topic",
+    USE_BUILTIN: "builtin",
 }
 """How usage metrics name each intent ("requests by intent"): what was asked for, in a word."""
 
@@ -70,6 +75,10 @@ Reply with ONLY a JSON object, no prose, no code fence:
 (e.g. "run my summariser on this text: ...", "run qa.json with 'hello'"); then also answer \
 "flow": the flow as the user named it (a name or a .json file; "" for the current flow) and \
 "input": the text to run it on, verbatim.
+- With {GENERATE_COMPONENT} for a NEW component (not a change to the user's own), when a \
+built-in component of the list the request may give already does exactly that job, also answer \
+"builtin": its name exactly as listed (the user is offered it instead of a lookalike); when none \
+does the job, or the request asks for more than it does, leave "builtin" out.
 - {QUESTION}: a question about Langflow, lfx, components, flows, or Python for components.
 - {OFF_TOPIC}: anything else (other tools or platforms, general knowledge, chit-chat).
 """
@@ -89,10 +98,12 @@ class IntentResult:
     """For ``run_flow``: the flow to run, as the user named it ("" or None: the current flow)."""
     input: str | None = None
     """For ``run_flow``: the text to run it on."""
+    builtin: str | None = None
+    """For ``generate_component``: a built-in component the classifier found doing the job."""
 
 
 def build_intent_messages(
-    text: str, *, has_component: bool = False, has_flow: bool = False
+    text: str, *, has_component: bool = False, has_flow: bool = False, builtins: str | None = None
 ) -> tuple[str, list[dict[str, str]]]:
     """The system prompt and the single user message of the classification call.
 
@@ -111,7 +122,10 @@ def build_intent_messages(
             f"Context: the user already has a flow in this session; requests to change it "
             f"(add, remove or swap a component, rewire it) are {BUILD_FLOW}.\n"
         )
-    return INTENT_SYSTEM_PROMPT, [{"role": "user", "content": f"{context}Request:\n{text}"}]
+    system = INTENT_SYSTEM_PROMPT
+    if builtins:  # in the system prompt: the same for every request, and the request keeps its own budget
+        system += f"\nBuilt-in components (name: what it does):\n{builtins}\n"
+    return system, [{"role": "user", "content": f"{context}Request:\n{text}"}]
 
 
 def _from_obj(obj: Any, original: str, how: str) -> IntentResult | None:
@@ -129,7 +143,9 @@ def _from_obj(obj: Any, original: str, how: str) -> IntentResult | None:
         flow = given_flow.strip() if isinstance(given_flow, str) else flow
         text = given_input if isinstance(given_input, str) and given_input.strip() else text
         return IntentResult(intent=intent, translation=translation.strip(), parsed_by=how, flow=flow, input=text)
-    return IntentResult(intent=intent, translation=translation.strip(), parsed_by=how)
+    builtin = obj.get("builtin")
+    named = builtin.strip()[:100] if intent == GENERATE_COMPONENT and isinstance(builtin, str) else ""
+    return IntentResult(intent=intent, translation=translation.strip(), parsed_by=how, builtin=named or None)
 
 
 _RUN_HEAD = re.compile(r"^\s*(?:please\s+)?(?:run|execute|try|test)\s+(?:(?:my|the|this|our)\s+)?", re.I)

@@ -69,11 +69,28 @@ class ComponentOutcome(_Outcome):
         )
 
 
+class BuiltinComponent(BaseModel):
+    """A bundled lfx component that already does what a component request asked for."""
+
+    name: str
+    """Its type name in lfx's registry (what a flow spec names)."""
+    display_name: str
+    description: str = ""
+    category: str = ""
+    """The sidebar group Langflow lists it under."""
+    inputs: list[str] = Field(default_factory=list)
+    """``field: type`` lines of its visible inputs."""
+    outputs: list[str] = Field(default_factory=list)
+    """``name: types`` lines of its outputs."""
+
+
 class AnswerOutcome(_Outcome):
-    """A streamed answer to a question, or the refusal of an off-topic request."""
+    """A streamed answer to a question, the refusal of an off-topic request, or (``builtin``)
+    the built-in component that a component request asked for, instead of a lookalike."""
 
     kind: Literal["answer"] = "answer"
     intent: str = QUESTION
+    builtin: BuiltinComponent | None = None
 
     def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
         return CompleteData(result=self.result, validated=False, intent=self.intent, warnings=warnings or None)
@@ -104,6 +121,9 @@ class FlowOutcome(_Outcome):
     """Custom components generated for this flow (each validated like any component)."""
     notes: list[str] = Field(default_factory=list)
     """What the builder skipped or repaired on the way (a malformed spec line, a renamed port)."""
+    reused: dict[str, Any] | None = None
+    """The existing flow this one started from (reuse before generate): ``{name, where, inputs}``,
+    ``inputs`` being the values taken from the request and put into the flow."""
 
     @property
     def needs(self) -> list[Any]:
@@ -158,6 +178,11 @@ class AssistResult:
     flow_report: FlowReport | None = field(default=None, repr=False)
     """A flow result's ``validate_flow`` report (errors and ``needs``)."""
     _registered: RegisteredComponent | None = field(default=None, init=False, repr=False)
+
+    @property
+    def builtin(self) -> BuiltinComponent | None:
+        """The built-in lfx component offered instead of generating one (then nothing was generated)."""
+        return getattr(self.outcome, "builtin", None)
 
     @property
     def registered(self) -> RegisteredComponent | None:

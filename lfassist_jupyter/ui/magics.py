@@ -39,6 +39,7 @@ HELP = """\
   --no-insert            do not put the code in a new cell below
   --out VAR              bind the result (AssistResult) to VAR
   --register             also save the validated component in the connected Langflow
+  --generate             write a new component even when a built-in lfx component does the job
   --quiet                no live progress, only the result
 
 %assist status           providers, models, validator and session
@@ -295,6 +296,7 @@ class AssistMagics(Magics):
     @argument("--out", default=None, help="bind the AssistResult to this variable")
     @argument("--register", action="store_true", help="save the validated component in the connected Langflow")
     @argument("--quiet", action="store_true", help="no live progress")
+    @argument("--generate", action="store_true", help="generate even when a built-in component does the job")
     @line_cell_magic
     def assist(self, line: str, cell: str | None = None) -> Any:
         """Ask the Langflow Assistant: build a validated component, or answer a question.
@@ -318,7 +320,12 @@ class AssistMagics(Magics):
                 raise UsageError(f"--interpolate could not fill the request: {exc}") from exc
         assistant = self._get_assistant(args)
         progress = LiveProgress(rich=self._rich, quiet=args.quiet)
-        result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False)
+        reuse = assistant.reuse
+        assistant.reuse = reuse and not args.generate  # --generate: no built-in is offered this time
+        try:
+            result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False)
+        finally:
+            assistant.reuse = reuse
         self.last_result = result
         if result.kind == "flow":
             self._flow_result(result, args)

@@ -183,6 +183,9 @@ class FlowPipeline:
             connected Langflow server, or made in this session); Langflow's ``GET /api/v1/all``
             shape (category -> name -> template) is accepted too.
         current_flow: the flow a follow-up edits (Langflow JSON); its spec goes into the prompts.
+        flows: the user's flows (this conversation's), which the plan may reuse instead of
+            writing a new one; ``langflow`` (a connected client) adds the server's flows and
+            its starter templates.
         current_spec: that flow's spec, when known (else derived with ``flow_to_spec``).
         probe_timeout: seconds the probe run may take.
     """
@@ -198,6 +201,8 @@ class FlowPipeline:
         current_flow: Mapping[str, Any] | None = None,
         current_spec: str | None = None,
         probe_timeout: float = 30.0,
+        flows: list[dict[str, Any]] | None = None,
+        langflow: Any = None,
     ) -> None:
         self.validator = validator
         self.max_retries = check_max_retries(max_retries)
@@ -207,6 +212,10 @@ class FlowPipeline:
         self.current_flow = dict(current_flow) if current_flow else None
         self.current_spec = current_spec
         self.probe_timeout = probe_timeout
+        self.flows = flows
+        self.langflow = langflow
+        self.probe_text = PROBE_TEXT
+        self._reused: dict[str, Any] | None = None
 
     # -- the catalogue ---------------------------------------------------------------------
 
@@ -247,12 +256,16 @@ class FlowPipeline:
 
             current_spec = await asyncio.to_thread(flow_to_spec, self.current_flow, catalog=catalog)
 
-        # 1. Plan: the light catalogue, the model names what it needs.
+        # 1. Plan: the light catalogue and the user's flows; the model names what it needs, or a flow to reuse.
         progress("planning_flow", 1, "Choosing components...")
-        light = prompts.light_catalogue(catalog.light(), catalog.names)
+        from lfassist_jupyter.core import reuse
+
+        candidates = await reuse.gather_flows(self.flows, self.langflow) if self.flows or self.langflow else []
+        flows_text = reuse.reuse_lines(candidates)
+        light = prompts.light_catalogue(catalog.light(), catalog.names, prompts.LIGHT_BUDGET - len(flows_text))
         try:
             plan_reply = await request.provider.complete(
-                system=prompts.plan_system(light),
+                system=prompts.plan_system(light, flows_text),
                 messages=[{"role": "user", "content": prompts.plan_message(request.text, current_spec)}],
                 model=request.model,
                 max_tokens=PLAN_TOKENS,
@@ -262,6 +275,34 @@ class FlowPipeline:
             log_request_error(request.request_id, exc)
             return FlowOutcome(result=exc.friendly, intent=self.intent, error=exc.friendly)
         chosen, new = _parse_plan(plan_reply, catalog)
+        reused: dict[str, Any] | None = None
+        prebuilt: str | None = None
+        name, change, inputs = reuse.parse_reuse(plan_reply)
+        candidate = reuse.match_candidate(name, candidates) if name else None
+        loaded = await reuse.load_candidate(candidate, self.langflow) if candidate else None
+        if candidate is not None and isinstance(loaded, dict) and isinstance(loaded.get("data", loaded), dict):
+            # Reuse before generate: the flow becomes the one this request edits.
+            from lfassist_jupyter.flows import flow_to_spec
+
+            loaded = without_secrets(loaded)
+            for key, template in custom_templates(loaded).items():
+                if key not in catalog:
+                    catalog.add(key, template)
+            try:
+                normalised = reuse.normalise_flow(loaded, catalog)
+                spec_text = await asyncio.to_thread(flow_to_spec, normalised, catalog=catalog)
+            except Exception as exc:  # a flow our spec writer cannot read: plan a new one
+                log.info("The flow %s could not be reused: %s", candidate.name, exc)
+                spec_text = None
+            if spec_text:
+                current_spec, shown, chat_text = reuse.apply_inputs(spec_text, inputs, catalog)
+                if chat_text:
+                    self.probe_text = chat_text
+                reused = {"name": candidate.name, "where": candidate.where, "inputs": shown}
+                if not change and not new:
+                    prebuilt = f"```\n{current_spec}```"  # nothing to change: no write call
+                log_event(logging.INFO, "assistant.flow.reused", request_id=request.request_id, where=candidate.where)
+        self._reused = reused
         for key in _spec_types(current_spec, catalog):
             if key not in chosen:
                 chosen.append(key)
@@ -309,7 +350,7 @@ class FlowPipeline:
             if attempt == 1:
                 progress("generating_flow", attempt, "Writing the flow...")
             try:
-                reply = await self._generate(request, messages)
+                reply = prebuilt if attempt == 1 and prebuilt else await self._generate(request, messages)
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return FlowOutcome(
@@ -399,7 +440,7 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> dict[str, Any]:
         if self.sandbox is None:
             return {"ok": False, "text": None, "error": "No sandbox to probe-run the flow in.", "stubbed": []}
-        run = await asyncio.to_thread(self.sandbox.run_flow_sync, flow, PROBE_TEXT, self.probe_timeout)
+        run = await asyncio.to_thread(self.sandbox.run_flow_sync, flow, self.probe_text, self.probe_timeout)
         if run.get("ok") and not str(run.get("text") or "").strip():
             # An empty answer is not a pass: no Chat Output was reached, or a loop body never ran.
             why = "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
@@ -467,8 +508,16 @@ class FlowPipeline:
         *,
         validate: bool = True,
     ) -> FlowOutcome:
+        text = summary(flow, validated, attempts, error, report, run, components, validate=validate)
+        if run is not None and self.probe_text != PROBE_TEXT:
+            text = text.replace(f"with {PROBE_TEXT!r}", f"with {self.probe_text[:200]!r}")
+        if self._reused is not None and flow is not None:
+            what = f"Started from the flow {self._reused['name']!r} ({self._reused['where']})"
+            shown = self._reused.get("inputs") or []
+            text = what + (f", with {'; '.join(shown)} from the request. " if shown else ". ") + text
         return FlowOutcome(
-            result=summary(flow, validated, attempts, error, report, run, components, validate=validate),
+            result=text,
+            reused=self._reused if flow is not None else None,
             intent=self.intent,
             flow=flow,
             spec=spec,

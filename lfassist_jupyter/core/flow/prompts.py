@@ -131,16 +131,31 @@ WRITE_SYSTEM = (
 )
 
 
-def light_catalogue(light: str, names: list[str]) -> str:
+def light_catalogue(light: str, names: list[str], budget: int = LIGHT_BUDGET) -> str:
     """The light catalogue within its budget: a big server catalogue falls back to names only."""
-    if len(light) <= LIGHT_BUDGET:
+    if len(light) <= budget:
         return light
     compact = ", ".join(names)
-    return compact if len(compact) <= LIGHT_BUDGET else compact[: LIGHT_BUDGET - 1] + "…"
+    return compact if len(compact) <= budget else compact[: budget - 1] + "…"
 
 
-def plan_system(catalogue: str) -> str:
-    return PLAN_SYSTEM.format(catalogue=catalogue)
+REUSE_SECTION = """
+Existing flows (name (where): what it does):
+{flows}
+
+When one existing flow already does the requested job, or most of it, reuse it rather than \
+planning a new flow: add "reuse": "<its name exactly>", "change": "<what to change in it; \
+empty when it does the job as it is>", "inputs": {{"<input field, e.g. urls, template>": \
+"<the value the request gives, e.g. a URL>"}}; "components" then lists only components to add. \
+Reuse nothing when none of them fits.
+"""
+
+
+def plan_system(catalogue: str, flows: str = "") -> str:
+    """The plan call's system prompt; with ``flows`` (the user's flows and Langflow's templates,
+    one line each) the model may answer "reuse X" instead of a new plan."""
+    text = PLAN_SYSTEM.format(catalogue=catalogue)
+    return text + REUSE_SECTION.replace("{flows}", flows).replace("{{", "{").replace("}}", "}") if flows else text
 
 
 def plan_message(request: str, current_spec: str | None) -> str:
