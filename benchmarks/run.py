@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from components import GOOD, UPPER_SPEC, fenced  # noqa: E402
 
 from lfassist_jupyter import Assistant, ScriptedProvider  # noqa: E402
-from lfassist_jupyter.validation.sandbox import SandboxValidator, validate_component  # noqa: E402
+from lfassist_jupyter.sandbox.client import SandboxValidator, validate_component  # noqa: E402
 
 N = 40
 
@@ -261,7 +261,7 @@ import asyncio, json, sys
 sys.path.insert(0, {tests!r})
 from components import UPPER_SPEC
 from lfassist_jupyter import Assistant, ScriptedProvider
-from lfassist_jupyter.validation.sandbox import SandboxValidator
+from lfassist_jupyter.sandbox.client import SandboxValidator
 replies = [
     json.dumps({{"translation": "uppercase flow", "intent": "build_flow"}}),
     json.dumps({{"components": ["ChatInput", "TextOperations", "ChatOutput"], "new": []}}),
@@ -337,7 +337,7 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
     return warm, timed(cold_run, 3), timed(real_run, 3)
 
 
-# -- real runs behind the network fence (flows.local + flows._egress) ------------------------
+# -- real runs behind the network fence (flows.local + sandbox.local_run + sandbox._egress) ------------------------
 
 _BENCH_MODEL = """
 from openai import OpenAI

@@ -200,13 +200,13 @@ class SandboxCheckRunner:
         self.timeout = timeout
 
     def run_component(self, code: str, input_text: str) -> str:
-        from lfassist_jupyter.validation.sandbox import default_validator
+        from lfassist_jupyter.sandbox.client import default_validator
 
         answer = default_validator().run_component_sync(code, input_text, timeout=self.timeout)
         return _answer_text(answer)
 
     def run_flow(self, flow: dict[str, Any], input_text: str) -> str:
-        from lfassist_jupyter.validation.sandbox import default_validator
+        from lfassist_jupyter.sandbox.client import default_validator
 
         answer = default_validator().run_flow_sync(flow, input_text, timeout=self.timeout)
         return _answer_text(answer)

@@ -48,8 +48,8 @@ def llm():
 @pytest.fixture(scope="session")
 def sandbox():
     """One real, warm validation worker for the whole run (as in a kernel)."""
-    import lfassist_jupyter.validation.sandbox as sandbox_module
-    from lfassist_jupyter.validation.sandbox import SandboxValidator
+    import lfassist_jupyter.sandbox.client as sandbox_module
+    from lfassist_jupyter.sandbox.client import SandboxValidator
 
     validator = SandboxValidator(timeout=10)
     validator.start()

@@ -28,7 +28,7 @@ import lfassist_jupyter
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.flows import build_flow, default_catalog
 from lfassist_jupyter.flows.local import run_plan
-from lfassist_jupyter.validation import _isolation
+from lfassist_jupyter.sandbox import _isolation
 
 PROBE = """
 import os
@@ -378,7 +378,7 @@ def test_a_flow_result_keeps_model_text_inside_its_markdown_fence():
 
 
 def test_a_passed_key_is_redacted_reversed_split_or_encoded():
-    from lfassist_jupyter.validation.sandbox import redact_text
+    from lfassist_jupyter.sandbox.client import redact_text
 
     key = "sk-test-redact-0123456789abcdef"
     forms = [key, key[::-1], " ".join(key), "\n".join(key[::-1]), key[:14] + " ... " + key[14:], key.encode().hex()]
@@ -403,7 +403,7 @@ def _through(proxy_socket: str, request: bytes) -> bytes:
 def test_the_fence_refuses_a_name_that_resolves_to_a_local_address_unless_the_user_named_it(server, tmp_path):
     """The kernel-side proxy on its own: a host on the allow-list because of the flow (a provider's)
     must still resolve to a public address; the same host named by the user may be local."""
-    from lfassist_jupyter.flows._egress import Allowed, EgressProxy
+    from lfassist_jupyter.sandbox._egress import Allowed, EgressProxy
 
     port = _port(server)
     get = f"GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode()

@@ -18,7 +18,7 @@ from components import GOOD, fenced, intent
 
 from lfassist_jupyter import validate_component
 from lfassist_jupyter.artifacts import find_component_class
-from lfassist_jupyter.validation import _policy
+from lfassist_jupyter.sandbox.worker import _policy
 from lfassist_jupyter.validation.static import security_findings
 
 

@@ -25,8 +25,8 @@ from components import GOOD, fenced, intent
 from test_sandbox import component
 
 from lfassist_jupyter import validate_component
-from lfassist_jupyter.validation import _isolation
-from lfassist_jupyter.validation.sandbox import SandboxValidator
+from lfassist_jupyter.sandbox import _isolation
+from lfassist_jupyter.sandbox.client import SandboxValidator
 
 CANARY = "sk-test-canary-" + uuid.uuid4().hex  # a fake key in *this* process's environment
 BROKEN = component("return Message(text=self.no_such_attribute)")
@@ -606,7 +606,7 @@ def test_a_model_component_that_kills_the_spare_leaves_the_next_request_intact(l
     is validated by that very sandbox."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from lfassist_jupyter.validation import sandbox
+    from lfassist_jupyter.sandbox import client as sandbox
 
     full_isolation_or_skip()
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
@@ -645,7 +645,7 @@ def test_a_model_component_that_kills_the_spare_leaves_the_next_request_intact(l
 def test_assist_status_says_reduced_isolation(monkeypatch, capsys):
     from IPython.core.interactiveshell import InteractiveShell
 
-    from lfassist_jupyter.validation import sandbox
+    from lfassist_jupyter.sandbox import client as sandbox
 
     monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
     monkeypatch.setattr(sandbox, "_default", None)

@@ -291,7 +291,7 @@ def test_stored_session_reopened_in_a_new_process_builds_nothing(door, sandbox, 
         import json, os, sys
         from lfassist_jupyter.ui.panel import ChatPanel
         from lfassist_jupyter.ui.workspace import Workspace
-        import lfassist_jupyter.validation.sandbox as sandbox
+        import lfassist_jupyter.sandbox.client as sandbox
 
         panel = ChatPanel(workspace=Workspace(data_dir={str(data)!r}))
         panel.switch_session("door-stored")
@@ -389,7 +389,7 @@ def test_no_lfx_in_the_workers_interpreter_is_one_clear_line(tmp_path):
     import shutil
 
     from lfassist_jupyter.errors import ConfigError
-    from lfassist_jupyter.validation.sandbox import SandboxValidator
+    from lfassist_jupyter.sandbox.client import SandboxValidator
 
     python = shutil.which("python3", path="/usr/bin")
     if python is None or subprocess.run([python, "-c", "import lfx"], capture_output=True).returncode == 0:
@@ -416,7 +416,7 @@ def test_no_lfx_in_the_workers_interpreter_is_one_clear_line(tmp_path):
 def test_a_catalogue_that_is_not_one_is_refused(answer, monkeypatch):
     """The kernel checks what comes through the door: a garbled catalogue is a clear error, not data."""
     from lfassist_jupyter.errors import ConfigError
-    from lfassist_jupyter.validation.sandbox import SandboxValidator
+    from lfassist_jupyter.sandbox.client import SandboxValidator
 
     validator = SandboxValidator()
     monkeypatch.setattr(validator, "_call", lambda payload, timeout: (answer, None))
@@ -426,8 +426,8 @@ def test_a_catalogue_that_is_not_one_is_refused(answer, monkeypatch):
 
 def test_a_catalogue_of_the_wrong_shape_or_size_is_refused(monkeypatch):
     from lfassist_jupyter.errors import ConfigError
-    from lfassist_jupyter.validation import sandbox as sandbox_module
-    from lfassist_jupyter.validation._flow_kit import pack
+    from lfassist_jupyter.sandbox import client as sandbox_module
+    from lfassist_jupyter.sandbox.worker._flow_kit import pack
 
     validator = sandbox_module.SandboxValidator()
     for registry in ({"ChatInput": {"no": "template"}}, [1, 2, 3], {"X" * 500: {"template": {}}}):

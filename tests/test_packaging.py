@@ -31,7 +31,7 @@ def test_wheel_contains_the_bundle_and_the_worker(wheel):
     for required in (
         "lfassist_jupyter/static/widget.js",
         "lfassist_jupyter/static/widget.css",
-        "lfassist_jupyter/validation/_worker.py",
+        "lfassist_jupyter/sandbox/worker/_worker.py",
         "lfassist_jupyter/magics.py",
     ):
         assert required in names

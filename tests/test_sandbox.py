@@ -14,7 +14,7 @@ import pytest
 from components import DATA_LIST_BUG, GOOD, WRONG_IMPORT
 
 from lfassist_jupyter import validate_component
-from lfassist_jupyter.validation.sandbox import SandboxValidator, scrubbed_env
+from lfassist_jupyter.sandbox.client import SandboxValidator, scrubbed_env
 
 HEAD = """\
 from lfx.custom.custom_component.component import Component
@@ -334,7 +334,7 @@ def test_worker_is_shut_down_when_the_kernel_exits(tmp_path):
     """Every process of the sandbox (bwrap, its init, the zygote) dies with the kernel."""
     script = (
         "import os\n"
-        "from lfassist_jupyter.validation.sandbox import warm_up\n"
+        "from lfassist_jupyter.sandbox.client import warm_up\n"
         "v = warm_up()\n"
         "v.reference_sync()\n"  # waits until the worker is ready
         "kids = {}\n"
@@ -397,7 +397,7 @@ def _fill(keep):
 
 
 def full_isolation_or_skip() -> None:
-    from lfassist_jupyter.validation import _isolation
+    from lfassist_jupyter.sandbox import _isolation
 
     mode, reason = _isolation.probe(sys.executable)
     if mode != "full":

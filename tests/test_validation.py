@@ -240,7 +240,7 @@ def test_the_report_shows_both_verdicts_and_policy_findings(reports):
 
 
 def test_assist_validate_displays_the_report(sandbox, monkeypatch):
-    import lfassist_jupyter.validation.sandbox as sandbox_module
+    import lfassist_jupyter.sandbox.client as sandbox_module
 
     monkeypatch.setattr(sandbox_module, "_default", sandbox)
     shell = InteractiveShell.instance()

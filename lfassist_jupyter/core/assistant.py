@@ -155,7 +155,7 @@ class Assistant:
     @property
     def validator(self) -> ComponentValidator | None:
         if self._validator is None and isinstance(self._validator_arg, _Default):
-            from lfassist_jupyter.validation.sandbox import default_validator
+            from lfassist_jupyter.sandbox.client import default_validator
 
             self._validator = default_validator()
         return self._validator
@@ -231,7 +231,7 @@ class Assistant:
         for candidate in candidates:
             if hasattr(candidate, "run_flow_sync") and hasattr(candidate, "component_template_sync"):
                 return candidate
-        from lfassist_jupyter.validation.sandbox import default_validator
+        from lfassist_jupyter.sandbox.client import default_validator
 
         return default_validator()
 

@@ -1,10 +1,10 @@
 """Flows: from lfx's compact spec to a validated Langflow flow, and back.
 
 A low-level package: it imports ``lfassist_jupyter.errors``, the sandbox's client and its
-pure helpers (``validation/_flow_kit.py``), and nothing of the engine or the views. It never
+pure helpers (``sandbox/worker/_flow_kit.py``), and nothing of the engine or the views. It never
 imports lfx and starts no process: everything that needs lfx (the component catalogue,
 building a flow from a spec, which can run a node's code through a real-time refresh, probe
-runs) goes through the sandbox's one door (``validation/sandbox.py``). What runs here is
+runs) goes through the sandbox's one door (``sandbox/client.py``). What runs here is
 text and JSON work: finding a spec in a reply, checking a flow, repairing it, drawing it.
 
 Public API::

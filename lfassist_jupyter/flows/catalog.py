@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from lfassist_jupyter.validation._flow_kit import resolve as _resolve
+from lfassist_jupyter.sandbox.worker._flow_kit import resolve as _resolve
 
 _DESC_MAX = 80
 
@@ -210,7 +210,7 @@ def default_catalog(sandbox: Any = None) -> Catalog:
     when the sandbox cannot give them (lfx missing in the worker's interpreter).
     """
     if sandbox is None:
-        from lfassist_jupyter.validation.sandbox import default_validator
+        from lfassist_jupyter.sandbox.client import default_validator
 
         sandbox = default_validator()
     return Catalog(sandbox.flow_catalog_sync(), sandbox=sandbox)

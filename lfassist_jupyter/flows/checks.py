@@ -259,7 +259,7 @@ _BUILT: dict[str, tuple[bool, str]] = {}  # code -> lfx's verdict (only verdicts
 
 def _build(code: str) -> tuple[bool, str]:
     """lfx builds ``code`` in the sandbox (never in this process); lfx's verdicts are cached."""
-    from lfassist_jupyter.validation.sandbox import default_validator
+    from lfassist_jupyter.sandbox.client import default_validator
 
     if code in _BUILT:
         return _BUILT[code]

@@ -12,31 +12,26 @@ anyone, so neither is the flow's to decide:
   variables the flow wants and which hosts it would reach, before anything runs; the run gets
   only the wanted variables the user allowed (``env=``), nothing else of the kernel's environment.
 - **Network.** Under bubblewrap the run has a network namespace of its own (loopback only); its
-  one way out is the kernel-side egress proxy (``_egress``) on a Unix socket, which allows the
-  hosts of the flow's model providers (and the configured ``OPENAI_BASE_URL``/``OLLAMA_HOST``)
+  one way out is the kernel-side egress proxy (``sandbox/_egress.py``) on a Unix socket, which
+  allows the hosts of the flow's model providers (and the configured ``OPENAI_BASE_URL``/``OLLAMA_HOST``)
   plus the user's ``allow_hosts``, and refuses loopback, private and link-local addresses unless
   the user named them.  Refused connections come back in the result.
 
-It never runs in the user's kernel: a fresh process under bubblewrap where available (no view of
-the user's files, a private HOME and /tmp, nothing surviving the run), and what comes back is
-capped and has the passed keys redacted (also reversed, split, hex or base64), like everything
-else that comes out of a generated component.  A run that was given a key can still send it to
-an allowed host: allow a key only to a flow you trust with it.
+It never runs in the user's kernel: ``sandbox/local_run.py`` starts a fresh process under
+bubblewrap where available (no view of the user's files, a private HOME and /tmp, nothing
+surviving the run), and what comes back is capped and has the passed keys redacted (also
+reversed, split, hex or base64), like everything else that comes out of a generated component.
+A run that was given a key can still send it to an allowed host: allow a key only to a flow you
+trust with it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import math
 import os
 import re
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,8 +39,6 @@ from typing import Any
 
 from lfassist_jupyter.errors import ConfigError
 
-RUNNER = Path(__file__).with_name("_local_runner.py")
-MAX_ANSWER_BYTES = 1_000_000
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 """A key field's value that names a variable (``OPENAI_API_KEY``) rather than being the key."""
@@ -228,7 +221,7 @@ def _plan(
     env: Mapping[str, str] | Iterable[str] | None,
     allow_hosts: Iterable[str],
 ) -> RunPlan:
-    from ._egress import Allowed, parse_host
+    from lfassist_jupyter.sandbox._egress import Allowed, parse_host
 
     if isinstance(allow_hosts, str):
         allow_hosts = [allow_hosts]
@@ -338,108 +331,6 @@ def run_flow(
             f"Not run: the flow wants {', '.join(plan.missing)}; allow it with env={names!r} "
             "(from your environment) or env={...} (run_plan(flow) shows what it wants and reaches)."
         )
-    return _run(loaded, input_text, plan, timeout)
+    from lfassist_jupyter.sandbox.local_run import run
 
-
-def _run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> dict[str, Any]:
-    from lfassist_jupyter.validation import _isolation
-    from lfassist_jupyter.validation.sandbox import redact_text, scrubbed_env
-
-    from ._egress import EgressProxy
-
-    variables = plan.allowed
-    python = os.environ.get("LFASSIST_VALIDATOR_PYTHON") or sys.executable
-    mode, reason = _isolation.probe(python)
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="lfassist-run-") as tmp:
-        os.makedirs(os.path.join(tmp, "home"), exist_ok=True)
-        fence = os.path.join(tmp, "egress")  # only this directory is bound into the sandbox
-        os.makedirs(fence, mode=0o700)
-        try:
-            proxy = EgressProxy(plan.hosts, os.path.join(fence, "proxy.sock")).start()
-        except OSError as exc:  # e.g. a TMPDIR too long for a Unix socket's path
-            raise ConfigError(f"Not run: the network fence could not start ({exc.strerror or exc}).") from exc
-        env = scrubbed_env(tmp)  # the keys go on stdin: a command line is visible to `ps`
-        argv = ["-I", "-u", str(RUNNER)]
-        if mode == "full":
-            env["HOME"], env["TMPDIR"] = _isolation.SANDBOX_HOME, _isolation.SANDBOX_TMP
-            # No --share-net: a network namespace of its own, loopback only; the proxy's socket
-            # is the one way out.
-            cmd = _isolation.bwrap_command(
-                _isolation.bwrap_binary() or "bwrap", python, argv, env=env, extra_ro=(str(RUNNER), fence)
-            )
-            popen_env: dict[str, str] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        else:
-            cmd, popen_env = [python, *argv], env
-        out_path, err_path = os.path.join(tmp, "answer"), os.path.join(tmp, "log")
-        try:
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                proc = subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.PIPE,
-                    stdout=out,
-                    stderr=err,
-                    cwd=tmp,
-                    env=popen_env,
-                    start_new_session=True,  # a kill takes whatever the flow started
-                    close_fds=True,
-                )
-                timed_out = False
-                try:
-                    request = {
-                        "flow": flow,
-                        "input": input_text,
-                        "env": {**plan.config, **variables},
-                        "proxy": proxy.socket_path,
-                    }
-                    proc.communicate(json.dumps(request).encode(), timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                finally:  # also on KeyboardInterrupt: the stop button leaves nothing running
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-        finally:
-            proxy.stop()
-        answer = _read_capped(out_path)
-        log_tail = _read_capped(err_path, tail=True)
-
-    def clean(text: Any) -> str:
-        return redact_text(str(text or ""), extra=tuple(variables.values()))[:20_000]
-
-    result: dict[str, Any] = {"ok": False, "text": "", "component": None, "error": None}
-    if timed_out:
-        result["error"] = f"the run did not finish within {timeout:g} s and was stopped."
-    else:
-        try:
-            parsed = json.loads(answer) if answer else None
-        except json.JSONDecodeError:
-            parsed = None
-        if isinstance(parsed, dict):
-            result.update(
-                ok=parsed.get("ok") is True,
-                text=clean(parsed.get("text")),
-                component=clean(parsed.get("component")) or None,
-                error=clean(parsed.get("error")) or None,
-            )
-        else:
-            last = log_tail.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-            result["error"] = clean(f"the run ended without an answer ({last[0]}).")
-    fenced = "network through the allow-list only" if mode == "full" else "the network is NOT fenced"
-    result.update(
-        real=True,
-        variables=sorted(variables),
-        hosts=[str(h) for h in plan.hosts],
-        refused=[{**r, "host": clean(r["host"])} for r in proxy.refused],
-        isolation=f"bubblewrap ({fenced})" if mode == "full" else f"process only ({reason}; {fenced})",
-        seconds=time.perf_counter() - started,
-    )
-    return result
-
-
-def _read_capped(path: str, *, tail: bool = False) -> str:
-    with open(path, "rb") as fh:
-        if tail:
-            fh.seek(max(0, os.path.getsize(path) - 4096))
-        data = fh.read(MAX_ANSWER_BYTES)
-    return data.decode("utf-8", "replace")
+    return run(loaded, input_text, plan, timeout)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lfassist_jupyter.validation import _flow_kit as kit
-from lfassist_jupyter.validation._flow_kit import coerce_value, handle_json
+from lfassist_jupyter.sandbox.worker import _flow_kit as kit
+from lfassist_jupyter.sandbox.worker._flow_kit import coerce_value, handle_json
 
 from .catalog import Catalog, default_catalog
 from .models import Change, RepairResult

@@ -3,7 +3,7 @@
 Building is lfx's own (`parse_flow_spec`, `build_flow_from_spec`, `configure_component`,
 `add_connection`, `layout_flow`), and it runs behind the sandbox's one door: setting a
 real-time-refresh field runs the node's component code (Langflow's form update), so the
-whole build happens in a fresh sandboxed child (``validation/_flow_ops.py``), never here.
+whole build happens in a fresh sandboxed child (``sandbox/worker/_flow_ops.py``), never here.
 This module finds the spec in a model reply, sends it with the catalogue's extra entries,
 and reads the typed answer. What the op adds to lfx: a spec inside a model reply; leniency
 (a malformed line is dropped with a warning); quoted values; dynamic prompt fields; the
@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any, get_args
 
-from lfassist_jupyter.validation._flow_kit import spec_scalar
+from lfassist_jupyter.sandbox.worker._flow_kit import spec_scalar
 
 from .catalog import Catalog, default_catalog
 from .models import BuildResult, Change, ErrorCode, FlowError, FlowSpecError
@@ -67,7 +67,7 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     catalog = catalog or default_catalog()
     sandbox = catalog.sandbox
     if sandbox is None:
-        from lfassist_jupyter.validation.sandbox import default_validator
+        from lfassist_jupyter.sandbox.client import default_validator
 
         sandbox = default_validator()
     control = None

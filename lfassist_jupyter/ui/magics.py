@@ -423,7 +423,7 @@ class AssistMagics(Magics):
 
     def _status(self) -> None:
         from lfassist_jupyter.providers import check_config
-        from lfassist_jupyter.validation.sandbox import default_validator
+        from lfassist_jupyter.sandbox.client import default_validator
 
         cfg = check_config()
         if cfg["configured"]:
@@ -442,7 +442,7 @@ class AssistMagics(Magics):
         print(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
         if info["error"]:
             print(f"  {info['error']}")
-        if info.get("isolation") == "reduced":  # never silent: see validation/_isolation.py
+        if info.get("isolation") == "reduced":  # never silent: see sandbox/_isolation.py
             print(f"  reduced isolation: {info['isolation_reason']}")
         print(f"Session: {self._session_id or 'new on first request'}")
         if self.langflow is None:
@@ -547,7 +547,7 @@ class AssistMagics(Magics):
         if it validates.  The cell itself is never changed."""
         args = _parse(self.assist_validate, line)
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.validation.sandbox import default_validator, validate_component
+        from lfassist_jupyter.sandbox.client import default_validator, validate_component
 
         timeout = args.timeout if args.timeout is not None else self.validator_timeout
 
@@ -695,7 +695,7 @@ def _warm_up_in_background() -> None:
 
     def start() -> None:
         try:
-            from lfassist_jupyter.validation.sandbox import warm_up
+            from lfassist_jupyter.sandbox.client import warm_up
 
             warm_up()
         except Exception:

@@ -131,7 +131,7 @@ class Workspace:
 
     def local_validator(self) -> ComponentValidator:
         if self._local_validator is None:
-            from lfassist_jupyter.validation.sandbox import default_validator
+            from lfassist_jupyter.sandbox.client import default_validator
 
             self._local_validator = default_validator()
         return self._local_validator

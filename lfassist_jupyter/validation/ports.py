@@ -1,7 +1,7 @@
 """The ports: what a pipeline needs from the outside world, declared in one place.
 
 A pipeline never knows *how* code is checked or run; it talks to these protocols.
-``SandboxValidator`` (validation/sandbox.py), ``LangflowValidator`` (langflow/validator.py)
+``SandboxValidator`` (sandbox/client.py), ``LangflowValidator`` (langflow/validator.py)
 and ``ChainValidator`` (validation/chain.py) are ``ComponentValidator``s; ``Catalog`` and
 ``FlowRunner`` are the ports the flow pipeline will use (kept minimal until it lands).
 

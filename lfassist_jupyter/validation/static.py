@@ -3,7 +3,7 @@
 These catch in about a millisecond what would otherwise cost a worker round trip, and
 they are the only phases that run *before* any generated code executes anywhere, which
 is why the security scan lives here: generated code that calls ``os.system`` never
-reaches the sandbox at all.  The sandbox (``sandbox.py``) remains the real defence; this
+reaches the sandbox at all.  The sandbox (``sandbox/client.py``) remains the real defence; this
 scan gives the model a precise, early error to fix.
 
 Two audiences, one scan (``security=``):

@@ -44,16 +44,17 @@ from pydantic import BaseModel, Field, ValidationError
 
 from lfassist_jupyter._secrets import is_secret_name, redact, redact_fragments, secret_values
 from lfassist_jupyter.errors import ConfigError
-from lfassist_jupyter.validation import _isolation
+from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.validation.report import Finding, ValidationReport
 from lfassist_jupyter.validation.static import SecurityMode, _security_mode, validate_static
 
-WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
+WORKER_DIR = Path(__file__).with_name("worker")  # bound read-only into bwrap as a whole
+WORKER_SCRIPT = WORKER_DIR / "_worker.py"
 # Sibling op scripts the worker imports by path (stdlib + lfx only).
 OP_MODULES: tuple[Path, ...] = (
-    Path(__file__).with_name("_run_component.py"),
-    Path(__file__).with_name("_run_flow.py"),
-    Path(__file__).with_name("_flow_ops.py"),
+    WORKER_DIR / "_run_component.py",
+    WORKER_DIR / "_run_flow.py",
+    WORKER_DIR / "_flow_ops.py",
 )
 MAX_TIMEOUT = 3600.0  # validate_component's bound on ``timeout``: an hour is already a hang
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer
@@ -630,7 +631,7 @@ class SandboxValidator:
         shape-checked and cached on this validator. Raises ``ConfigError`` with the reason when
         the sandbox cannot give it (lfx missing, the worker dead).
         """
-        from lfassist_jupyter.validation._flow_kit import unpack
+        from lfassist_jupyter.sandbox.worker._flow_kit import unpack
 
         with self._lock:
             if self._flow_catalog is not None:
@@ -664,7 +665,7 @@ class SandboxValidator:
         ``FlowBuild`` as a dict (schema-checked; texts redacted); never raises: a failure of the
         sandbox itself is ``ok=False`` with ``error``.
         """
-        from lfassist_jupyter.validation._flow_kit import unpack
+        from lfassist_jupyter.sandbox.worker._flow_kit import unpack
 
         timeout = max(self.timeout, 30.0) if timeout is None else timeout
         payload = {"op": "flow_build", "spec": str(spec), "extra": extra or {}, "repair": bool(repair)}

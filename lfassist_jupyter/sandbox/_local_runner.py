@@ -1,4 +1,4 @@
-"""Runs one flow for real with lfx's own runner, in a process of its own (see ``flows.local``).
+"""Runs one flow for real with lfx's own runner, in a process of its own (see ``local_run``).
 
 Started as ``python -I -u _local_runner.py`` with the request as JSON on stdin; it imports only
 lfx, so it can run inside bubblewrap with nothing but the interpreter bound.  What the flow's

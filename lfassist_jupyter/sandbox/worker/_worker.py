@@ -38,7 +38,7 @@ that request can run another instruction, and the next request finds none of its
 
 Ops: ``OPS`` maps an op name to ``fn(request) -> dict`` run in a fresh child.  Sibling
 scripts listed in the config's ``op_modules`` (stdlib + lfx only, e.g. a future
-``flows/_run_flow.py``) are imported by path in the zygote before the first fork and may
+``_run_flow.py``) are imported by path in the zygote before the first fork and may
 register more ops with ``register(OPS, worker_module)``; the parent binds each such file
 read-only into the sandbox.  ``reference`` is computed in the zygote before any
 generated code ever ran and sent with the "ready" message.  An op module may also put

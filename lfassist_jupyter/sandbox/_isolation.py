@@ -197,5 +197,5 @@ def _self_test(python: str) -> tuple[str, str]:
 
 
 def worker_files() -> tuple[str, ...]:
-    """What the worker imports by path: its own directory."""
-    return (str(Path(__file__).parent),)
+    """What the worker imports by path: its own directory (``sandbox/worker/``)."""
+    return (str(Path(__file__).with_name("worker")),)

@@ -1,14 +1,15 @@
 """The network fence of a real flow run: a small HTTP proxy on the kernel's side, on a Unix socket.
 
-A real run (``flows.local``) has a network namespace of its own with loopback only; the one way
-out is this proxy's Unix socket, bound into the sandbox (the runner forwards a loopback port to
-it and points ``HTTPS_PROXY`` at that port).  The proxy speaks ``CONNECT host:port`` (TLS, what
-the provider SDKs use) and plain-HTTP absolute-URI requests, and lets a connection through only
-when the host is on the run's allow-list *and* the address it resolves to is public -- loopback,
-private, link-local, shared and reserved addresses are refused unless the user named the host.
-It connects to the very address it checked (a name that resolves to a public address for the
-check and to 127.0.0.1 for the connection -- DNS rebinding -- gets nowhere).  Every refusal is
-recorded (host, port, why, when) so the run's result can say why a node failed.
+A real run (``flows.local``, started by ``local_run.py``) has a network namespace of its own with
+loopback only; the one way out is this proxy's Unix socket, bound into the sandbox (the runner
+forwards a loopback port to it and points ``HTTPS_PROXY`` at that port). The proxy speaks
+``CONNECT host:port`` (TLS, what the provider SDKs use) and plain-HTTP absolute-URI requests, and
+lets a connection through only when the host is on the run's allow-list *and* the address it
+resolves to is public -- loopback, private, link-local, shared and reserved addresses are refused
+unless the user named the host. It connects to the very address it checked (a name that resolves
+to a public address for the check and to 127.0.0.1 for the connection -- DNS rebinding -- gets
+nowhere). Every refusal is recorded (host, port, why, when) so the run's result can say why a node
+failed.
 
 Hand-written rather than a proxy library: none is installed, and the part that matters here
 (check the resolved address, then connect to that address) is the part a general proxy does
