@@ -80,27 +80,9 @@ class FlowReport(BaseModel):
     edge_count: int = 0
 
     def _repr_html_(self) -> str:
-        """A compact verdict for a notebook: errors with their fixes, then what the user must provide."""
-        from html import escape
+        from lfassist_jupyter.ui.render.flow import flow_report_html
 
-        head = "valid" if self.ok else f"{len(self.errors)} error(s)"
-        color = "#15803d" if self.ok else "#b91c1c"
-        parts = [
-            f'<div class="lfassist-flow-report"><b style="color:{color}">Flow {head}</b> '
-            f"({self.node_count} nodes, {self.edge_count} edges)"
-        ]
-        if self.errors:
-            parts.append("<ul>" + "".join(f"<li>{escape(str(e))}</li>" for e in self.errors) + "</ul>")
-        if self.needs:
-            parts.append(
-                "<div>Needs before a real run:</div><ul>"
-                + "".join(f"<li>{escape(n.kind)}: {escape(n.message)}</li>" for n in self.needs)
-                + "</ul>"
-            )
-        if self.warnings:
-            parts.append("<details><summary>warnings</summary><ul>")
-            parts.append("".join(f"<li>{escape(w)}</li>" for w in self.warnings) + "</ul></details>")
-        return "".join(parts) + "</div>"
+        return flow_report_html(self)
 
     def feedback(self, limit: int = 5) -> str:
         """The top errors as plain lines, for a repair prompt to a model."""

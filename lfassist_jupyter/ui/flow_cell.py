@@ -47,19 +47,19 @@ class FlowView:
 
     @property
     def name(self) -> str:
-        from lfassist_jupyter._display import flow_name
+        from lfassist_jupyter.ui.render.flow import flow_name
 
         return flow_name(self.flow)
 
     def _repr_html_(self) -> str:
-        from lfassist_jupyter._display import flow_html
+        from lfassist_jupyter.ui.render.flow import flow_html
 
         return flow_html(
             self.flow, report=self.report, run=self.run, run_input=self.run_input, notes=self.notes, spec=None
         )
 
     def __repr__(self) -> str:
-        from lfassist_jupyter._display import flow_text
+        from lfassist_jupyter.ui.render.flow import flow_text
 
         return flow_text(self.flow, report=self.report, run=self.run, run_input=self.run_input, notes=self.notes)
 

@@ -367,7 +367,8 @@ class AssistMagics(Magics):
                 raise UsageError("Usage: %assist panel [--main]  (--main: a main-area tab instead of the sidebar)")
             return open_panel(area="main" if "--main" in words else "right", workspace=self.workspace)
         if command == "stats":
-            from lfassist_jupyter.metrics import StatsView, stats
+            from lfassist_jupyter.metrics import stats
+            from lfassist_jupyter.ui.render.stats import StatsView
 
             return StatsView(stats())
         if command == "eval":
