@@ -420,7 +420,7 @@ class AssistMagics(Magics):
         providers = self.workspace.configured_providers()
         lines = []
         if not providers:
-            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+            from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             lines.append(NO_PROVIDER_MESSAGE)
         lines += [
@@ -440,7 +440,7 @@ class AssistMagics(Magics):
                 f"model {self.model or cfg['default_model']})"
             )
         else:
-            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+            from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             lines.append(f"Providers: none. {NO_PROVIDER_MESSAGE}")
         if _warmup is not None:

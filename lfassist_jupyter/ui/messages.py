@@ -254,7 +254,7 @@ def flow_message(
         role="assistant",
         kind="flow",
         flow_name=flow_name(flow) if flow is not None else _spec_name(spec) or flow_name(None),
-        validated=bool(report.ok) if validated is None and report is not None else bool(validated),
+        validated=bool(report.is_valid) if validated is None and report is not None else bool(validated),
         attempts=attempts,
         spec=spec or "",
         cell=flow_cell_source(spec) if spec else None,

@@ -231,7 +231,7 @@ class ChatPanel(anywidget.AnyWidget):
             self.notice = "Type a request first."
             return
         if not self.selected_model:
-            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+            from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             self._append(user_message(text))
             self._append(error_message(NO_PROVIDER_MESSAGE))

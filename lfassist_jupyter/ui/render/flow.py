@@ -66,8 +66,8 @@ def report_lines(report: FlowReport | None) -> list[Line]:
     """A flow's verdict as (line, ok) pairs: the headline, each error, each need."""
     if report is None:
         return []
-    head = "valid" if report.ok else f"{len(report.errors)} error(s)"
-    lines: list[Line] = [(f"Flow {head} ({report.node_count} nodes, {report.edge_count} edges)", bool(report.ok))]
+    head = "valid" if report.is_valid else f"{len(report.errors)} error(s)"
+    lines: list[Line] = [(f"Flow {head} ({report.node_count} nodes, {report.edge_count} edges)", bool(report.is_valid))]
     lines += [(str(e), False) for e in report.errors]
     lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs]
     return lines
@@ -75,8 +75,8 @@ def report_lines(report: FlowReport | None) -> list[Line]:
 
 def flow_report_html(report: FlowReport) -> str:
     """``validate_flow``'s verdict on its own: errors with their fixes, then what the user must provide."""
-    head = "valid" if report.ok else f"{len(report.errors)} error(s)"
-    color = "#15803d" if report.ok else "#b91c1c"
+    head = "valid" if report.is_valid else f"{len(report.errors)} error(s)"
+    color = "#15803d" if report.is_valid else "#b91c1c"
     parts = [
         f'<div class="lfassist-flow-report"><b style="color:{color}">Flow {head}</b> '
         f"({report.node_count} nodes, {report.edge_count} edges)"
