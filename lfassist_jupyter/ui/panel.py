@@ -231,7 +231,7 @@ class ChatPanel(anywidget.AnyWidget):
             self.notice = "Type a request first."
             return
         if not self.selected_model:
-            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+            from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             self._append(user_message(text))
             self._append(error_message(NO_PROVIDER_MESSAGE))
@@ -454,8 +454,8 @@ class ChatPanel(anywidget.AnyWidget):
 
     def run_flow(self, message_id: str, text: str = "") -> Future[None] | None:
         """**Run**: a probe run in the sandbox (models stubbed); the output is the notice."""
-        from lfassist_jupyter._display import run_lines
         from lfassist_jupyter.ui.flow_cell import PROBE_INPUT
+        from lfassist_jupyter.ui.render.flow import run_lines
 
         flow = self._flow(message_id)
         if flow is None:
