@@ -33,7 +33,7 @@ _KEEP = 1000  # per-request records kept for percentiles and the chart; counters
 class RequestRecord:
     """What one request cost and how it ended.  No prompt, code or message: names and numbers."""
 
-    kind: str = "unknown"  # component | flow | question | off_topic | refused | unknown
+    kind: str = "unknown"  # the spec's intent (generate_component, build_flow, question, ...) | refused | unknown
     provider: str = ""
     model: str = ""
     started: float = field(default_factory=time.time)
