@@ -205,6 +205,10 @@ function render({ model, el }) {
       class: "lfa-btn", "aria-label": "Probe-run the flow",
       onclick: () => send({ type: "run_flow", id: m.id, text: probe.value }),
     }, "Run"), probe);
+    buttons.push(h("button", {
+      class: "lfa-btn lfa-quiet", "aria-label": "Undo the last flow edit", title: "Restore the flow before the last edit",
+      onclick: () => send({ type: "undo_flow", id: m.id }),
+    }, "Undo"));
     const attempts = m.attempts ? ` · ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}` : "";
     const lines = (m.lines || []).map((l) =>
       h("div", { class: l.ok === true ? "lfa-line-ok" : l.ok === false ? "lfa-line-fail" : "lfa-line-note" }, l.text));

@@ -29,7 +29,7 @@ _LAZY = {
     "ErrorEvent": "lfassist_jupyter.core.events",
     "CancelledEvent": "lfassist_jupyter.core.events",
     "Event": "lfassist_jupyter.core.events",
-    "check_config": "lfassist_jupyter.providers._registry",
+    "check_config": "lfassist_jupyter.providers",
     "stats": "lfassist_jupyter.metrics",
     "ScriptedProvider": "lfassist_jupyter.providers.scripted",
     "ValidationReport": "lfassist_jupyter.validation.report",

@@ -173,9 +173,9 @@ class SuiteResult:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        import html
+        from lfassist_jupyter.ui.render.eval import suite_html
 
-        return f"<pre style='font-size:12px'>{html.escape(self.table())}</pre>"
+        return suite_html(self)
 
     def __repr__(self) -> str:
         return self.table()

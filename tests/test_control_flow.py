@@ -84,7 +84,7 @@ def expected(sandbox):
     out = {}
     for spec, right in ((LOOP, LOOP_RIGHT), (BRANCH, BRANCH_RIGHT)):
         built = build_flow(spec.format(body=right))
-        assert built.ok and validate_flow(built.flow).ok, built.errors
+        assert built.ok and validate_flow(built.flow).is_valid, built.errors
         out[spec] = {text: lfx_run(built.flow, text) for text in (PROBE_TEXT, "Goodbye")}
     assert out[LOOP][PROBE_TEXT] == "<Hello! This>\n<is a probe>\n<run.>"
     assert out[BRANCH][PROBE_TEXT] == f"yes: {PROBE_TEXT}" and out[BRANCH]["Goodbye"] == "no: Goodbye"
@@ -138,7 +138,7 @@ async def test_a_loop_without_feedback_is_not_reported_validated(llm, make_assis
     )
     raw = build_flow(LOOP.format(body=LOOP_MISTAKES["no feedback edge"]), repair=False)
     report = validate_flow(raw.flow)
-    assert not report.ok and any("no feedback edge" in str(e) for e in report.errors)
+    assert not report.is_valid and any("no feedback edge" in str(e) for e in report.errors)
 
     llm.queue(intent("build_flow"), plan("LoopComponent"), spec_reply(unrepairable))
     result = await make_assistant("openai", max_retries=1).arun("mark each chunk")
@@ -149,7 +149,7 @@ async def test_a_loop_without_feedback_is_not_reported_validated(llm, make_assis
 def test_done_into_the_body_is_an_endless_loop_for_validate_flow():
     raw = build_flow(LOOP.format(body=LOOP_MISTAKES["item and done swapped"]), repair=False)
     report = validate_flow(raw.flow)
-    assert not report.ok and any(e.code == "cycle" for e in report.errors), report.errors
+    assert not report.is_valid and any(e.code == "cycle" for e in report.errors), report.errors
 
 
 def test_assist_repairs_a_loop_in_a_notebook(flow_ip, llm, monkeypatch, expected):
@@ -182,10 +182,10 @@ def _rename_outputs(flow: dict, names: dict[str, str]) -> dict:
 @pytest.mark.parametrize("mistake", list(LOOP_MISTAKES))
 def test_repair_flow_fixes_a_loop_in_flow_json(sandbox, expected, mistake):
     raw = build_flow(LOOP.format(body=LOOP_MISTAKES[mistake]), repair=False).flow
-    assert not validate_flow(raw).ok
+    assert not validate_flow(raw).is_valid
     repaired = repair_flow(raw)
     assert [c.kind for c in repaired.changes] and {c.kind for c in repaired.changes} == {"edge"}
-    assert validate_flow(repaired.flow).ok
+    assert validate_flow(repaired.flow).is_valid
     assert sandbox.run_flow_sync(repaired.flow, PROBE_TEXT)["text"] == expected[LOOP][PROBE_TEXT]
     assert lfx_run(repaired.flow, "Goodbye") == expected[LOOP]["Goodbye"]
 
@@ -193,13 +193,13 @@ def test_repair_flow_fixes_a_loop_in_flow_json(sandbox, expected, mistake):
 def test_repair_flow_maps_branches_and_leaves_an_ambiguous_pair(expected):
     right = build_flow(BRANCH.format(body=BRANCH_RIGHT)).flow
     repaired = repair_flow(_rename_outputs(right, {"true_result": "if_true", "false_result": "else"}))
-    assert len(repaired.changes) == 2 and validate_flow(repaired.flow).ok
+    assert len(repaired.changes) == 2 and validate_flow(repaired.flow).is_valid
     assert lfx_run(repaired.flow, "Goodbye") == expected[BRANCH]["Goodbye"]
     assert lfx_run(repaired.flow, PROBE_TEXT) == expected[BRANCH][PROBE_TEXT]
 
     both = _rename_outputs(right, {"true_result": "result", "false_result": "result"})
     left = repair_flow(both)
-    assert left.changes == [] and not validate_flow(left.flow).ok  # not "repaired" into one branch
+    assert left.changes == [] and not validate_flow(left.flow).is_valid  # not "repaired" into one branch
 
 
 async def test_a_model_in_the_loop_body_is_stubbed_and_the_loop_still_runs(llm, make_assistant):

@@ -91,7 +91,7 @@ async def test_built_in_flow_first_try_three_calls_small_prompts(llm, make_assis
     # lfx itself runs the built flow and gives the expected text.
     assert lfx_run(result.flow, "What is 2+2?") == "Answer this: What is 2+2?"
     assert result.run["ok"] and result.run["text"] == f"Answer this: {PROBE_TEXT}"
-    assert result.spec.startswith("name: Echo answer") and result.flow_report.ok
+    assert result.spec.startswith("name: Echo answer") and result.flow_report.is_valid
 
     final = result.events[-1].model_dump()
     assert final["event"] == "complete"

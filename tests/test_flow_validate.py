@@ -34,7 +34,7 @@ def names(report) -> set[str]:
 def test_a_model_and_its_key_are_needs_not_errors(tmp_path):
     flow = build_flow(LLM_SPEC).flow
     report = validate_flow(flow)
-    assert report.ok, report.errors
+    assert report.is_valid, report.errors
     kinds = {(n.kind, n.node, n.field) for n in report.needs}
     assert ("model", "Language Model", "model") in kinds
     assert ("secret", "Language Model", "api_key") in kinds
@@ -43,11 +43,11 @@ def test_a_model_and_its_key_are_needs_not_errors(tmp_path):
 
 
 def test_validate_accepts_spec_text_and_a_file(tmp_path):
-    assert validate_flow(LLM_SPEC).ok
+    assert validate_flow(LLM_SPEC).is_valid
     path = tmp_path / "flow.json"
     path.write_text(json.dumps(build_flow(LLM_SPEC).flow))
-    assert validate_flow(path).ok
-    assert validate_flow(str(path)).ok
+    assert validate_flow(path).is_valid
+    assert validate_flow(str(path)).is_valid
 
 
 def test_bad_inputs_give_clear_errors_not_tracebacks(tmp_path):
@@ -63,14 +63,14 @@ def test_bad_inputs_give_clear_errors_not_tracebacks(tmp_path):
 
 def test_spec_errors_come_back_through_validate():
     report = validate_flow(LLM_SPEC.replace("M.text_output -> C.input_value", "M.text_output -> C.nothing"))
-    assert not report.ok
+    assert not report.is_valid
     assert report.errors[0].code == "missing_input" and report.errors[0].node == "C"
     assert "input_value" in report.errors[0].fix
 
 
 def test_unconnected_required_input_is_an_error_with_a_fix():
     report = validate_flow("nodes:\n  A: ChatInput\n  S: SplitText\nedges:\n  A.message -> S.data_inputs\n")
-    assert report.ok, report.errors
+    assert report.is_valid, report.errors
     report = validate_flow("nodes:\n  S: SplitText\n  C: ChatOutput\nedges:\n  S.dataframe -> C.input_value\n")
     (error,) = report.errors
     assert (error.code, error.node, error.field) == ("required_input", "Split Text", "data_inputs")
@@ -79,7 +79,7 @@ def test_unconnected_required_input_is_an_error_with_a_fix():
 
 def test_feedback_lists_the_top_errors():
     report = validate_flow(LLM_SPEC.replace("B.prompt -> M.input_value", "B.prompt -> M.temperature"))
-    assert not report.ok
+    assert not report.is_valid
     assert report.feedback().startswith("- M.temperature") or "temperature" in report.feedback()
 
 
@@ -107,7 +107,7 @@ def test_all_starter_projects_are_accepted_with_their_needs(starters, tmp_path):
     rejected_by_lfx = 0
     for name, flow in starters.items():
         report = validate_flow(flow)
-        assert report.ok, (name, [str(e) for e in report.errors])
+        assert report.is_valid, (name, [str(e) for e in report.errors])
         for need in report.needs:
             assert need.node and need.field and need.message
         rejected_by_lfx += bool(lfx_level4_errors(flow, tmp_path))
@@ -125,7 +125,7 @@ def test_unknown_component_is_named(starters):
         target["data"]["type"] = "NoSuchComponent"
         target["data"]["node"]["template"].pop("code", None)
         report = validate_flow(broken)
-        assert not report.ok, name
+        assert not report.is_valid, name
         assert any(e.code == "unknown_component" and e.node == display(target) for e in report.errors), name
 
 
@@ -207,7 +207,7 @@ def test_cycles_are_rejected_except_langflow_loops(starters):
 
     # The loop starter project cycles through Loop's `item` port, which Langflow supports...
     loop = next(f for n, f in starters.items() if "Loop" in n)
-    assert validate_flow(loop).ok
+    assert validate_flow(loop).is_valid
     # ...but the same cycle into an ordinary input is rejected.
     broken = copy.deepcopy(loop)
     feedback = next(e for e in broken["data"]["edges"] if "fieldName" not in e["data"]["targetHandle"])
@@ -243,27 +243,27 @@ def _node(flow: dict, kind: str) -> dict:
 def test_a_duplicate_node_id_is_an_error_naming_it_in_spec_text_and_in_json():
     spec = LLM_SPEC.replace("  C: ChatOutput\n", "  C: ChatOutput\n  B: ChatOutput\n")
     report = validate_flow(spec)
-    assert not report.ok and [e.node for e in report.errors] == ["B"]
+    assert not report.is_valid and [e.node for e in report.errors] == ["B"]
     assert "line 3 (Prompt Template)" in report.errors[0].message and "line 6 (ChatOutput)" in report.errors[0].message
 
     flow = build_flow(LLM_SPEC).flow
     twin = copy.deepcopy(_node(flow, "ChatOutput"))
     flow["data"]["nodes"].append(twin)
     report = validate_flow(flow)
-    assert not report.ok and report.errors[0].node == "Chat Output" and report.errors[0].node_id == twin["id"]
+    assert not report.is_valid and report.errors[0].node == "Chat Output" and report.errors[0].node_id == twin["id"]
 
 
 @pytest.mark.parametrize("flow", ["nodes:\nedges:\n", {"nodes": [], "edges": []}, {"data": {"nodes": [], "edges": []}}])
 def test_an_empty_flow_is_an_error(flow):
     report = validate_flow(flow)
-    assert not report.ok and "empty" in report.errors[0].message
+    assert not report.is_valid and "empty" in report.errors[0].message
 
 
 def test_node_code_that_does_not_parse_is_named_in_json_and_in_spec_text():
     flow = build_flow(LLM_SPEC).flow
     _node(flow, "Prompt Template")["data"]["node"]["template"]["code"]["value"] += BROKEN_CODE
     report = validate_flow(flow)
-    assert not report.ok
+    assert not report.is_valid
     assert [(e.node, e.field) for e in report.errors] == [("Prompt Template", "code")]
     assert "SyntaxError" in report.errors[0].message
 
@@ -276,7 +276,7 @@ def test_node_code_that_does_not_parse_is_named_in_json_and_in_spec_text():
     catalog.add("BrokenOutput", template)
     spec = LLM_SPEC.replace("C: ChatOutput", "C: BrokenOutput")
     report = validate_flow(spec, catalog=catalog)
-    assert not report.ok and any(e.field == "code" and "SyntaxError" in e.message for e in report.errors)
+    assert not report.is_valid and any(e.field == "code" and "SyntaxError" in e.message for e in report.errors)
 
 
 def test_custom_code_that_parses_but_does_not_build_is_built_in_the_sandbox_and_named():
@@ -290,7 +290,7 @@ def test_custom_code_that_parses_but_does_not_build_is_built_in_the_sandbox_and_
     flow = build_flow(LLM_SPEC).flow
     _node(flow, "ChatOutput")["data"]["node"]["template"]["code"]["value"] = WRONG_IMPORT
     report = validate_flow(flow)
-    assert not report.ok
+    assert not report.is_valid
     assert [(e.node, e.field) for e in report.errors] == [("Chat Output", "code")]
     assert "cannot build" in report.errors[0].message and "Component" in report.errors[0].message
 
@@ -306,11 +306,11 @@ def test_a_starter_flow_with_one_nodes_code_broken_is_rejected_as_lfx_run_fails(
         target = next(n for n in generic(broken) if "code" in n["data"]["node"]["template"])
         target["data"]["node"]["template"]["code"]["value"] += BROKEN_CODE
         report = validate_flow(broken)
-        assert not report.ok, name
+        assert not report.is_valid, name
         assert [(e.node, e.field) for e in report.errors] == [(display(target), "code")], name
         path = tmp_path / "broken.json"
         path.write_text(json.dumps(broken))
-        assert not validate_flow(path).ok
+        assert not validate_flow(path).is_valid
         if number < 2:  # lfx itself, on a few: its run fails on the code, not on a missing key
             out = subprocess.run(
                 [str(lfx), "run", str(path), "--input-value", "hi", "--no-check-dependencies"],
@@ -319,3 +319,16 @@ def test_a_starter_flow_with_one_nodes_code_broken_is_rejected_as_lfx_run_fails(
                 timeout=300,
             )
             assert "Invalid Python code" in out.stdout + out.stderr, name
+
+
+def test_flow_report_says_is_valid_like_a_component_report_and_ok_still_answers():
+    """`FlowReport.is_valid` is the word `ValidationReport` uses; `.ok` is a deprecated alias, and a
+    report stored under the old name still loads."""
+    from lfassist_jupyter.flows import FlowReport
+
+    good, bad = validate_flow(LLM_SPEC), validate_flow(LLM_SPEC.replace("-> C.input_value", "-> C.nothing"))
+    assert good.is_valid and not bad.is_valid
+    with pytest.warns(DeprecationWarning, match="is_valid"):
+        assert good.ok is True and bad.ok is False
+    stored = {**bad.model_dump(exclude={"is_valid"}), "ok": False}
+    assert FlowReport.model_validate(stored) == bad and "is_valid" in good.model_dump()

@@ -84,7 +84,7 @@ def test_save_writes_a_file_langflow_imports(flow_ip, tmp_path):
     body = json.loads(path.read_text())
     # What Langflow's upload endpoint builds a FlowCreate from: name, description, data{nodes, edges}.
     assert body["name"] == "My QA" and "description" in body and not body["is_component"]
-    assert validate_flow(path).ok  # our validator re-loads the file
+    assert validate_flow(path).is_valid  # our validator re-loads the file
     graph = Graph.from_payload(body["data"], flow_id="saved")  # and lfx builds a graph from it
     assert len(graph.vertices) == 3 and len(graph.edges) == 2
     again = flow_ip.run_cell_magic("assist_flow", "--run again", str(path))  # a file path as the cell body
@@ -313,7 +313,7 @@ def test_restored_flow_turn_is_a_flow_card(panel):
 def test_flow_card_save_and_run(panel, tmp_path):
     card = panel.messages[-1]
     path = panel.save_flow(card["id"])
-    assert path == (tmp_path / "Echo-QA.json").resolve() and validate_flow(path).ok
+    assert path == (tmp_path / "Echo-QA.json").resolve() and validate_flow(path).is_valid
     assert str(path) in panel.notice
     panel.run_flow(card["id"], "ping").result(60)
     assert panel.notice == "Probe run on 'ping': 'Answer this: ping'"

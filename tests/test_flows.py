@@ -217,7 +217,7 @@ def test_repair_flow_json_port_component_and_values():
     split = build_flow("nodes:\n  S: SplitText\n").flow["data"]["nodes"][0]
     split["data"]["node"]["template"]["chunk_size"]["value"] = "3"
     broken["data"]["nodes"].append(split)
-    assert not validate_flow(broken).ok
+    assert not validate_flow(broken).is_valid
 
     repaired = repair_flow(broken)
     # What is left is not guessable: the lone Split Text still lacks its input.
@@ -228,7 +228,7 @@ def test_repair_flow_json_port_component_and_values():
     assert ("value", "3", 3) in kinds
     assert edge["data"]["targetHandle"]["fieldName"] == "input"  # the input is not modified
     repaired.flow["data"]["nodes"].remove(next(n for n in repaired.flow["data"]["nodes"] if n["id"] == split["id"]))
-    assert validate_flow(repaired.flow).ok
+    assert validate_flow(repaired.flow).is_valid
     assert lfx_run(repaired.flow, "ok") == "Answer this: ok -- ok"
 
 

@@ -34,7 +34,7 @@ async def test_component_request_counts_attempts_calls_tokens_and_first_attempt_
 
     s = lfassist_jupyter.stats()
     assert s["assistant_requests_total"] == before["assistant_requests_total"] + 1
-    assert delta(before, "assistant_requests_by_intent", "component") == 1
+    assert delta(before, "assistant_requests_by_intent", "generate_component") == 1
     assert delta(before, "assistant_provider_usage", "openai") == 1
     assert s["model_calls"] - before["model_calls"] == 2 == len(llm.requests)
     assert s["prompt_tokens"] > before["prompt_tokens"] and s["completion_tokens"] > before["completion_tokens"]
@@ -45,7 +45,7 @@ async def test_component_request_counts_attempts_calls_tokens_and_first_attempt_
     assert s["assistant_validation_success_rate"] == 1.0
     assert s["assistant_generation_duration_seconds"]["count"] == 1
     record = s["requests"][-1]
-    assert record["kind"] == "component" and record["status"] == "complete" and record["validated"]
+    assert record["kind"] == "generate_component" and record["status"] == "complete" and record["validated"]
     # No prompt, code or key in metrics: only names and numbers.
     flat = repr(s)
     assert "uppercase" not in flat.lower() and "class " not in flat and "test-key" not in flat
@@ -76,8 +76,8 @@ async def test_question_off_topic_and_flow_are_counted_by_kind(llm, make_assista
     result = await assistant.arun("a flow that answers with a prompt")
     assert result.kind == "flow" and result.validated, result.error
     s = lfassist_jupyter.stats()
-    assert s["assistant_requests_by_intent"] == {"question": 1, "off_topic": 1, "flow": 1}
-    assert s["model_calls"] == 6 and s["requests"][-1]["kind"] == "flow"
+    assert s["assistant_requests_by_intent"] == {"question": 1, "off_topic": 1, "build_flow": 1}
+    assert s["model_calls"] == 6 and s["requests"][-1]["kind"] == "build_flow"
     assert s["assistant_validation_attempts"]["count"] == 1 and s["assistant_validation_success_rate"] == 1.0
 
 

@@ -44,7 +44,7 @@ async def test_a_builtin_answers_a_component_request_with_no_generation_call(llm
     assert (builtin.name, builtin.display_name) == ("SplitText", "Split Text")
     assert any("data_inputs" in i for i in builtin.inputs) and any("dataframe" in o for o in builtin.outputs)
     assert "Split Text" in result.result and "generate anyway" in result.result and "sidebar" in result.result
-    assert result.usage.model_calls == 1 and result.usage.kind == "builtin"
+    assert result.usage.model_calls == 1 and result.usage.kind == "use_builtin"
 
 
 async def test_generate_anyway_generates_the_offered_request(llm, make_assistant):

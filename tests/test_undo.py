@@ -96,3 +96,31 @@ async def test_an_eval_case_runs_earlier_requests_then_undo_then_checks_the_run(
     (result,) = suite.cases
     assert result.status == "pass", result.reason
     assert result.output == "Answer this: hi" and result.model_calls == 1  # the run costs the classification only
+
+
+def test_undo_on_the_panels_flow_card(sandbox, llm, tmp_path, monkeypatch):
+    """The flow card's Undo button (a message from the view): the answer says which version is
+    current, the restored flow is a new card, and the next request edits it."""
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-undo-panel-0123456789")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "data", local_validator=sandbox))
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(ECHO))
+    panel.send_prompt("a flow that answers with a prompt")
+    panel.wait(120)
+    llm.queue(intent("build_flow"), plan("ChatInput", "TextOperations", "ChatOutput"), spec_reply(SHOUT))
+    panel.send_prompt("uppercase the question instead of the prompt")
+    panel.wait(120)
+    card = panel.messages[-1]
+    assert card["kind"] == "flow" and card["flow_name"] == "Shout", panel.messages[-1]
+
+    panel._on_view_msg(panel, {"type": "undo_flow", "id": card["id"]})
+    said, restored = panel.messages[-2:]
+    assert "version 1" in said["html"] and "version 2 is undone" in said["html"]
+    assert restored["kind"] == "flow" and restored["flow_name"] == "Echo QA"
+    assert lfx_run(panel._flow(restored["id"]), "hi") == "Answer this: hi"
+
+    panel._on_view_msg(panel, {"type": "undo_flow", "id": restored["id"]})
+    assert "Nothing to undo" in panel.messages[-1]["html"]

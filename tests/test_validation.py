@@ -17,9 +17,9 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from lfassist_jupyter import validate_component
-from lfassist_jupyter._display import report_html, report_markdown, report_text
 from lfassist_jupyter.artifacts import defines_component, find_component_class, guess_class_name
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.ui.render.component import report_html, report_markdown, report_text
 from lfassist_jupyter.validation.report import ValidationReport
 from lfassist_jupyter.validation.static import validate_static
 

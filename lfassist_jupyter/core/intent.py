@@ -45,15 +45,16 @@ INTENT_KIND: dict[str, ResultKind] = {
 }
 """What kind of result each intent produces (the discriminator of results and outcomes)."""
 INTENT_METRIC: dict[str, str] = {
-    GENERATE_COMPONENT: "component",
-    BUILD_FLOW: "flow",
-    COMPONENT_THEN_FLOW: "flow",
-    RUN_FLOW: "run",
-    QUESTION: "question",
-    OFF_TOPIC: "off_topic",
-    USE_BUILTIN: "builtin",
+    GENERATE_COMPONENT: GENERATE_COMPONENT,
+    BUILD_FLOW: BUILD_FLOW,
+    COMPONENT_THEN_FLOW: COMPONENT_THEN_FLOW,
+    RUN_FLOW: RUN_FLOW,
+    QUESTION: QUESTION,
+    OFF_TOPIC: OFF_TOPIC,
+    USE_BUILTIN: USE_BUILTIN,
 }
-"""How usage metrics name each intent ("requests by intent"): what was asked for, in a word."""
+"""How usage metrics name each intent (``assistant_requests_by_intent``): the spec's own intent names,
+so the counters read the same as Langflow's Assistant metrics."""
 
 INTENT_SYSTEM_PROMPT = f"""\
 You classify requests sent to the Langflow Assistant, which writes Langflow custom \

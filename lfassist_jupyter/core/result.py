@@ -203,17 +203,17 @@ class AssistResult:
         return self.code or self.result or self.error or ""
 
     def _repr_markdown_(self) -> str:
-        from lfassist_jupyter._display import result_markdown
+        from lfassist_jupyter.ui.render.result import result_markdown
 
         return result_markdown(self)
 
     def _repr_html_(self) -> str:
-        from lfassist_jupyter._display import result_html
+        from lfassist_jupyter.ui.render.result import result_html
 
         return result_html(self)
 
     def __repr__(self) -> str:
-        from lfassist_jupyter._display import result_text
+        from lfassist_jupyter.ui.render.result import result_text
 
         return result_text(self)
 

@@ -5,7 +5,8 @@ pure helpers (``sandbox/worker/_flow_kit.py``), and nothing of the engine or the
 imports lfx and starts no process: everything that needs lfx (the component catalogue,
 building a flow from a spec, which can run a node's code through a real-time refresh, probe
 runs) goes through the sandbox's one door (``sandbox/client.py``). What runs here is
-text and JSON work: finding a spec in a reply, checking a flow, repairing it, drawing it.
+text and JSON work: finding a spec in a reply, checking a flow, repairing it (drawing it is a
+view's job: ``flow_picture`` lives in ``ui/render/picture.py`` and is re-exported here).
 
 Public API::
 
@@ -55,7 +56,7 @@ _LAZY = {
     "flow_to_spec": "spec",
     "validate_flow": "validate",
     "repair_flow": "repair",
-    "flow_picture": "picture",
+    "flow_picture": "lfassist_jupyter.ui.render.picture",  # drawing is a view's job: it lives in ui/render
     "run_flow": "local",
 }
 
@@ -65,6 +66,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        target = _LAZY[name]
+        module = importlib.import_module(target if "." in target else f".{target}", __name__)
         return getattr(module, name)
     raise AttributeError(name)

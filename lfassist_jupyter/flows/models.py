@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from lfassist_jupyter.errors import ConfigError
 
@@ -72,35 +73,25 @@ class Need(BaseModel):
 class FlowReport(BaseModel):
     """What `validate_flow` found: errors block the flow; needs are for the user to provide."""
 
-    ok: bool
+    is_valid: bool = Field(validation_alias=AliasChoices("is_valid", "ok"))
+    """No error blocks the flow (the same word as ``ValidationReport.is_valid``; a report
+    stored under its old name ``ok`` still loads)."""
     errors: list[FlowError] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
     node_count: int = 0
     edge_count: int = 0
 
-    def _repr_html_(self) -> str:
-        """A compact verdict for a notebook: errors with their fixes, then what the user must provide."""
-        from html import escape
+    @property
+    def ok(self) -> bool:
+        """Deprecated: use ``is_valid``."""
+        warnings.warn("FlowReport.ok is deprecated; use FlowReport.is_valid", DeprecationWarning, stacklevel=2)
+        return self.is_valid
 
-        head = "valid" if self.ok else f"{len(self.errors)} error(s)"
-        color = "#15803d" if self.ok else "#b91c1c"
-        parts = [
-            f'<div class="lfassist-flow-report"><b style="color:{color}">Flow {head}</b> '
-            f"({self.node_count} nodes, {self.edge_count} edges)"
-        ]
-        if self.errors:
-            parts.append("<ul>" + "".join(f"<li>{escape(str(e))}</li>" for e in self.errors) + "</ul>")
-        if self.needs:
-            parts.append(
-                "<div>Needs before a real run:</div><ul>"
-                + "".join(f"<li>{escape(n.kind)}: {escape(n.message)}</li>" for n in self.needs)
-                + "</ul>"
-            )
-        if self.warnings:
-            parts.append("<details><summary>warnings</summary><ul>")
-            parts.append("".join(f"<li>{escape(w)}</li>" for w in self.warnings) + "</ul></details>")
-        return "".join(parts) + "</div>"
+    def _repr_html_(self) -> str:
+        from lfassist_jupyter.ui.render.flow import flow_report_html
+
+        return flow_report_html(self)
 
     def feedback(self, limit: int = 5) -> str:
         """The top errors as plain lines, for a repair prompt to a model."""

@@ -63,18 +63,18 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     # Before lfx reads it: duplicate ids, an empty flow, node code that does not parse or build.
     blocking, notes = check_flow(flow, catalog)
     if blocking:
-        return FlowReport(ok=False, errors=blocking, warnings=notes)
+        return FlowReport(is_valid=False, errors=blocking, warnings=notes)
     loaded, errors, warnings = _load(flow, catalog)
     warnings += notes
     if loaded is None:
-        return FlowReport(ok=False, errors=errors, warnings=warnings)
+        return FlowReport(is_valid=False, errors=errors, warnings=warnings)
     data = loaded.get("data", loaded) if isinstance(loaded.get("data", loaded), dict) else {}
     raw_nodes, raw_edges = data.get("nodes"), data.get("edges")
     if not isinstance(raw_nodes, list) or not isinstance(raw_edges, list):
         errors.append(
             FlowError(code="structure", message="Not a Langflow flow: expected data.nodes and data.edges lists.")
         )
-        return FlowReport(ok=False, errors=errors, warnings=warnings)
+        return FlowReport(is_valid=False, errors=errors, warnings=warnings)
     # Notes (noteNode) are canvas decorations, not components.
     nodes = {
         n["id"]: n
@@ -100,7 +100,7 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
         }
         warnings += [f"{_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
     return FlowReport(
-        ok=not errors,
+        is_valid=not errors,
         errors=errors,
         warnings=warnings,
         needs=needs,

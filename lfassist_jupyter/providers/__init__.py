@@ -5,6 +5,7 @@ kind is created, so ``%load_ext`` stays fast.
 """
 
 from lfassist_jupyter.providers._registry import (
+    NO_PROVIDER_MESSAGE,
     ProviderInfo,
     available_providers,
     check_config,
@@ -14,6 +15,7 @@ from lfassist_jupyter.providers.base import Provider, Usage
 from lfassist_jupyter.providers.scripted import ScriptedProvider
 
 __all__ = [
+    "NO_PROVIDER_MESSAGE",
     "Provider",
     "ProviderInfo",
     "ScriptedProvider",

@@ -43,23 +43,23 @@ class FlowView:
 
     @property
     def ok(self) -> bool:
-        return self.flow is not None and self.report is not None and self.report.ok
+        return self.flow is not None and self.report is not None and self.report.is_valid
 
     @property
     def name(self) -> str:
-        from lfassist_jupyter._display import flow_name
+        from lfassist_jupyter.ui.render.flow import flow_name
 
         return flow_name(self.flow)
 
     def _repr_html_(self) -> str:
-        from lfassist_jupyter._display import flow_html
+        from lfassist_jupyter.ui.render.flow import flow_html
 
         return flow_html(
             self.flow, report=self.report, run=self.run, run_input=self.run_input, notes=self.notes, spec=None
         )
 
     def __repr__(self) -> str:
-        from lfassist_jupyter._display import flow_text
+        from lfassist_jupyter.ui.render.flow import flow_text
 
         return flow_text(self.flow, report=self.report, run=self.run, run_input=self.run_input, notes=self.notes)
 
@@ -115,13 +115,13 @@ def build_view(body: str) -> FlowView:
     notes += [(change_text(c), None) for c in built.changes]
     notes += [(w, None) for w in built.warnings]
     if built.flow is None:
-        report = FlowReport(ok=False, errors=list(built.errors))
+        report = FlowReport(is_valid=False, errors=list(built.errors))
         return FlowView(flow=None, spec=built.spec or body, report=report, notes=notes)
     report = validate_flow(built.flow)
     if built.errors:  # what the builder could not do (an edge it dropped) is an error of the flow too
         seen = {str(e) for e in report.errors}
         extra = [e for e in built.errors if str(e) not in seen]
-        report = report.model_copy(update={"ok": False, "errors": [*extra, *report.errors]})
+        report = report.model_copy(update={"is_valid": False, "errors": [*extra, *report.errors]})
     return FlowView(flow=built.flow, spec=built.spec or body, report=report, notes=notes)
 
 

@@ -14,6 +14,8 @@ import shlex
 import string
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -80,6 +82,16 @@ HELP = """\
 Defaults: %config AssistMagics.model = "..." (also provider, intent_model, max_retries, insert,
 server_validation).
 """
+
+
+@dataclass
+class Said:
+    """What a subcommand shows as text (``lines``, printed by the dispatcher) and what it
+    returns as the cell's value (``value``; None shows nothing)."""
+
+    lines: list[str]
+    value: Any = None
+
 
 _UPDATE_INTERVAL = 0.05  # at most 20 display updates a second: below Jupyter's IOPub rate limit
 
@@ -340,52 +352,51 @@ class AssistMagics(Magics):
         return result
 
     def _subcommand(self, line: str) -> Any:
+        """``%assist WORD ...``: look the word up in `SUBCOMMANDS` and show what its handler returns.
+
+        A handler returns a display object (the cell's value) or `Said` (lines of text and a
+        value): the text is printed here, the one place that prints, so it reaches the cell's
+        output wherever the magic stands in the cell."""
         words = line.split()
         command = words[0] if words else "help"
-        if command == "help":
-            print(HELP)
-            return None
-        if command == "status":
-            return self._status()
-        if command == "models":
-            return self._models()
-        if command == "new":
-            self._session_id = self.workspace.new_session_id()  # the next request builds an assistant for it
-            print("Started a new conversation.")
-            return None
-        if command == "history":
-            return self._history()
-        if command == "connect":
-            return self._connect(words[1:])
-        if command == "disconnect":
-            self.workspace.disconnect()
-            print("Disconnected from Langflow.")
-            return None
-        if command == "components":
-            return self._components()
-        if command in ("flow", "flows"):
-            return self._flow_subcommand(words[1:] if command == "flow" else ["list"])
-        if command == "undo":
-            return self._undo()
-        if command == "panel":
-            from lfassist_jupyter.ui.dock import open_panel
+        handler = SUBCOMMANDS.get(command)
+        if handler is None:
+            raise UsageError(f"Unknown %assist subcommand '{command}'. Try: {', '.join(SUBCOMMANDS)}.")
+        shown = handler(self, words[1:], line.split(None, 1)[1] if len(words) > 1 else "")
+        if isinstance(shown, Said):
+            if shown.lines:
+                print("\n".join(shown.lines))
+            return shown.value
+        return shown
 
-            if any(w not in ("--main", "--right") for w in words[1:]):
-                raise UsageError("Usage: %assist panel [--main]  (--main: a main-area tab instead of the sidebar)")
-            return open_panel(area="main" if "--main" in words else "right", workspace=self.workspace)
-        if command == "stats":
-            from lfassist_jupyter.metrics import StatsView, stats
+    def _help(self, words: list[str], rest: str) -> Said:
+        return Said([HELP])
 
-            return StatsView(stats())
-        if command == "eval":
-            return self._eval(line.split(None, 1)[1] if len(words) > 1 else "")
-        raise UsageError(
-            f"Unknown %assist subcommand '{command}'. "
-            "Try: status, models, new, history, connect, disconnect, components, flow, flows, undo, panel, stats, "
-            "eval, help."
-        )
+    def _new(self, words: list[str], rest: str) -> Said:
+        self._session_id = self.workspace.new_session_id()  # the next request builds an assistant for it
+        return Said(["Started a new conversation."])
 
-    def _eval(self, rest: str) -> Any:
+    def _disconnect(self, words: list[str], rest: str) -> Said:
+        self.workspace.disconnect()
+        return Said(["Disconnected from Langflow."])
+
+    def _flows(self, words: list[str], rest: str) -> Any:
+        return self._flow_subcommand(["list"])
+
+    def _panel(self, words: list[str], rest: str) -> Any:
+        from lfassist_jupyter.ui.dock import open_panel
+
+        if any(w not in ("--main", "--right") for w in words):
+            raise UsageError("Usage: %assist panel [--main]  (--main: a main-area tab instead of the sidebar)")
+        return open_panel(area="main" if "--main" in words else "right", workspace=self.workspace)
+
+    def _stats(self, words: list[str], rest: str) -> Any:
+        from lfassist_jupyter.metrics import stats
+        from lfassist_jupyter.ui.render.stats import StatsView
+
+        return StatsView(stats())
+
+    def _eval(self, words: list[str], rest: str) -> Any:
         """``%assist eval CASES.toml``: the eval harness in the notebook, with a live progress bar."""
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.eval import build_parser, run_suite, select_cases, write_json
@@ -412,49 +423,54 @@ class AssistMagics(Magics):
             raise UsageError(str(exc)) from exc
         return suite
 
-    def _models(self) -> None:
+    def _models(self, words: list[str], rest: str) -> Said:
         providers = self.workspace.configured_providers()
+        lines = []
         if not providers:
-            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+            from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
-            print(NO_PROVIDER_MESSAGE)
-        for p in providers:
-            print(f"{p.name}: {', '.join(name for name, _ in p.models)}  (default {p.default_model})")
+            lines.append(NO_PROVIDER_MESSAGE)
+        lines += [
+            f"{p.name}: {', '.join(name for name, _ in p.models)}  (default {p.default_model})" for p in providers
+        ]
+        return Said(lines)
 
-    def _status(self) -> None:
+    def _status(self, words: list[str], rest: str) -> Said:
         from lfassist_jupyter.providers import check_config
         from lfassist_jupyter.sandbox.client import default_validator
 
+        lines: list[str] = []
         cfg = check_config()
         if cfg["configured"]:
-            print(
+            lines.append(
                 f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}, "
                 f"model {self.model or cfg['default_model']})"
             )
         else:
-            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+            from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
-            print(f"Providers: none. {NO_PROVIDER_MESSAGE}")
+            lines.append(f"Providers: none. {NO_PROVIDER_MESSAGE}")
         if _warmup is not None:
             _warmup.join(2)  # the spawn itself takes milliseconds; do not report "stopped" while it runs
         info = default_validator().info()
         version = f", lfx {info['lfx_version']}" if info["lfx_version"] else ""
-        print(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
+        lines.append(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
         if info["error"]:
-            print(f"  {info['error']}")
+            lines.append(f"  {info['error']}")
         if info.get("isolation") == "reduced":  # never silent: see sandbox/_isolation.py
-            print(f"  reduced isolation: {info['isolation_reason']}")
-        print(f"Session: {self._session_id or 'new on first request'}")
+            lines.append(f"  reduced isolation: {info['isolation_reason']}")
+        lines.append(f"Session: {self._session_id or 'new on first request'}")
         if self.langflow is None:
-            print("Langflow: not connected (%assist connect URL)")
+            lines.append("Langflow: not connected (%assist connect URL)")
         else:
             checks = "server validation on" if self.server_validation else "server validation off"
-            print(
+            lines.append(
                 f"Langflow: connected to {self.langflow.url} (Langflow {self.langflow.version}, "
                 f"{self.langflow.auth}, {checks})"
             )
+        return Said(lines)
 
-    def _connect(self, words: list[str]) -> Any:
+    def _connect(self, words: list[str], rest: str) -> Said:
         import argparse
 
         from lfassist_jupyter.errors import LfAssistError
@@ -469,9 +485,10 @@ class AssistMagics(Magics):
             args = parser.parse_args(words)
         except SystemExit as exc:
             raise UsageError("Usage: %assist connect URL [--api-key KEY | --ask-key] [--no-server-validation]") from exc
+        lines: list[str] = []
         key = args.api_key
         if key:
-            print("Note: the key is now part of this cell's source; prefer LANGFLOW_API_KEY or --ask-key.")
+            lines.append("Note: the key is now part of this cell's source; prefer LANGFLOW_API_KEY or --ask-key.")
         if args.ask_key:
             import getpass
 
@@ -479,54 +496,51 @@ class AssistMagics(Magics):
         try:
             client = LangflowClient(url=args.url, api_key=key or None).connect_sync()
         except LfAssistError as exc:
-            print(f"Not connected: {exc}")
-            return None
+            return Said([*lines, f"Not connected: {exc}"])
         self.server_validation = not args.no_server_validation
         self.workspace.connect(client, server_validation=self.server_validation)
-        print(f"Connected to Langflow {client.version} at {client.url} ({client.auth}).")
-        return None
+        return Said([*lines, f"Connected to Langflow {client.version} at {client.url} ({client.auth})."])
 
-    def _components(self) -> Any:
+    def _components(self, words: list[str], rest: str) -> Said:
         return self._list_registered("components", "%%assist --register", lambda lf: lf.list_components_sync())
 
-    def _list_registered(self, what: str, how: str, fetch: Any) -> Any:
-        """Print what notebooks registered in the connected Langflow (``what``: components or
-        flows), one line per item; a dead or lying server is one line, never a traceback."""
+    def _list_registered(self, what: str, how: str, fetch: Any) -> Said:
+        """What notebooks registered in the connected Langflow (``what``: components or flows),
+        one line per item, and the items as the value; a dead or lying server is one line,
+        never a traceback."""
         from lfassist_jupyter.errors import LfAssistError
 
         if self.langflow is None:
-            print("Not connected: use `%assist connect URL` first.")
-            return None
+            return Said(["Not connected: use `%assist connect URL` first."])
         try:
             items = fetch(self.langflow)
         except LfAssistError as exc:
-            print(f"Could not list {what}: {exc}")
-            return None
-        if not items:
-            print(f"No {what} registered from notebooks yet (use {how}).")
-        for item in items:
-            print(f"  {item['name']}  (id {item['id']})")
-        return items
+            return Said([f"Could not list {what}: {exc}"])
+        lines = [] if items else [f"No {what} registered from notebooks yet (use {how})."]
+        lines += [f"  {item['name']}  (id {item['id']})" for item in items]
+        return Said(lines, items)
 
-    def _undo(self) -> None:
+    def _undo(self, words: list[str], rest: str) -> Said:
         """``%assist undo``: the conversation's flow goes back to its version before the last edit."""
         assistant = self._assistant
         if assistant is None and self._session_id is not None:
             assistant = self._assistant = self.workspace.assistant(self._session_id)
-        print(assistant.undo() if assistant is not None else "Nothing to undo: no flow in this conversation yet.")
+        if assistant is None:
+            return Said(["Nothing to undo: no flow in this conversation yet."])
+        return Said([assistant.undo()])
 
-    def _history(self) -> None:
+    def _history(self, words: list[str], rest: str) -> Said:
+        lines = []
         if self._assistant is not None:
-            print(f"Session {self._assistant.session_id}:")
-            for message in self.workspace.transcript(self._assistant.session_id):
-                print(f"  {message.role:9} {message.summary()}")
+            lines.append(f"Session {self._assistant.session_id}:")
+            lines += [f"  {m.role:9} {m.summary()}" for m in self.workspace.transcript(self._assistant.session_id)]
         stored = self.workspace.store.list()
         if stored:
-            print("Stored sessions (newest first):")
-            for s in stored:
-                print(f"  {s['id']}  {s['turns']} turns  {s['title']}")
+            lines.append("Stored sessions (newest first):")
+            lines += [f"  {s['id']}  {s['turns']} turns  {s['title']}" for s in stored]
         elif self._assistant is None:
-            print("No conversation yet.")
+            lines.append("No conversation yet.")
+        return Said(lines)
 
     # -- %%assist_validate ----------------------------------------------------------------
 
@@ -587,6 +601,9 @@ class AssistMagics(Magics):
             register(self.workspace, view)
             for text, _ in view.notes:
                 print(text)
+
+    def _flow(self, words: list[str], rest: str) -> Any:
+        return self._flow_subcommand(words)
 
     def _flow_subcommand(self, words: list[str]) -> Any:
         """``%assist flow load FILE|ID`` and ``%assist flows``."""
@@ -687,6 +704,29 @@ class AssistMagics(Magics):
 
 
 _warmup: threading.Thread | None = None
+
+
+Handler = Callable[[AssistMagics, list[str], str], Any]
+"""A subcommand: (magics, the words after its name, the rest of the line as typed) -> a display
+object or `Said`."""
+
+SUBCOMMANDS: dict[str, Handler] = {
+    "status": AssistMagics._status,
+    "models": AssistMagics._models,
+    "new": AssistMagics._new,
+    "history": AssistMagics._history,
+    "connect": AssistMagics._connect,
+    "disconnect": AssistMagics._disconnect,
+    "components": AssistMagics._components,
+    "flow": AssistMagics._flow,
+    "flows": AssistMagics._flows,
+    "undo": AssistMagics._undo,
+    "panel": AssistMagics._panel,
+    "stats": AssistMagics._stats,
+    "eval": AssistMagics._eval,
+    "help": AssistMagics._help,
+}
+"""``%assist WORD``: every subcommand, in the order the unknown-subcommand message lists them."""
 
 
 def _warm_up_in_background() -> None:

@@ -52,7 +52,7 @@ class PanelMessage(BaseModel):
     spec: str | None = None
     cell: str | None = None  # the re-runnable %%assist_flow cell Insert puts in the notebook
     picture_html: str | None = None
-    """Inline SVG made by `flows.flow_picture` from escaped text (no script); the view inserts it."""
+    """Inline SVG made by `ui.render.picture.flow_picture` from escaped text (no script); the view inserts it."""
     lines: list[FlowLine] | None = None
     # every answer of a live request (not restored ones: the numbers are not stored):
     usage: str | None = None
@@ -137,7 +137,7 @@ def render_markdown(text: str) -> str:
     is untrusted, and the view inserts this with ``innerHTML``."""
     from markdown_it import MarkdownIt
 
-    from lfassist_jupyter._display import highlight
+    from lfassist_jupyter.ui.render.markdown import highlight
 
     def fence(code: str, lang: str, _attrs: str) -> str:
         return highlight(code) if lang.strip().lower() in ("", "python", "py") else ""
@@ -203,7 +203,7 @@ def component_message(
     report: ValidationReport | None = None,
     repairs: list[str] | None = None,
 ) -> PanelMessage:
-    from lfassist_jupyter._display import highlight
+    from lfassist_jupyter.ui.render.markdown import highlight
 
     def fields(items: list[FieldSummary]) -> list[dict[str, Any]]:
         return [item.model_dump() for item in items]
@@ -241,10 +241,10 @@ def flow_message(
     It renders what it is given and nothing more: no validation, no build (a stored session's
     card shows the verdict it was stored with).
     """
-    from lfassist_jupyter._display import _report_lines, flow_name, flow_picture_html, run_lines
     from lfassist_jupyter.ui.flow_cell import flow_cell_source
+    from lfassist_jupyter.ui.render.flow import flow_name, flow_picture_html, report_lines, run_lines
 
-    verdict = _report_lines(report)
+    verdict = report_lines(report)
     if report is None and flow is not None and validated is not None:
         verdict = [("Flow validated" if validated else "Flow not validated", bool(validated))]
     lines = [FlowLine(text=t, ok=ok) for t, ok in [*verdict, *run_lines(run)]]
@@ -254,7 +254,7 @@ def flow_message(
         role="assistant",
         kind="flow",
         flow_name=flow_name(flow) if flow is not None else _spec_name(spec) or flow_name(None),
-        validated=bool(report.ok) if validated is None and report is not None else bool(validated),
+        validated=bool(report.is_valid) if validated is None and report is not None else bool(validated),
         attempts=attempts,
         spec=spec or "",
         cell=flow_cell_source(spec) if spec else None,

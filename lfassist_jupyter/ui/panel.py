@@ -48,6 +48,7 @@ from lfassist_jupyter.ui.messages import (
     error_message,
     flow_from_spec,
     flow_message,
+    turn_message,
     usage_line,
     user_message,
 )
@@ -210,6 +211,7 @@ class ChatPanel(anywidget.AnyWidget):
             "save_flow": lambda: self.save_flow(str(content.get("id", ""))),
             "register_flow": lambda: self.register_flow(str(content.get("id", ""))),
             "run_flow": lambda: self.run_flow(str(content.get("id", "")), str(content.get("text") or "")),
+            "undo_flow": self.undo_flow,
         }.get(kind)
         if handler is None:
             self.notice = f"Unknown request from the panel: {kind!r}"
@@ -231,7 +233,7 @@ class ChatPanel(anywidget.AnyWidget):
             self.notice = "Type a request first."
             return
         if not self.selected_model:
-            from lfassist_jupyter.providers._registry import NO_PROVIDER_MESSAGE
+            from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             self._append(user_message(text))
             self._append(error_message(NO_PROVIDER_MESSAGE))
@@ -454,8 +456,8 @@ class ChatPanel(anywidget.AnyWidget):
 
     def run_flow(self, message_id: str, text: str = "") -> Future[None] | None:
         """**Run**: a probe run in the sandbox (models stubbed); the output is the notice."""
-        from lfassist_jupyter._display import run_lines
         from lfassist_jupyter.ui.flow_cell import PROBE_INPUT
+        from lfassist_jupyter.ui.render.flow import run_lines
 
         flow = self._flow(message_id)
         if flow is None:
@@ -468,6 +470,27 @@ class ChatPanel(anywidget.AnyWidget):
 
         self.notice = f"Running the flow on {probe!r} in the sandbox..."
         return self._background(job)
+
+    def undo_flow(self) -> bool:
+        """**Undo** on a flow card: the conversation's flow goes back to the version before its
+        last edit (the restore point every edit keeps, as ``%assist undo``). The answer says which
+        version is current, and the restored version shows as a new card: it is what the next
+        request edits. Returns whether anything was restored."""
+        if self.busy:
+            self.notice = "Wait for the request to finish (or stop it) before undoing."
+            return False
+        assistant = self._get_assistant()
+        before = len(assistant.session.turns)
+        self._append(answer_message(assistant.undo()))
+        if len(assistant.session.turns) == before:  # nothing to undo: the answer says so
+            return False
+        turn = assistant.session.last_flow
+        message = turn_message(turn)
+        if isinstance(turn.flow, dict):
+            self._flows[message.id] = turn.flow
+        self._append(message)
+        self._refresh_sessions()
+        return True
 
     def register_flow(self, message_id: str) -> Future[None] | None:
         """**Register**: create or update the flow in the connected Langflow and run it there once."""

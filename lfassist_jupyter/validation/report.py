@@ -86,11 +86,11 @@ class ValidationReport(BaseModel):
         return f"{self.class_name or 'component'}: failed in {self.phase} phase: {self.error}"
 
     def _repr_markdown_(self) -> str:
-        from lfassist_jupyter._display import report_markdown
+        from lfassist_jupyter.ui.render.component import report_markdown
 
         return report_markdown(self)
 
     def _repr_html_(self) -> str:
-        from lfassist_jupyter._display import report_html
+        from lfassist_jupyter.ui.render.component import report_html
 
         return report_html(self)

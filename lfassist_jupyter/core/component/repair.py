@@ -748,23 +748,14 @@ class FixResult:
         return "\n".join([*lines, "", repr(self.report)])
 
     def _repr_markdown_(self) -> str:
-        from lfassist_jupyter._display import inert_markdown, report_markdown
+        from lfassist_jupyter.ui.render.component import fix_markdown
 
-        parts = [f"**{self.headline}**", *(f"- {inert_markdown(c)}" for c in self.changes)]
-        if self.repaired:
-            parts.append(f"```python\n{self.code.rstrip()}\n```")
-        return "\n\n".join([*parts, report_markdown(self.report)])
+        return fix_markdown(self)
 
     def _repr_html_(self) -> str:
-        import html
+        from lfassist_jupyter.ui.render.component import fix_html
 
-        from lfassist_jupyter._display import highlight, report_html
-
-        items = "".join(f"<li>{html.escape(c)}</li>" for c in self.changes)
-        parts = [f"<div><b>{html.escape(self.headline)}</b></div>", f"<ul>{items}</ul>" if items else ""]
-        if self.repaired:
-            parts.append(highlight(self.code))
-        return "".join([*parts, report_html(self.report)])
+        return fix_html(self)
 
 
 def fix_component(

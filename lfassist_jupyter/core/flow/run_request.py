@@ -94,7 +94,7 @@ class RunFlowPipeline:
             return validate_flow(found, catalog=default_catalog(self.sandbox))
 
         report = await asyncio.to_thread(check)
-        if not report.ok:
+        if not report.is_valid:
             error = "; ".join(str(e) for e in report.errors[:5])
             message = f"{label} ({where}) was not run: it does not validate: {error}"
             return FlowOutcome(result=message, intent=RUN_FLOW, flow=found, report=report, error=error)

@@ -1,0 +1,179 @@
+"""One rendering of a flow for every view: the ``%%assist`` result card, ``%%assist_flow``, the
+panel's flow card (which takes `flow_picture_html` and `run_lines`) and ``FlowReport``'s own card.
+
+The picture is inline SVG made by `flow_picture` from escaped text: no script, so it renders in
+JupyterLab, an exported HTML file and VS Code alike.  Everything here draws what it is given:
+it never validates, builds or runs a flow."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+from .markdown import code_block
+from .style import CARD, LINE_COLOR, Line
+from .style import badge as badge_html
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.core.result import AssistResult
+    from lfassist_jupyter.flows.models import FlowReport
+
+
+def flow_picture_html(flow: dict[str, Any] | None) -> str:
+    """The flow's picture as an HTML fragment (inline SVG), or "" when it cannot be drawn."""
+    if not isinstance(flow, dict):
+        return ""
+    try:
+        from .picture import flow_picture
+
+        svg = flow_picture(flow).svg  # the card has the title: no second caption
+        return f'<div class="lfassist-flow-picture" style="overflow-x:auto;margin:4px 0">{svg}</div>'
+    except Exception:  # a picture is a courtesy: a malformed flow still shows its report
+        return ""
+
+
+def flow_name(flow: dict[str, Any] | None, default: str = "Flow") -> str:
+    return str((flow or {}).get("name") or default) if isinstance(flow, dict) else default
+
+
+def run_lines(run: dict[str, Any] | None, input_text: str | None = None) -> list[Line]:
+    """A probe run (the sandbox's dict) or a real run as (line, ok) pairs: the verdict, the output,
+    what was stubbed, or for a real run where it ran and which variables it was given."""
+    if not run:
+        return []
+    on = f" on {input_text!r}" if input_text else ""
+    kind = "Real run" if run.get("real") else "Probe run"
+    if run.get("ok"):
+        lines: list[Line] = [(f"{kind}{on}: {run.get('text')!r}", True)]
+    else:
+        lines = [(f"{kind}{on} failed: {str(run.get('error') or 'unknown error').splitlines()[0][:300]}", False)]
+    if run.get("real"):
+        given = ", ".join(run.get("variables") or []) or "none"
+        lines.append((f"Ran on this machine, isolation: {run.get('isolation')}; variables given: {given}", None))
+        refused = run.get("refused") or []
+        if refused:
+            shown = ", ".join(f"{r.get('host')}:{r.get('port')} ({r.get('reason')})" for r in refused[:5])
+            more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+            lines.append((f"Refused by the network fence: {shown}{more}", False))
+    stubbed = run.get("stubbed") or []
+    if stubbed:
+        names = ", ".join(f"{s.get('name') or s.get('node')} ({s.get('reason')})" for s in stubbed)
+        lines.append((f"Stubbed in the sandbox (no keys, no network): {names}", None))
+    return lines
+
+
+def report_lines(report: FlowReport | None) -> list[Line]:
+    """A flow's verdict as (line, ok) pairs: the headline, each error, each need."""
+    if report is None:
+        return []
+    head = "valid" if report.is_valid else f"{len(report.errors)} error(s)"
+    lines: list[Line] = [(f"Flow {head} ({report.node_count} nodes, {report.edge_count} edges)", bool(report.is_valid))]
+    lines += [(str(e), False) for e in report.errors]
+    lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs]
+    return lines
+
+
+def flow_report_html(report: FlowReport) -> str:
+    """``validate_flow``'s verdict on its own: errors with their fixes, then what the user must provide."""
+    head = "valid" if report.is_valid else f"{len(report.errors)} error(s)"
+    color = "#15803d" if report.is_valid else "#b91c1c"
+    parts = [
+        f'<div class="lfassist-flow-report"><b style="color:{color}">Flow {head}</b> '
+        f"({report.node_count} nodes, {report.edge_count} edges)"
+    ]
+    if report.errors:
+        parts.append("<ul>" + "".join(f"<li>{html.escape(str(e))}</li>" for e in report.errors) + "</ul>")
+    if report.needs:
+        parts.append(
+            "<div>Needs before a real run:</div><ul>"
+            + "".join(f"<li>{html.escape(n.kind)}: {html.escape(n.message)}</li>" for n in report.needs)
+            + "</ul>"
+        )
+    if report.warnings:
+        parts.append("<details><summary>warnings</summary><ul>")
+        parts.append("".join(f"<li>{html.escape(w)}</li>" for w in report.warnings) + "</ul></details>")
+    return "".join(parts) + "</div>"
+
+
+def flow_html(
+    flow: dict[str, Any] | None,
+    *,
+    report: FlowReport | None = None,
+    run: dict[str, Any] | None = None,
+    run_input: str | None = None,
+    title: str | None = None,
+    badge: Line | None = None,
+    notes: list[Line] | None = None,
+    spec: str | None = None,
+) -> str:
+    """A flow card: title and badge, the picture, the validation verdict, the probe run, notes."""
+    name = title or flow_name(flow)
+    head = f"<b>{html.escape(name)}</b>" + (badge_html(*badge) if badge else "")
+    parts = [f'<div style="{CARD}" class="lfassist-flow-card">{head}', flow_picture_html(flow)]
+    for text, ok in [*report_lines(report), *run_lines(run, run_input), *(notes or [])]:
+        parts.append(f'<div style="color:{LINE_COLOR[ok]}">{html.escape(text)}</div>')
+    if report is not None and report.warnings:
+        items = "".join(f"<li>{html.escape(w)}</li>" for w in report.warnings)
+        parts.append(f"<details><summary>warnings</summary><ul>{items}</ul></details>")
+    if spec:
+        parts.append(f"<details><summary>spec</summary><pre>{html.escape(spec)}</pre></details>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def flow_text(
+    flow: dict[str, Any] | None,
+    *,
+    report: FlowReport | None = None,
+    run: dict[str, Any] | None = None,
+    run_input: str | None = None,
+    title: str | None = None,
+    notes: list[Line] | None = None,
+) -> str:
+    """The same facts as `flow_html`, as plain lines (a terminal, a log, markdown)."""
+    lines = [title or flow_name(flow)]
+    lines += [f"  {text}" for text, _ in [*report_lines(report), *run_lines(run, run_input), *(notes or [])]]
+    return "\n".join(lines)
+
+
+def _flow_result_parts(result: AssistResult) -> dict[str, Any]:
+    """What a flow `AssistResult` holds: its own fields, else its outcome's. Rendering shows the
+    result's verdict; it never validates."""
+    outcome = result.outcome if result.outcome is not None and result.outcome.kind == "flow" else None
+    flow = result.flow if result.flow is not None else (outcome.flow if outcome else None)
+    report = result.flow_report if result.flow_report is not None else (outcome.report if outcome else None)
+    run = result.run if result.run is not None else (outcome.run if outcome else None)
+    spec = result.spec if result.spec is not None else (outcome.spec if outcome else None)
+    attempts = f"{result.attempts} attempt{'s' * (result.attempts != 1)}"
+    notes: list[Line] = []
+    if not result.validated and result.error:
+        notes.append((result.error.splitlines()[0][:300], False))
+    notes += [(f"⚠️ {w}", None) for w in result.warnings]
+    return dict(
+        flow=flow,
+        report=report,
+        run=run,
+        title=f"{flow_name(flow)} · {attempts}",
+        badge=("validated" if result.validated else "not validated", bool(result.validated)),
+        notes=notes,
+        spec=spec,
+    )
+
+
+def flow_result_html(result: AssistResult) -> str:
+    return flow_html(**_flow_result_parts(result))
+
+
+def flow_result_text(result: AssistResult) -> str:
+    parts = _flow_result_parts(result)
+    verdict = parts.pop("badge")
+    parts.pop("spec")
+    parts["title"] = f"{parts['title']} · {verdict[0]}"
+    return flow_text(**parts)
+
+
+def flow_result_markdown(result: AssistResult) -> str:
+    """The flow card as Markdown: model-written text (the spec, a run's answer) stays in its block."""
+    text = flow_result_text(result)
+    spec = _flow_result_parts(result)["spec"]
+    return code_block(text) + (f"\n\n{code_block(spec.rstrip(), 'yaml')}" if spec else "")

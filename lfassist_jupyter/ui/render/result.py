@@ -1,0 +1,86 @@
+"""An ``AssistResult`` (what ``%%assist`` returns) as HTML, Markdown and plain text: a component
+card, a flow card, an answer, or one line for a cancelled or failed request."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+from .component import fields_table, io_lines, io_text
+from .flow import flow_result_html, flow_result_markdown, flow_result_text
+from .markdown import highlight, inert_markdown
+from .style import CARD, badge
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.core.result import AssistResult
+
+
+def _attempts(result: AssistResult) -> str:
+    return f"{result.attempts} attempt{'s' * (result.attempts != 1)}"
+
+
+def result_markdown(result: AssistResult) -> str:
+    if result.status == "cancelled":
+        return "⏹ Request cancelled."
+    if result.status == "error":
+        return f"❌ {result.error}"
+    if result.kind == "flow":
+        return flow_result_markdown(result)
+    if result.kind != "component" or not result.code:
+        return inert_markdown(result.result)
+    verdict = "✅ validated" if result.validated else "⚠️ not validated"
+    parts = [f"**{result.class_name}** — {verdict} ({_attempts(result)})"]
+    if result.report is not None:
+        parts.extend(io_lines(result.report))
+    if not result.validated and result.error:
+        parts.append(f"```\n{result.error}\n```")
+    if result.repairs:  # the zero-call repair pass: one line per change
+        parts.append("Repaired without a model call:\n" + "\n".join(f"- {inert_markdown(c)}" for c in result.repairs))
+    parts.append(f"```python\n{result.code.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
+def result_html(result: AssistResult) -> str:
+    if result.status == "cancelled":
+        return f'<div style="{CARD}">⏹ Request cancelled.</div>'
+    if result.status == "error":
+        return f'<div style="{CARD}">❌ {html.escape(result.error or "Error")}</div>'
+    if result.kind == "flow":
+        return flow_result_html(result)
+    if result.kind != "component" or not result.code:
+        text = html.escape(result.result).replace("\n", "<br>")
+        return f'<div style="{CARD}">{text}</div>'
+    head = f"<b>{html.escape(result.class_name or 'Component')}</b>" + badge(
+        "validated" if result.validated else "not validated", result.validated
+    )
+    parts = [f'<div style="{CARD}">{head} <span style="opacity:.7">· {_attempts(result)}</span>']
+    if result.report is not None:
+        parts.append(fields_table(result.report))
+    for w in result.warnings:
+        parts.append(f"<div>⚠️ {html.escape(w)}</div>")
+    for change in result.repairs:  # the zero-call repair pass
+        parts.append(f"<div>🔧 Repaired: {html.escape(change)}</div>")
+    if result.validated:
+        parts.append(highlight(result.code))
+    else:
+        parts.append(f'<pre style="white-space:pre-wrap;color:#cf222e">{html.escape(result.error or "")}</pre>')
+        parts.append(f"<details><summary>The last code</summary>{highlight(result.code)}</details>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def result_text(result: AssistResult) -> str:
+    if result.status != "complete":
+        return result_markdown(result)
+    if result.kind == "flow":
+        return flow_result_text(result)
+    if result.kind != "component" or not result.code:
+        return result.result
+    verdict = "validated" if result.validated else "NOT validated"
+    lines = [f"{result.class_name}: {verdict} ({_attempts(result)})"]
+    if not result.validated and result.error:
+        lines.append(f"Error: {result.error}")
+    lines += [f"  repaired: {change}" for change in result.repairs]
+    if result.report is not None:
+        lines += io_text(result.report)
+    return "\n".join(lines)
