@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from components import GOOD, UPPER_SPEC, fenced  # noqa: E402
+from components import GOOD, OPENAI_CHAT_MODEL, UPPER_SPEC, fenced  # noqa: E402
 
 from lfassist_jupyter import Assistant, ScriptedProvider  # noqa: E402
 from lfassist_jupyter.sandbox.client import SandboxValidator, validate_component  # noqa: E402
@@ -339,31 +339,6 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
 
 # -- real runs behind the network fence (flows.local + sandbox.local_run + sandbox._egress) ------------------------
 
-_BENCH_MODEL = """
-from openai import OpenAI
-
-from lfx.custom.custom_component.component import Component
-from lfx.io import MessageTextInput, Output, SecretStrInput
-from lfx.schema.message import Message
-
-
-class ChatModel(Component):
-    display_name = "Chat Model"
-    name = "ChatModel"
-    inputs = [
-        MessageTextInput(name="prompt", display_name="Prompt"),
-        SecretStrInput(name="api_key", display_name="API Key"),
-        MessageTextInput(name="base_url", display_name="Base URL"),
-    ]
-    outputs = [Output(display_name="Text", name="text", method="answer")]
-
-    def answer(self) -> Message:
-        client = OpenAI(api_key=self.api_key, base_url=self.base_url or None, max_retries=0, timeout=20)
-        stream = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": self.prompt}], stream=True
-        )
-        return Message(text="".join(c.choices[0].delta.content or "" for c in stream if c.choices))
-"""
 
 _BENCH_KNOCK = """
 import time
@@ -404,7 +379,7 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
     from lfassist_jupyter.flows.local import run_flow
 
     catalog = default_catalog()
-    catalog.add("ChatModel", validator.component_template_sync(_BENCH_MODEL)["template"])
+    catalog.add("ChatModel", validator.component_template_sync(OPENAI_CHAT_MODEL)["template"])
     catalog.add("Knock", validator.component_template_sync(_BENCH_KNOCK)["template"])
     kernel = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     threading.Thread(target=kernel.serve_forever, daemon=True).start()

@@ -324,3 +324,34 @@ def lfx_run(flow: dict, text: str) -> str:
         out = pool.submit(go).result()
     assert out.get("success"), out
     return out["result"]
+
+
+# A model node that asks an OpenAI-compatible server with the real openai SDK: the real local run's
+# tests and its benchmark point it at the fake provider through the network fence.
+OPENAI_CHAT_MODEL = """
+from openai import OpenAI
+
+from lfx.custom.custom_component.component import Component
+from lfx.io import MessageTextInput, Output, SecretStrInput
+from lfx.schema.message import Message
+
+
+class ChatModel(Component):
+    display_name = "Chat Model"
+    description = "Asks an OpenAI-compatible model, with the real openai SDK."
+    name = "ChatModel"
+
+    inputs = [
+        MessageTextInput(name="prompt", display_name="Prompt"),
+        SecretStrInput(name="api_key", display_name="API Key"),
+        MessageTextInput(name="base_url", display_name="Base URL"),
+    ]
+    outputs = [Output(display_name="Text", name="text", method="answer")]
+
+    def answer(self) -> Message:
+        client = OpenAI(api_key=self.api_key, base_url=self.base_url or None, max_retries=0, timeout=20)
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": self.prompt}], stream=True
+        )
+        return Message(text="".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+"""

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from components import LLM_SPEC, QA_SPEC, named
+from components import LLM_SPEC, OPENAI_CHAT_MODEL, QA_SPEC, named
 from fakellm import Reply
 from IPython.core.error import UsageError
 
@@ -80,34 +80,6 @@ class EnvProbe(Component):
         )
 """
 
-MODEL = """
-from openai import OpenAI
-
-from lfx.custom.custom_component.component import Component
-from lfx.io import MessageTextInput, Output, SecretStrInput
-from lfx.schema.message import Message
-
-
-class ChatModel(Component):
-    display_name = "Chat Model"
-    description = "Asks an OpenAI-compatible model, with the real openai SDK."
-    name = "ChatModel"
-
-    inputs = [
-        MessageTextInput(name="prompt", display_name="Prompt"),
-        SecretStrInput(name="api_key", display_name="API Key"),
-        MessageTextInput(name="base_url", display_name="Base URL"),
-    ]
-    outputs = [Output(display_name="Text", name="text", method="answer")]
-
-    def answer(self) -> Message:
-        client = OpenAI(api_key=self.api_key, base_url=self.base_url or None, max_retries=0, timeout=20)
-        stream = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": self.prompt}], stream=True
-        )
-        return Message(text="".join(c.choices[0].delta.content or "" for c in stream if c.choices))
-"""
-
 
 @pytest.fixture(scope="module")
 def server():
@@ -129,7 +101,7 @@ def server():
 def _catalog(sandbox):
     catalog = default_catalog()
     catalog.add("EnvProbe", sandbox.component_template_sync(PROBE)["template"])
-    catalog.add("ChatModel", sandbox.component_template_sync(MODEL)["template"])
+    catalog.add("ChatModel", sandbox.component_template_sync(OPENAI_CHAT_MODEL)["template"])
     return catalog
 
 

@@ -176,18 +176,26 @@ def _flow_name(name: str) -> str:
     return "" if name.lower() in ("", "it", "flow", "this", "that") else name
 
 
-def _loads(text: str) -> Any:
+def loads_lenient(text: str) -> Any:
+    """JSON, or nearly-JSON (a trailing comma, single quotes, an unclosed brace): a model's
+    reply is still an answer when it is almost valid; None when nothing can be read."""
     try:
         return json.loads(text)
     except (ValueError, TypeError):
         pass
-    # A nearly-JSON reply (trailing comma, single quotes, unclosed brace) is still an answer.
     try:
         from json_repair import repair_json
 
         return repair_json(text, return_objects=True)
     except Exception:
         return None
+
+
+def json_object_in(reply: str) -> Any:
+    """The outermost ``{...}`` of a reply (inside a fence or prose), read leniently; None
+    when there is none. The plan replies of the flow pipeline and of reuse are read so."""
+    start, end = (reply or "").find("{"), (reply or "").rfind("}")
+    return loads_lenient(reply[start : end + 1]) if start != -1 and end > start else None
 
 
 def parse_intent(reply: str, original: str) -> IntentResult:
@@ -200,10 +208,10 @@ def parse_intent(reply: str, original: str) -> IntentResult:
     if (result := _from_obj(direct, original, "json")) is not None:
         return result
     for match in _FENCE_JSON.finditer(text):
-        if (result := _from_obj(_loads(match.group(1)), original, "fenced_json")) is not None:
+        if (result := _from_obj(loads_lenient(match.group(1)), original, "fenced_json")) is not None:
             return result
     for match in _EMBEDDED_JSON.finditer(text):
-        if (result := _from_obj(_loads(match.group(0)), original, "embedded_json")) is not None:
+        if (result := _from_obj(loads_lenient(match.group(0)), original, "embedded_json")) is not None:
             return result
     if match := _STRICT_INTENT.search(text):
         translation = original

@@ -13,14 +13,13 @@ each, ``reuse_lines``) and may answer "reuse X"; the flow pipeline then edits X.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from lfassist_jupyter.core._log import log
-from lfassist_jupyter.core.intent import USE_BUILTIN
+from lfassist_jupyter.core.intent import USE_BUILTIN, json_object_in
 from lfassist_jupyter.core.result import AnswerOutcome, BuiltinComponent
 
 BUILTIN_BUDGET = 8_000
@@ -200,18 +199,7 @@ def reuse_lines(candidates: list[FlowCandidate], budget: int = FLOWS_BUDGET) -> 
 def parse_reuse(reply: str) -> tuple[str | None, str, dict[str, str]]:
     """(flow to reuse, what to change, extracted inputs) from the plan reply; (None, "", {}) when
     it reuses nothing. Read tolerantly, like the rest of the plan."""
-    start, end = (reply or "").find("{"), (reply or "").rfind("}")
-    obj: Any = None
-    if start != -1 and end > start:
-        try:
-            obj = json.loads(reply[start : end + 1])
-        except ValueError:
-            try:
-                from json_repair import repair_json
-
-                obj = repair_json(reply[start : end + 1], return_objects=True)
-            except Exception:
-                obj = None
+    obj = json_object_in(reply)
     if not isinstance(obj, dict) or not isinstance(obj.get("reuse"), str) or not obj["reuse"].strip():
         return None, "", {}
     change = obj.get("change") if isinstance(obj.get("change"), str) else ""

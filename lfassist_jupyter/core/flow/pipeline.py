@@ -21,7 +21,6 @@ and returns a ``FlowOutcome``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -30,7 +29,7 @@ from lfassist_jupyter.core._log import log, log_event, log_request_error
 from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_max_retries
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.flow import prompts
-from lfassist_jupyter.core.intent import COMPONENT_THEN_FLOW
+from lfassist_jupyter.core.intent import COMPONENT_THEN_FLOW, json_object_in
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome
 from lfassist_jupyter.errors import ProviderError
@@ -120,18 +119,7 @@ def _parse_plan(reply: str, catalog: Any) -> tuple[list[str], list[dict[str, str
     custom component. Anything else falls back to ``Catalog.parse_choice`` (a bulleted list
     or names in prose).
     """
-    obj: Any = None
-    start, end = (reply or "").find("{"), (reply or "").rfind("}")
-    if start != -1 and end > start:
-        try:
-            obj = json.loads(reply[start : end + 1])
-        except ValueError:
-            try:
-                from json_repair import repair_json
-
-                obj = repair_json(reply[start : end + 1], return_objects=True)
-            except Exception:
-                obj = None
+    obj = json_object_in(reply)
     if not isinstance(obj, dict) or not isinstance(obj.get("components"), list):
         return catalog.parse_choice(reply or ""), []
     chosen: list[str] = []
