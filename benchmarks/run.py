@@ -240,20 +240,49 @@ def flow_first_valid(validator: SandboxValidator) -> tuple[int, float, float]:
     return flow_request(validator)
 
 
-def flow_request(validator: SandboxValidator) -> tuple[int, float, float]:
+def flow_request(
+    validator: SandboxValidator,
+    spec: str = UPPER_SPEC,
+    components: tuple[str, ...] = ("ChatInput", "TextOperations", "ChatOutput"),
+    request: str = "a chat flow that uppercases the question",
+) -> tuple[int, float, float]:
     replies = [
-        json.dumps({"translation": "uppercase flow", "intent": "build_flow"}),
-        json.dumps({"components": ["ChatInput", "TextOperations", "ChatOutput"], "new": []}),
-        f"```\n{UPPER_SPEC}```",
+        json.dumps({"translation": request, "intent": "build_flow"}),
+        json.dumps({"components": list(components), "new": []}),
+        f"```\n{spec}```",
     ]
     provider = ScriptedProvider(replies=replies, chunk_size=10_000)
     assistant = Assistant(provider=provider, validator=validator, session_store=False)
     t0 = time.perf_counter()
-    result = asyncio.run(assistant.arun("a chat flow that uppercases the question"))
+    result = asyncio.run(assistant.arun(request))
     elapsed = (time.perf_counter() - t0) * 1000
     assert result.ok, result.error
     sizes = [len((c["system"] + "".join(m["content"] for m in c["messages"])).encode()) for c in provider.calls]
     return len(provider.calls), max(sizes) / 1024, elapsed
+
+
+def control_flow_requests(validator: SandboxValidator) -> dict[str, tuple[int, float, float]]:
+    """Model calls, largest prompt (KB) and ms for a loop and a branch request whose model reply
+    wires the control flow wrongly (the tests' specs): the deterministic inference repairs them,
+    so the budget is the same as a straight flow's."""
+    from test_control_flow import BRANCH, BRANCH_MISTAKES, LOOP, LOOP_MISTAKES
+
+    loop = LOOP.format(body=LOOP_MISTAKES["no feedback edge"])
+    branch = BRANCH.format(body=BRANCH_MISTAKES["R.true and R.false"])
+    return {
+        "loop": flow_request(
+            validator,
+            loop,
+            ("ChatInput", "SplitText", "LoopComponent", "ParserComponent"),
+            "mark each chunk of the text in a loop",
+        ),
+        "branch": flow_request(
+            validator,
+            branch,
+            ("ChatInput", "ConditionalRouter", "Prompt Template"),
+            "answer yes or no depending on whether the text says hello",
+        ),
+    }
 
 
 KERNEL_FLOW = """
@@ -548,6 +577,7 @@ def main() -> None:
     ready_ms, idle_first = first_after_idle()
     full, alone = pipeline(validator, 20)
     flow_calls, flow_kb, flow_ms = flow_first_valid(validator)
+    control = control_flow_requests(validator)
     probe_warm, probe_cold, real_runs = probe_runs(validator, 10)
     starters = validate_starters()
     fenced, refused_after_s, refused_wait_ms = fenced_real_runs(validator, 5)
@@ -633,6 +663,15 @@ def main() -> None:
             f"{flow_ms:.0f} ms, model time excluded",
             "target <= 3 calls, <= 16 KB",
         ),
+        *(
+            (
+                f"flow: model calls / max prompt KB, a {kind} request (wiring repaired)",
+                f"{calls} / {kb:.1f} KB",
+                f"{ms:.0f} ms, model time excluded",
+                "target <= 3 calls, <= 16 KB",
+            )
+            for kind, (calls, kb, ms) in control.items()
+        ),
         (
             "flow: kernel resident memory after a flow request",
             f"{kernel['rss_mb']:.0f} MB",
@@ -714,7 +753,7 @@ def main() -> None:
            "reduced_warm": reduced, "paced": paced, "ready_ms": ready_ms, "first_after_idle": idle_first,
            "zygote_rss_mb": rss, "isolation": isolation,
            "pipeline": full, "validation_alone": alone, "langflow_server": server, "panel_syncs": syncs,
-           "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb,
+           "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb, "control_flow": control,
            "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold,
            "real_runs": real_runs, "validate_starters": starters, "fenced_real_runs": fenced,
            "refused_after_s": refused_after_s, "refused_wait_ms": refused_wait_ms,
