@@ -603,7 +603,7 @@ def main() -> None:
             f"validation, warm sandbox ({isolation}), runtime phase p50",
             f"{pct(warm_runtime, 50):.1f} ms",
             f"{pct(warm_runtime, 50) / p50_floor:.2f}x floor",
-            "target <= 1.5x (fresh process each)",
+            "target <= 2x (fresh process each)",
         ),
         (
             f"validation, warm sandbox ({isolation}), runtime phase p95",
