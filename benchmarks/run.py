@@ -366,7 +366,7 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
     return warm, timed(cold_run, 3), timed(real_run, 3)
 
 
-# -- real runs behind the network fence (flows.local + sandbox.local_run + sandbox._egress) ------------------------
+# -- real runs behind the network fence (flows.local + sandbox.local_run + sandbox.egress) ------------------------
 
 
 _BENCH_KNOCK = """

@@ -375,7 +375,7 @@ async def arun_suite(
 
 def run_suite(cases: Sequence[Case], **kwargs: Any) -> SuiteResult:
     """Blocking twin of ``arun_suite``, safe inside a Jupyter kernel."""
-    from lfassist_jupyter._runtime import run_sync
+    from lfassist_jupyter.runtime import run_sync
 
     return run_sync(arun_suite(cases, **kwargs))
 

@@ -493,7 +493,7 @@ def test_a_component_file_stays_in_the_components_folder(tmp_path):
 
 
 def _sync_write(client, folder, **kwargs):
-    from lfassist_jupyter._runtime import run_sync
+    from lfassist_jupyter.runtime import run_sync
 
     return run_sync(client.write_component_file(GOOD, folder, reload=False, **kwargs))
 

@@ -375,7 +375,7 @@ def _through(proxy_socket: str, request: bytes) -> bytes:
 def test_the_fence_refuses_a_name_that_resolves_to_a_local_address_unless_the_user_named_it(server, tmp_path):
     """The kernel-side proxy on its own: a host on the allow-list because of the flow (a provider's)
     must still resolve to a public address; the same host named by the user may be local."""
-    from lfassist_jupyter.sandbox._egress import Allowed, EgressProxy
+    from lfassist_jupyter.sandbox.egress import Allowed, EgressProxy
 
     port = _port(server)
     get = f"GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode()

@@ -18,7 +18,7 @@ from components import GOOD, fenced, intent
 
 from lfassist_jupyter import validate_component
 from lfassist_jupyter.artifacts import find_component_class
-from lfassist_jupyter.sandbox.worker import _policy
+from lfassist_jupyter.sandbox.worker import policy
 from lfassist_jupyter.validation.static import security_findings
 
 
@@ -139,7 +139,7 @@ async def test_a_call_only_the_sandbox_sees_is_refused_and_retried_like_a_static
     assert result.validated is True and result.attempts == 2
     retry = llm.requests[2].last_user
     assert "`os.system`" in retry and f"line {line_of(RUNTIME_ONLY, 'attrgetter')}" in retry
-    assert _policy.ATTRS["os.system"] in retry  # the scan's words for the same call
+    assert policy.ATTRS["os.system"] in retry  # the scan's words for the same call
 
 
 def test_a_users_call_refused_at_runtime_is_a_labelled_policy_finding(sandbox):
@@ -238,7 +238,7 @@ def test_no_false_positives_on_lfx_builtins_or_third_party_components():
 
 
 def test_the_scan_and_the_sandbox_read_one_deny_list():
-    worker = (Path(_policy.__file__).parent / "_worker.py").read_text(encoding="utf-8")
+    worker = (Path(policy.__file__).parent / "_worker.py").read_text(encoding="utf-8")
     assert "POLICY.EVENTS" in worker and '"os.system",' not in worker  # no second list in the worker
-    for event, entry in _policy.EVENTS.items():
-        assert entry is None or _policy.why(entry.rstrip("*")), event  # every enforced entry is scanned
+    for event, entry in policy.EVENTS.items():
+        assert entry is None or policy.why(entry.rstrip("*")), event  # every enforced entry is scanned

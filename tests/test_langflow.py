@@ -23,7 +23,6 @@ from components import GOOD, LOWER_AND_UPPER, WRONG_IMPORT, fenced, intent
 from langflow_env import ensure_langflow as _ensure_langflow
 
 from lfassist_jupyter import Assistant, ChainValidator
-from lfassist_jupyter._runtime import run_sync
 from lfassist_jupyter.core.session import SessionStore
 from lfassist_jupyter.langflow import (
     TAG,
@@ -34,6 +33,7 @@ from lfassist_jupyter.langflow import (
     LangflowDisabledError,
 )
 from lfassist_jupyter.providers import create_provider
+from lfassist_jupyter.runtime import run_sync
 
 pytestmark = pytest.mark.langflow
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from lfassist_jupyter._runtime import iterate_in_background, run_sync
+from lfassist_jupyter.runtime import iterate_in_background, run_sync
 
 
 def test_an_interrupt_before_the_work_started_still_stops_it(kernel_sigint):

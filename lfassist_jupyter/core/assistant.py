@@ -25,8 +25,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lfassist_jupyter._secrets import redact
-from lfassist_jupyter.core._log import log, log_event, log_request_error
 from lfassist_jupyter.core.answer import AnswerPipeline
 from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_max_retries
 from lfassist_jupyter.core.events import TERMINAL_EVENTS, CancelledEvent, CompleteEvent, ErrorEvent, Event
@@ -50,6 +48,7 @@ from lfassist_jupyter.core.intent import (
     parse_intent,
 )
 from lfassist_jupyter.core.pipeline import Pipeline, Request
+from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import (
     AnswerOutcome,
     AssistResult,
@@ -61,6 +60,7 @@ from lfassist_jupyter.core.session import Session, SessionStore, Turn, new_sessi
 from lfassist_jupyter.errors import LfAssistError, ProviderError
 from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
 from lfassist_jupyter.providers.base import Provider
+from lfassist_jupyter.redaction import redact
 from lfassist_jupyter.validation.ports import ComponentValidator
 from lfassist_jupyter.validation.report import ValidationReport
 
@@ -424,7 +424,7 @@ class Assistant:
         then re-raises ``KeyboardInterrupt`` (or, with ``raise_on_interrupt=False``, returns
         the result with status ``cancelled``).
         """
-        from lfassist_jupyter._runtime import iterate_in_background
+        from lfassist_jupyter.runtime import iterate_in_background
 
         builder = ResultBuilder(session_id=self.session_id)
         try:

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lfassist_jupyter.core._log import log
 from lfassist_jupyter.core.intent import USE_BUILTIN, json_object_in
+from lfassist_jupyter.core.request_log import log
 from lfassist_jupyter.core.result import AnswerOutcome, BuiltinComponent
 
 BUILTIN_BUDGET = 8_000
@@ -211,9 +211,9 @@ def parse_reuse(reply: str) -> tuple[str | None, str, dict[str, str]]:
 def match_candidate(name: str, candidates: list[FlowCandidate]) -> FlowCandidate | None:
     """The one candidate the plan named (exact, a whole-word part, a near miss; never a guess
     between two)."""
-    from lfassist_jupyter.core.flow.run_request import _match
+    from lfassist_jupyter.core.flow.run_request import match_name
 
-    return _match(name, [(c.name, c) for c in candidates])
+    return match_name(name, [(c.name, c) for c in candidates])
 
 
 async def load_candidate(candidate: FlowCandidate, langflow: Any = None) -> dict[str, Any] | None:

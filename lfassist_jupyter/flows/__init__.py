@@ -1,7 +1,7 @@
 """Flows: from lfx's compact spec to a validated Langflow flow, and back.
 
 A low-level package: it imports ``lfassist_jupyter.errors``, the sandbox's client and its
-pure helpers (``sandbox/worker/_flow_kit.py``), and nothing of the engine or the views. It never
+pure helpers (``sandbox/worker/flow_kit.py``), and nothing of the engine or the views. It never
 imports lfx and starts no process: everything that needs lfx (the component catalogue,
 building a flow from a spec, which can run a node's code through a real-time refresh, probe
 runs) goes through the sandbox's one door (``sandbox/client.py``). What runs here is

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from lfassist_jupyter.sandbox.worker._flow_kit import resolve as _resolve
+from lfassist_jupyter.sandbox.worker.flow_kit import resolve as _resolve
 
 _DESC_MAX = 80
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lfassist_jupyter.sandbox.worker._flow_kit import handle_json, input_ports, output_ports, types_compatible
+from lfassist_jupyter.sandbox.worker.flow_kit import handle_json, input_ports, output_ports, types_compatible
 
 from .models import Change, FlowError
 

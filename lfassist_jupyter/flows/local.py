@@ -12,7 +12,7 @@ anyone, so neither is the flow's to decide:
   variables the flow wants and which hosts it would reach, before anything runs; the run gets
   only the wanted variables the user allowed (``env=``), nothing else of the kernel's environment.
 - **Network.** Under bubblewrap the run has a network namespace of its own (loopback only); its
-  one way out is the kernel-side egress proxy (``sandbox/_egress.py``) on a Unix socket, which
+  one way out is the kernel-side egress proxy (``sandbox/egress.py``) on a Unix socket, which
   allows the hosts of the flow's model providers (and the configured ``OPENAI_BASE_URL``/``OLLAMA_HOST``)
   plus the user's ``allow_hosts``, and refuses loopback, private and link-local addresses unless
   the user named them.  Refused connections come back in the result.
@@ -221,7 +221,7 @@ def _plan(
     env: Mapping[str, str] | Iterable[str] | None,
     allow_hosts: Iterable[str],
 ) -> RunPlan:
-    from lfassist_jupyter.sandbox._egress import Allowed, parse_host
+    from lfassist_jupyter.sandbox.egress import Allowed, parse_host
 
     if isinstance(allow_hosts, str):
         allow_hosts = [allow_hosts]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lfassist_jupyter.sandbox.worker import _flow_kit as kit
-from lfassist_jupyter.sandbox.worker._flow_kit import coerce_value, handle_json
+from lfassist_jupyter.sandbox.worker import flow_kit as kit
+from lfassist_jupyter.sandbox.worker.flow_kit import coerce_value, handle_json
 
 from .catalog import Catalog, default_catalog
 from .models import Change, RepairResult
@@ -30,7 +30,7 @@ def fix_edge_ports(
     """Rename an edge's unknown output or input when the types leave one port that fits.
 
     ``source`` and ``target`` are the nodes' templates (``node["data"]["node"]``). The rule is
-    ``_flow_kit.fix_edge_ports``, the one the sandbox's build applies too.
+    ``flow_kit.fix_edge_ports``, the one the sandbox's build applies too.
     """
     output, input_name, changes = kit.fix_edge_ports(source, output, target, input_name)
     return output, input_name, [Change(node="", **c) for c in changes]

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any, get_args
 
-from lfassist_jupyter.sandbox.worker._flow_kit import spec_scalar
+from lfassist_jupyter.sandbox.worker.flow_kit import spec_scalar
 
 from .catalog import Catalog, default_catalog
 from .models import BuildResult, Change, ErrorCode, FlowError, FlowSpecError

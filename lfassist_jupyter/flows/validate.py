@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lfassist_jupyter.sandbox.worker._flow_kit import conversion_hint, types_compatible
+from lfassist_jupyter.sandbox.worker.flow_kit import conversion_hint, types_compatible
 
 from .catalog import Catalog, default_catalog
 from .checks import check as check_flow

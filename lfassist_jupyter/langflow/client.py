@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
-from lfassist_jupyter._secrets import redact
 from lfassist_jupyter.errors import (
     ConfigError,
     LangflowAuthError,
@@ -42,6 +41,7 @@ from lfassist_jupyter.errors import (
     LangflowError,
     LangflowNotReadyError,
 )
+from lfassist_jupyter.redaction import redact
 
 if TYPE_CHECKING:
     from lfassist_jupyter.langflow.validator import LangflowValidator
@@ -386,6 +386,6 @@ def _check_url(raw: object) -> str:
 
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:
-    from lfassist_jupyter._runtime import run_sync
+    from lfassist_jupyter.runtime import run_sync
 
     return run_sync(coro)

@@ -25,9 +25,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lfassist_jupyter._secrets import redact
 from lfassist_jupyter.errors import LangflowError
 from lfassist_jupyter.langflow.client import TAG
+from lfassist_jupyter.redaction import redact
 
 if TYPE_CHECKING:
     import httpx
@@ -238,7 +238,7 @@ async def delete_flow(client: LangflowClient, flow_id: str) -> None:
 
 
 def _sync(coro: Any) -> Any:
-    from lfassist_jupyter._runtime import run_sync
+    from lfassist_jupyter.runtime import run_sync
 
     return run_sync(coro)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lfassist_jupyter._secrets import redact
 from lfassist_jupyter.errors import (
     ProviderAuthError,
     ProviderConnectionError,
@@ -20,6 +19,7 @@ from lfassist_jupyter.errors import (
     ProviderRateLimitError,
     ProviderTimeoutError,
 )
+from lfassist_jupyter.redaction import redact
 
 _KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 

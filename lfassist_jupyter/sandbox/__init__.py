@@ -7,7 +7,7 @@
   kernel-side network fence), started by ``flows.local`` once the plan is allowed.
 - ``worker/``: the scripts that run *inside* the sandbox (stdlib + lfx only, imported by path,
   bound read-only as one directory): the zygote ``_worker.py``, its confinement ``_confine.py``
-  and its ops. ``_flow_kit`` and ``_policy`` there are read by the kernel too (pure data and
+  and its ops. ``flow_kit`` and ``policy`` there are read by the kernel too (pure data and
   rules, no lfx).
 
 Importing this package imports nothing heavy; the kernel never imports lfx.

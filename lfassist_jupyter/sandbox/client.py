@@ -42,11 +42,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from lfassist_jupyter._secrets import is_secret_name, redact, redact_fragments, secret_values
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.redaction import is_secret_name, redact, redact_fragments, secret_values
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.validation.report import Finding, ValidationReport
-from lfassist_jupyter.validation.static import SecurityMode, _security_mode, validate_static
+from lfassist_jupyter.validation.static import SecurityMode, security_mode, validate_static
 
 WORKER_DIR = Path(__file__).with_name("worker")  # bound read-only into bwrap as a whole
 WORKER_SCRIPT = WORKER_DIR / "_worker.py"
@@ -631,7 +631,7 @@ class SandboxValidator:
         shape-checked and cached on this validator. Raises ``ConfigError`` with the reason when
         the sandbox cannot give it (lfx missing, the worker dead).
         """
-        from lfassist_jupyter.sandbox.worker._flow_kit import unpack
+        from lfassist_jupyter.sandbox.worker.flow_kit import unpack
 
         with self._lock:
             if self._flow_catalog is not None:
@@ -665,7 +665,7 @@ class SandboxValidator:
         ``FlowBuild`` as a dict (schema-checked; texts redacted); never raises: a failure of the
         sandbox itself is ``ok=False`` with ``error``.
         """
-        from lfassist_jupyter.sandbox.worker._flow_kit import unpack
+        from lfassist_jupyter.sandbox.worker.flow_kit import unpack
 
         timeout = max(self.timeout, 30.0) if timeout is None else timeout
         payload = {"op": "flow_build", "spec": str(spec), "extra": extra or {}, "repair": bool(repair)}
@@ -769,7 +769,7 @@ def _merge(
     the static finding for the same call; no outputs is an ``error``).  For code a user brings
     (``security`` ``"report"`` or ``"off"``) those become what the static scan says for it: a
     labelled ``policy`` finding, and a warning."""
-    if _security_mode(security) != "reject":
+    if security_mode(security) != "reject":
         _as_users_code(runtime)
     runtime.phases_run = [*static.phases_run, *runtime.phases_run]
     runtime.timings_ms = {**static.timings_ms, **runtime.timings_ms}

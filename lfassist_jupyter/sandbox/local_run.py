@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.sandbox import _isolation
-from lfassist_jupyter.sandbox._egress import EgressProxy
 from lfassist_jupyter.sandbox.client import redact_text, scrubbed_env
+from lfassist_jupyter.sandbox.egress import EgressProxy
 
 if TYPE_CHECKING:
     from lfassist_jupyter.flows.local import RunPlan

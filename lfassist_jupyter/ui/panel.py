@@ -238,7 +238,7 @@ class ChatPanel(anywidget.AnyWidget):
             self._append(user_message(text))
             self._append(error_message(NO_PROVIDER_MESSAGE))
             return
-        from lfassist_jupyter._runtime import get_loop
+        from lfassist_jupyter.runtime import get_loop
 
         self._append(user_message(text))
         self.langflow_connected = self.workspace.connected
@@ -390,7 +390,7 @@ class ChatPanel(anywidget.AnyWidget):
         if self.workspace.langflow is None:
             self.notice = "Not connected to Langflow: run `%assist connect URL` and reopen the panel."
             return
-        from lfassist_jupyter._runtime import get_loop
+        from lfassist_jupyter.runtime import get_loop
 
         async def go() -> None:
             from lfassist_jupyter.errors import LangflowError
@@ -444,7 +444,7 @@ class ChatPanel(anywidget.AnyWidget):
 
     def _background(self, job: Callable[[], str]) -> Future[None]:
         """Run a blocking button action off the kernel's loop; its one-line outcome is the notice."""
-        from lfassist_jupyter._runtime import get_loop
+        from lfassist_jupyter.runtime import get_loop
 
         async def go() -> None:
             try:

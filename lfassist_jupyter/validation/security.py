@@ -21,7 +21,7 @@ is the right side to err on for code that leaves the sandbox.
 
 ``getattr`` is judged by the attribute: ``getattr(os, "path")`` is ``os.path`` (fine);
 ``getattr(os, name)`` with a name computed at runtime, on a module some attribute of which
-is refused, is a finding.  Nothing is executed; the deny list is ``_policy.py``, shared
+is refused, is a finding.  Nothing is executed; the deny list is ``policy.py``, shared
 with the sandbox's audit hook.
 """
 
@@ -32,7 +32,7 @@ import builtins
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lfassist_jupyter.sandbox.worker import _policy
+from lfassist_jupyter.sandbox.worker import policy
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Calls that hand back (an element of) their first argument: containers, iterators.
@@ -202,9 +202,9 @@ class _Collector(ast.NodeVisitor):
         for a in node.names:
             top = a.name.split(".")[0]
             self.bind(a.asname or top, (_Imported(a.name if a.asname else top), self.scope))
-            if top in _policy.MODULES:
+            if top in policy.MODULES:
                 self.imported.add(top)
-                self.imports.append((node.lineno, f"import of `{a.name}` ({_policy.MODULES[top]})"))
+                self.imports.append((node.lineno, f"import of `{a.name}` ({policy.MODULES[top]})"))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level or not node.module:
@@ -212,13 +212,13 @@ class _Collector(ast.NodeVisitor):
                 self.bind(a.asname or a.name, None)
             return
         top = node.module.split(".")[0]
-        if top in _policy.MODULES:
+        if top in policy.MODULES:
             self.imported.add(top)
-            self.imports.append((node.lineno, f"import from `{node.module}` ({_policy.MODULES[top]})"))
+            self.imports.append((node.lineno, f"import from `{node.module}` ({policy.MODULES[top]})"))
         for a in node.names:
             if a.name == "*":
                 self.root.wildcards.append(node.module)
-                if top not in _policy.MODULES and _policy.has_banned_attrs(node.module):
+                if top not in policy.MODULES and policy.has_banned_attrs(node.module):
                     self.imports.append(
                         (
                             node.lineno,
@@ -229,8 +229,8 @@ class _Collector(ast.NodeVisitor):
                 continue
             qualified = f"{node.module}.{a.name}"
             self.bind(a.asname or a.name, (_Imported(qualified), self.scope))
-            why = _policy.why(qualified)
-            if why and top not in _policy.MODULES:
+            why = policy.why(qualified)
+            if why and top not in policy.MODULES:
                 self.imports.append((node.lineno, f"import of `{qualified}` ({why})"))
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -304,7 +304,7 @@ class _Collector(ast.NodeVisitor):
 
 
 def _example(module: str) -> str:
-    names = [k for k in _policy.ATTRS if k.startswith(module + ".")]
+    names = [k for k in policy.ATTRS if k.startswith(module + ".")]
     return f"`{names[0]}`" if names else "refused functions"
 
 
@@ -362,7 +362,7 @@ class _Resolver:
         if name == "__builtins__":
             return frozenset({_BUILTINS_NS})
         root = start.module()
-        wild = {f"{m}.{name}" for m in root.wildcards if _policy.why(f"{m}.{name}")}
+        wild = {f"{m}.{name}" for m in root.wildcards if policy.why(f"{m}.{name}")}
         if name in _BUILTIN_NAMES:
             wild.add(f"builtins.{name}")
         return frozenset(wild)
@@ -393,7 +393,7 @@ class _Resolver:
     def _resolve(self, node: ast.AST, scope: Scope) -> set[str]:
         if isinstance(node, _Imported):
             top, _, rest = node.name.partition(".")
-            return {_policy.MODULE_ALIASES.get(top, top) + (f".{rest}" if rest else "")}
+            return {policy.MODULE_ALIASES.get(top, top) + (f".{rest}" if rest else "")}
         if isinstance(node, ast.Name):
             return set(self.lookup(node.id, scope))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
@@ -433,7 +433,7 @@ class _Resolver:
         out: set[str] = set()
         for base in bases:
             if base == "sys.modules":
-                out.add(_policy.MODULE_ALIASES.get(key, key) if key else _ANY_MODULE)
+                out.add(policy.MODULE_ALIASES.get(key, key) if key else _ANY_MODULE)
             elif base == "ns:@module":
                 out |= self.lookup(key, scope.module()) if key else {_ANY_GLOBAL}
             elif base == _BUILTINS_NS:
@@ -503,12 +503,12 @@ def _refusal(value: str) -> str | None:
         return "reads the module's namespace by a name computed at runtime, `__builtins__` included"
     if value.endswith(".*"):
         module = value[:-2]
-        if "." not in module and _policy.has_banned_attrs(module):
+        if "." not in module and policy.has_banned_attrs(module):
             return f"reaches into a system module by name: an attribute of `{module}` named at runtime"
         return None
     if not _is_name(value):
         return None
-    return _policy.why(value)
+    return policy.why(value)
 
 
 def _spelling(node: ast.AST) -> str:
@@ -526,8 +526,8 @@ def scan(tree: ast.Module) -> list[tuple[int, str]]:
     issues: list[tuple[int, str]] = list(collected.imports)
     for node in _expressions(tree):
         line = getattr(node, "lineno", 0)
-        if isinstance(node, ast.Attribute) and node.attr in _policy.DUNDER_ESCAPES:
-            issues.append((line, f"access to `{node.attr}` ({_policy.DUNDER_ESCAPES[node.attr]})"))
+        if isinstance(node, ast.Attribute) and node.attr in policy.DUNDER_ESCAPES:
+            issues.append((line, f"access to `{node.attr}` ({policy.DUNDER_ESCAPES[node.attr]})"))
             continue
         if isinstance(node, ast.Name) and node.id == "__builtins__":
             issues.append((line, "access to `__builtins__` (escapes the component's scope)"))
@@ -563,7 +563,7 @@ def _patching(node: ast.Call, resolver: _Resolver, scope: Scope) -> Iterator[tup
     if not (funcs & {"builtins.setattr", "builtins.delattr"}) or not node.args:
         return
     for value in resolver.resolve(node.args[0], scope):
-        if _is_name(value) and "." not in value and _policy.has_banned_attrs(value):
+        if _is_name(value) and "." not in value and policy.has_banned_attrs(value):
             yield node.lineno, f"call to `{_spelling(node.func)}` on `{value}` (patches a system module)"
 
 

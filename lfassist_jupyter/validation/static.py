@@ -37,7 +37,7 @@ from lfassist_jupyter.validation.report import FieldSummary, Finding, Validation
 
 SecurityMode = Literal["reject", "report", "off"]
 
-# The deny list lives in ``_policy.py`` (read by the sandbox's audit hook too); the scan
+# The deny list lives in ``policy.py`` (read by the sandbox's audit hook too); the scan
 # that follows references to it through aliases is ``security.py``.
 
 
@@ -120,7 +120,7 @@ def _syntax_error(exc: SyntaxError) -> str:
     return f"SyntaxError: {exc.msg}{where}"
 
 
-def _security_mode(security: SecurityMode | bool) -> SecurityMode:
+def security_mode(security: SecurityMode | bool) -> SecurityMode:
     if security is True:
         return "reject"
     if security is False:
@@ -218,7 +218,7 @@ def validate_static(code: str, *, security: SecurityMode | bool = "reject") -> V
     ``"report"`` (they are ``policy`` findings -- for code a user validates) or ``"off"``.
     ``True``/``False`` mean ``"reject"``/``"off"``.  Never raises for bad code.
     """
-    mode = _security_mode(security)
+    mode = security_mode(security)
     t0 = time.perf_counter()
     report = ValidationReport(is_valid=False, phases_run=["static"])
 

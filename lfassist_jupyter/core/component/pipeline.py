@@ -18,12 +18,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lfassist_jupyter.core._log import log, log_event, log_request_error
 from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
 from lfassist_jupyter.core.component.prompts import generation_system_prompt, retry_message
 from lfassist_jupyter.core.component.repair import Repaired, repair_until_valid
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.pipeline import Request, Sink
+from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome
 from lfassist_jupyter.errors import ConfigError, ProviderError
 from lfassist_jupyter.validation.ports import ComponentValidator, Reference

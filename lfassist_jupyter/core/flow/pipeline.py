@@ -25,12 +25,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from lfassist_jupyter.core._log import log, log_event, log_request_error
 from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_max_retries
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.flow import prompts
 from lfassist_jupyter.core.intent import COMPONENT_THEN_FLOW, json_object_in
 from lfassist_jupyter.core.pipeline import Request, Sink
+from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome
 from lfassist_jupyter.errors import ProviderError
 from lfassist_jupyter.flows.models import FlowReport, Need

@@ -30,7 +30,7 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
 
 
-def _match(wanted: str, named: list[tuple[str, Any]]) -> Any | None:
+def match_name(wanted: str, named: list[tuple[str, Any]]) -> Any | None:
     """The one flow ``wanted`` names: exact, then a whole-word part of one name, then a near miss."""
     key = _norm(wanted)
     for test in (
@@ -130,7 +130,7 @@ class RunFlowPipeline:
             if flows:
                 return flows[0], "the current flow"
             return None, "There is no flow in this conversation to run: build or load one first."
-        hit = _match(name, [(str(f.get("name") or ""), f) for f in flows])
+        hit = match_name(name, [(str(f.get("name") or ""), f) for f in flows])
         if hit is not None:
             return hit, "from this conversation"
         path = self._file(name)
@@ -150,7 +150,7 @@ class RunFlowPipeline:
 
             try:
                 listed = await list_flows(self.langflow, ours_only=False)
-                hit = _match(name, [(str(f.get("name") or ""), f) for f in listed])
+                hit = match_name(name, [(str(f.get("name") or ""), f) for f in listed])
                 if hit is not None:
                     return await get_flow(self.langflow, str(hit.get("id"))), "from the connected Langflow"
             except LfAssistError as exc:

@@ -1,6 +1,6 @@
 """Worker op ``flow_build`` (spec text -> Langflow flow JSON) and the fact ``flow_catalog``.
 
-A sibling script of ``_worker.py`` (stdlib + lfx only, plus ``_flow_kit.py`` next to it,
+A sibling script of ``_worker.py`` (stdlib + lfx only, plus ``flow_kit.py`` next to it,
 loaded by path), imported in the zygote before its first fork.
 
 * ``flow_catalog`` is a *fact*: lfx's bundled component registry, read by the zygote itself
@@ -18,7 +18,7 @@ Parsing and building are lfx's own (``parse_flow_spec``, ``build_flow_from_spec`
 ``configure_component``, ``add_connection``, ``layout_flow``). What this op adds is what lfx
 leaves to its callers: leniency (a malformed line is dropped with a warning), quoted values,
 dynamic prompt fields (Langflow's ``process_prompt_template``), real-time refreshes, the
-deterministic repairs of ``_flow_kit`` and every problem collected (lfx stops at the first).
+deterministic repairs of ``flow_kit`` and every problem collected (lfx stops at the first).
 The answer is plain JSON (errors and changes as dicts); the kernel schema-checks it.
 """
 
@@ -31,7 +31,7 @@ import sys
 import uuid
 from typing import Any
 
-_KIT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_flow_kit.py")
+_KIT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flow_kit.py")
 
 
 def _load_kit() -> Any:

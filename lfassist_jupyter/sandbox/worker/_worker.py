@@ -147,7 +147,7 @@ class NetworkBlocked(ConnectionRefusedError):
 
 
 try:  # the deny list the security scan reads too, next to this script
-    POLICY = _sibling("_policy", "_lfassist_policy")
+    POLICY = _sibling("policy", "_lfassist_policy")
 except Exception as exc:  # the worker's own files are incomplete: nothing can be validated safely
     send({"op": "fatal", "error": f"the deny list could not be loaded: {type(exc).__name__}: {exc}"})
     sys.exit(3)
@@ -156,7 +156,7 @@ except Exception as exc:  # the worker's own files are incomplete: nothing can b
 # state is not here: it is a closure variable of the hook, fixed for the child's life.
 # ``refused``: (audit event, line in the component's code or None) of each refused call.
 _STATE = {"network": False, "violations": [], "refused": []}
-# The hook's tables come from the deny list the security scan reads too (``_policy.py``).
+# The hook's tables come from the deny list the security scan reads too (``policy.py``).
 _BLOCKED_EVENTS = set(POLICY.EVENTS)
 _NETWORK_EVENTS = set(POLICY.NETWORK_EVENTS)
 _PATH_EVENTS = set(POLICY.PATH_EVENTS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lfassist_jupyter._secrets import redact
+from lfassist_jupyter.redaction import redact
 
 log = logging.getLogger("lfassist_jupyter")
 
