@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .models import BuildResult, Change, FlowError, FlowReport, FlowSpecError, Need, RepairResult
+from .models import BuildResult, Change, FlowProblem, FlowReport, FlowSpecError, Need, RepairResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from .catalog import Catalog
@@ -33,7 +33,7 @@ __all__ = [
     "BuildResult",
     "Catalog",
     "Change",
-    "FlowError",
+    "FlowProblem",
     "FlowReport",
     "FlowSpecError",
     "Need",
@@ -63,6 +63,11 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     """Import the modules on first use, so `import lfassist_jupyter.flows` stays fast."""
+    if name == "FlowError":  # the old name of FlowProblem, which read like an exception
+        import warnings
+
+        warnings.warn("flows.FlowError is now flows.FlowProblem", DeprecationWarning, stacklevel=2)
+        return FlowProblem
     if name in _LAZY:
         import importlib
 

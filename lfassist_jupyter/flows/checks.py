@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .models import FlowError
+from .models import FlowProblem
 
 # How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).
 _NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
@@ -60,7 +60,7 @@ def spec_nodes(text: str) -> list[tuple[str, str, int]] | None:
     return nodes
 
 
-def spec_errors(text: str, catalog: Any = None) -> list[FlowError]:
+def spec_errors(text: str, catalog: Any = None) -> list[FlowProblem]:
     """Duplicate node ids and an empty ``nodes:`` section, read from the spec's own lines; and
     the code of each component the spec uses (from ``catalog``), parsed."""
     ids = spec_nodes(text)
@@ -68,7 +68,7 @@ def spec_errors(text: str, catalog: Any = None) -> list[FlowError]:
         return []
     if not ids:
         return [
-            FlowError(
+            FlowProblem(
                 code="structure",
                 message="The flow is empty: its 'nodes:' section lists no component.",
                 fix="Add at least one node line, e.g. `A: ChatInput`.",
@@ -79,7 +79,7 @@ def spec_errors(text: str, catalog: Any = None) -> list[FlowError]:
     for node_id in [i for i in dict.fromkeys(i for i, _, _ in ids) if counts[i] > 1]:
         lines = [f"line {n} ({kind})" for i, kind, n in ids if i == node_id]
         errors.append(
-            FlowError(
+            FlowProblem(
                 code="structure",
                 node=node_id,
                 node_id=node_id,
@@ -95,7 +95,7 @@ def spec_errors(text: str, catalog: Any = None) -> list[FlowError]:
         problem = code_problem(code) if code is not None else None
         if problem:
             errors.append(
-                FlowError(
+                FlowProblem(
                     code="bad_value",
                     node=node_id,
                     field="code",
@@ -107,7 +107,7 @@ def spec_errors(text: str, catalog: Any = None) -> list[FlowError]:
     return errors
 
 
-def json_errors(flow: dict[str, Any]) -> list[FlowError]:
+def json_errors(flow: dict[str, Any]) -> list[FlowProblem]:
     """Duplicate node ids, an empty flow, and node code that does not parse (flow JSON)."""
     data = flow.get("data", flow) if isinstance(flow.get("data", flow), dict) else {}
     raw = data.get("nodes")
@@ -117,7 +117,7 @@ def json_errors(flow: dict[str, Any]) -> list[FlowError]:
     components = [n for n in nodes if n.get("type", "genericNode") == "genericNode"]
     if not components:
         return [
-            FlowError(
+            FlowProblem(
                 code="structure",
                 message="The flow is empty: it has no component nodes"
                 + (" (only notes)." if nodes else ".")
@@ -130,7 +130,7 @@ def json_errors(flow: dict[str, Any]) -> list[FlowError]:
     for node_id in [i for i in dict.fromkeys(str(n["id"]) for n in nodes) if counts[i] > 1]:
         names = [_node_name(n) for n in nodes if str(n["id"]) == node_id]
         errors.append(
-            FlowError(
+            FlowProblem(
                 code="structure",
                 node=names[0],
                 node_id=node_id,
@@ -146,7 +146,7 @@ def json_errors(flow: dict[str, Any]) -> list[FlowError]:
         problem = code_problem(code)
         if problem:
             errors.append(
-                FlowError(
+                FlowProblem(
                     code="bad_value",
                     node=_node_name(node),
                     node_id=str(node["id"]),
@@ -182,7 +182,7 @@ def code_problem(code: object) -> str | None:
     return None
 
 
-def check(flow: object, catalog: Any = None) -> tuple[list[FlowError], list[str]]:
+def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[str]]:
     """(errors, warnings) of the whole-flow checks for what ``validate_flow`` accepts: a dict,
     a ``.json`` path or spec text.  Code no lfx built-in carries is built in the sandbox when
     everything parses (for spec text: the custom components of ``catalog`` it uses)."""
@@ -208,10 +208,10 @@ def check(flow: object, catalog: Any = None) -> tuple[list[FlowError], list[str]
     return custom_code_errors(flow, builtin)
 
 
-def custom_code_errors(flow: dict[str, Any], builtin_codes: frozenset[str]) -> tuple[list[FlowError], list[str]]:
+def custom_code_errors(flow: dict[str, Any], builtin_codes: frozenset[str]) -> tuple[list[FlowProblem], list[str]]:
     """Build each node whose code no built-in carries, in the sandbox; name the ones lfx refuses."""
     data = flow.get("data", flow) if isinstance(flow.get("data", flow), dict) else {}
-    errors: list[FlowError] = []
+    errors: list[FlowProblem] = []
     warnings: list[str] = []
     for node in data.get("nodes") or []:
         if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
@@ -230,7 +230,7 @@ def custom_code_errors(flow: dict[str, Any], builtin_codes: frozenset[str]) -> t
             warnings.append(f"{name}: its code needs a package that is not installed here ({message[:200]}).")
             continue
         errors.append(
-            FlowError(
+            FlowProblem(
                 code="bad_value",
                 node=name,
                 node_id=str(node.get("id")),

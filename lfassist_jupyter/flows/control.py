@@ -15,7 +15,7 @@ reading:
 
 A rule fires only when its reading is the only one. When two edges would land on the same
 port, or a branch would disappear (both branches from a non-existent ``R.result``), nothing
-is changed and the problem is returned as a ``FlowError`` for the model to fix: the sandbox
+is changed and the problem is returned as a ``FlowProblem`` for the model to fix: the sandbox
 build's generic port repair would otherwise map both onto ``true_result`` and lose a branch.
 
 Pure data work over the spec text (or flow JSON) and the catalogue's templates: no lfx here.
@@ -30,7 +30,7 @@ from typing import Any
 
 from lfassist_jupyter.sandbox.worker.flow_kit import handle_json, input_ports, output_ports, types_compatible
 
-from .models import Change, FlowError
+from .models import Change, FlowProblem
 
 __all__ = ["ControlResult", "branch_ports", "control_flow_json", "infer_control_flow", "loop_ports"]
 
@@ -59,7 +59,7 @@ class ControlResult:
 
     spec: str
     changes: list[Change]
-    errors: list[FlowError]
+    errors: list[FlowProblem]
 
 
 def loop_ports(template: dict[str, Any]) -> tuple[str, list[str]] | None:
@@ -102,7 +102,7 @@ class _Graph:
     def __init__(self, types: dict[str, str], templates: dict[str, dict[str, Any]], edges: list[_Edge]) -> None:
         self.types, self.templates, self.edges = types, templates, edges
         self.changes: list[Change] = []
-        self.errors: list[FlowError] = []
+        self.errors: list[FlowProblem] = []
         self.held: list[int] = []  # edges (by id) no other repair may map: they are the model's to fix
 
     def live(self) -> list[_Edge]:
@@ -160,7 +160,7 @@ class _Graph:
         change.message = f"{change.before} rewired to {change.after}: {reason}"
 
     def error(self, node: str, field: str | None, message: str, fix: str, code: str = "structure") -> None:
-        self.errors.append(FlowError(code=code, node=node, field=field, message=message, fix=fix))  # type: ignore[arg-type]
+        self.errors.append(FlowProblem(code=code, node=node, field=field, message=message, fix=fix))  # type: ignore[arg-type]
 
 
 def _fix_branches(g: _Graph) -> None:

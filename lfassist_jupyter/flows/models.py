@@ -28,8 +28,11 @@ class FlowSpecError(ConfigError):
     """No usable spec in the text (no fenced block or bare spec with a `nodes:` section)."""
 
 
-class FlowError(BaseModel):
-    """One thing that stops the flow from running, with where it is and how to fix it."""
+class FlowProblem(BaseModel):
+    """One thing that stops the flow from running, with where it is and how to fix it.
+
+    Data in a ``FlowReport``, not an exception (an error *raised* while reading a spec is
+    ``FlowSpecError``); it was called ``FlowError``, which read like one."""
 
     code: ErrorCode
     node: str | None = None
@@ -47,7 +50,7 @@ class FlowError(BaseModel):
     @classmethod
     def missing_port(
         cls, kind: Literal["output", "input"], node: str, node_id: str, port: str, ports: list
-    ) -> FlowError:
+    ) -> FlowProblem:
         """An edge names a port the node does not have: the fix lists the ones it has (the
         same wording whether lfx's builder or our validator found it)."""
         return cls(
@@ -76,7 +79,7 @@ class FlowReport(BaseModel):
     is_valid: bool = Field(validation_alias=AliasChoices("is_valid", "ok"))
     """No error blocks the flow (the same word as ``ValidationReport.is_valid``; a report
     stored under its old name ``ok`` still loads)."""
-    errors: list[FlowError] = Field(default_factory=list)
+    errors: list[FlowProblem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
     node_count: int = 0
@@ -116,7 +119,7 @@ class BuildResult(BaseModel):
     flow: dict[str, Any] | None = None
     spec: str = ""
     """The spec as built (extracted from the reply, malformed lines dropped, repairs applied)."""
-    errors: list[FlowError] = Field(default_factory=list)
+    errors: list[FlowProblem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     changes: list[Change] = Field(default_factory=list)
     node_ids: dict[str, str] = Field(default_factory=dict)

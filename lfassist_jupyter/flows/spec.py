@@ -21,7 +21,7 @@ from typing import Any, get_args
 from lfassist_jupyter.sandbox.worker.flow_kit import spec_scalar
 
 from .catalog import Catalog, default_catalog
-from .models import BuildResult, Change, ErrorCode, FlowError, FlowSpecError
+from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
 
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)
@@ -78,10 +78,10 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
         spec_text = control.spec
     answer = sandbox.build_flow_sync(spec_text, extra=catalog.added, repair=repair)
     if answer.get("error"):
-        error = FlowError(code="structure", message=f"The flow could not be built: {answer['error']}")
+        error = FlowProblem(code="structure", message=f"The flow could not be built: {answer['error']}")
         return BuildResult(ok=False, spec=spec_text, errors=[error])
     errors = [
-        FlowError.model_validate({**e, "code": e["code"] if e["code"] in _ERROR_CODES else "structure"})
+        FlowProblem.model_validate({**e, "code": e["code"] if e["code"] in _ERROR_CODES else "structure"})
         for e in answer.get("errors") or []
     ]
     kinds = ("port", "component", "value", "quote")

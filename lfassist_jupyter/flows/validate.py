@@ -17,7 +17,7 @@ from lfassist_jupyter.sandbox.worker.flow_kit import conversion_hint, types_comp
 
 from .catalog import Catalog, default_catalog
 from .checks import check as check_flow
-from .models import FlowError, FlowReport, FlowSpecError, Need
+from .models import FlowProblem, FlowReport, FlowSpecError, Need
 
 # Inputs that only an edge can fill (a handle); empty and unconnected, they are wiring errors.
 _HANDLE_INPUTS = {"HandleInput", "DataInput", "DataFrameInput", "MessageInput", "ToolsInput", "LinkInput"}
@@ -25,7 +25,7 @@ _HANDLE_INPUTS = {"HandleInput", "DataInput", "DataFrameInput", "MessageInput", 
 
 def _load(
     flow: dict[str, Any] | str | Path, catalog: Catalog
-) -> tuple[dict[str, Any] | None, list[FlowError], list[str]]:
+) -> tuple[dict[str, Any] | None, list[FlowProblem], list[str]]:
     """Flow JSON from a dict, a .json path, or spec text (built with `build_flow`)."""
     if isinstance(flow, dict):
         return flow, [], []
@@ -34,20 +34,20 @@ def _load(
         try:
             return json.loads(path.read_text(encoding="utf-8")), [], []
         except OSError as exc:
-            return None, [FlowError(code="structure", message=f"Cannot read {path}: {exc.strerror or exc}")], []
+            return None, [FlowProblem(code="structure", message=f"Cannot read {path}: {exc.strerror or exc}")], []
         except json.JSONDecodeError as exc:
-            return None, [FlowError(code="structure", message=f"{path} is not JSON: {exc}")], []
+            return None, [FlowProblem(code="structure", message=f"{path} is not JSON: {exc}")], []
     if isinstance(flow, str):
         from .spec import build_flow
 
         try:
             built = build_flow(flow, catalog=catalog, repair=False)
         except FlowSpecError as exc:
-            return None, [FlowError(code="spec_syntax", message=str(exc))], []
+            return None, [FlowProblem(code="spec_syntax", message=str(exc))], []
         return built.flow, list(built.errors), list(built.warnings)
     return (
         None,
-        [FlowError(code="structure", message=f"Expected flow JSON, a path or spec text, got {type(flow).__name__}.")],
+        [FlowProblem(code="structure", message=f"Expected flow JSON, a path or spec text, got {type(flow).__name__}.")],
         [],
     )
 
@@ -72,7 +72,7 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     raw_nodes, raw_edges = data.get("nodes"), data.get("edges")
     if not isinstance(raw_nodes, list) or not isinstance(raw_edges, list):
         errors.append(
-            FlowError(code="structure", message="Not a Langflow flow: expected data.nodes and data.edges lists.")
+            FlowProblem(code="structure", message="Not a Langflow flow: expected data.nodes and data.edges lists.")
         )
         return FlowReport(is_valid=False, errors=errors, warnings=warnings)
     # Notes (noteNode) are canvas decorations, not components.
@@ -84,7 +84,7 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     needs: list[Need] = []
     seen = {e.message for e in errors}
 
-    def add(err: FlowError) -> None:
+    def add(err: FlowProblem) -> None:
         if err.message not in seen:
             seen.add(err.message)
             errors.append(err)
@@ -124,7 +124,7 @@ def _check_components(nodes: dict[str, Any], catalog: Catalog, add, warnings: li
             continue
         near = catalog.resolve(str(kind or ""))
         add(
-            FlowError(
+            FlowProblem(
                 code="unknown_component",
                 node=_name(node),
                 node_id=nid,
@@ -140,7 +140,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
     graph: dict[str, list[tuple[str, int]]] = {nid: [] for nid in nodes}
     for index, edge in enumerate(edges):
         if not isinstance(edge, dict):
-            add(FlowError(code="structure", message=f"Edge #{index} is not an object."))
+            add(FlowProblem(code="structure", message=f"Edge #{index} is not an object."))
             continue
         ed = edge.get("data") or {}
         sh, th = ed.get("sourceHandle") or {}, ed.get("targetHandle") or {}
@@ -151,7 +151,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
             if node is None:
                 other = tgt if side == "source" else src
                 add(
-                    FlowError(
+                    FlowProblem(
                         code="unknown_node",
                         node=_name(other) if other else None,
                         node_id=str(nid),
@@ -169,7 +169,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
         outputs = {o.get("name"): o for o in src["data"]["node"].get("outputs", []) if isinstance(o, dict)}
         output = outputs.get(out_name)
         if output is None:
-            add(FlowError.missing_port("output", _name(src), src_id, str(out_name), list(outputs)))
+            add(FlowProblem.missing_port("output", _name(src), src_id, str(out_name), list(outputs)))
             continue
         out_types = list(output.get("types") or [])
         template = tgt["data"]["node"].get("template", {})
@@ -191,12 +191,12 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
             graph[src_id].append((tgt_id, index))  # not a loop port after all: an ordinary edge
         if not isinstance(field, dict):
             inputs = [k for k, v in template.items() if isinstance(v, dict) and v.get("input_types")]
-            add(FlowError.missing_port("input", _name(tgt), tgt_id, str(port), inputs))
+            add(FlowProblem.missing_port("input", _name(tgt), tgt_id, str(port), inputs))
             continue
         accepted = list(field.get("input_types") or [])
         if not accepted:
             add(
-                FlowError(
+                FlowProblem(
                     code="type_mismatch",
                     node=_name(tgt),
                     node_id=tgt_id,
@@ -210,9 +210,9 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
     return connected, loop_edges, graph
 
 
-def _mismatch(src, tgt, out_name, port, out_types, accepted, tgt_id) -> FlowError:
+def _mismatch(src, tgt, out_name, port, out_types, accepted, tgt_id) -> FlowProblem:
     hint = conversion_hint(_name(src), out_name, out_types, _name(tgt), port, accepted).strip()
-    return FlowError(
+    return FlowProblem(
         code="type_mismatch",
         node=_name(tgt),
         node_id=tgt_id,
@@ -241,7 +241,7 @@ def _check_cycles(nodes: dict[str, Any], graph, loop_edges: set[int], add) -> No
                     cycle = stack_path[stack_path.index(tgt) :]
                     names = " -> ".join(_name(nodes[c]) for c in [*cycle, tgt])
                     add(
-                        FlowError(
+                        FlowProblem(
                             code="cycle",
                             node=_name(nodes[tgt]),
                             node_id=tgt,
@@ -305,7 +305,7 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
         after = reach([t for s, o, t, _, _ in wires if s == nid and o != item], avoid=nid)
         if not back:
             add(
-                FlowError(
+                FlowProblem(
                     code="structure",
                     node=name,
                     node_id=nid,
@@ -319,7 +319,7 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
             continue
         if back - body:
             add(
-                FlowError(
+                FlowProblem(
                     code="structure",
                     node=name,
                     node_id=nid,
@@ -330,7 +330,7 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
             )
         if back & after:
             add(
-                FlowError(
+                FlowProblem(
                     code="cycle",
                     node=name,
                     node_id=nid,
@@ -401,7 +401,7 @@ def _check_inputs(nodes, edges, connected, add, needs: list[Need], warnings: lis
             elif itype in _HANDLE_INPUTS or kind == "other":
                 types = "/".join(field.get("input_types") or []) or "a matching type"
                 add(
-                    FlowError(
+                    FlowProblem(
                         code="required_input",
                         node=name,
                         node_id=nid,

@@ -65,7 +65,7 @@ def _error(code: str, message: str, **where: Any) -> dict[str, Any]:
 
 
 def _missing_port(kind: str, node: str, node_id: str, port: str, ports: list) -> dict[str, Any]:
-    """The wording of the kernel's ``FlowError.missing_port`` (same fix whoever found it)."""
+    """The wording of the kernel's ``FlowProblem.missing_port`` (same fix whoever found it)."""
     return _error(
         "missing_output" if kind == "output" else "missing_input",
         f"{node} has no {kind} {port!r}.",
