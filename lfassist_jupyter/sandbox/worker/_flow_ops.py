@@ -1,7 +1,7 @@
 """Worker op ``flow_build`` (spec text -> Langflow flow JSON) and the fact ``flow_catalog``.
 
-A sibling script of ``_worker.py`` (stdlib + lfx only, plus ``flow_kit.py`` next to it,
-loaded by path), imported in the zygote before its first fork.
+An op module of the worker package (stdlib + lfx only, plus ``flow_kit.py`` next to it),
+imported in the zygote before its first fork.
 
 * ``flow_catalog`` is a *fact*: lfx's bundled component registry, read by the zygote itself
   (on the first request for it: a session without flows does not pay for it) and sent by the
@@ -24,28 +24,14 @@ The answer is plain JSON (errors and changes as dicts); the kernel schema-checks
 
 from __future__ import annotations
 
-import importlib.util
-import os
+import asyncio
 import re
-import sys
+import time
 import uuid
 from typing import Any
 
-_KIT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flow_kit.py")
-
-
-def _load_kit() -> Any:
-    name = "_lfassist_flow_kit"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, _KIT_PATH)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-kit = _load_kit()
+from . import flow_kit as kit
+from ._shared import Armed, Timeout, error_text
 
 _EDGE_SHAPE = re.compile(r"^(\s*)(\w+\.\w+)\s*(?:->|→|=>)\s*(\w+\.\w+)\s*$")
 _BAD_LINE = re.compile(r"^[^']*'(.*)'\.\s", re.DOTALL)
@@ -386,18 +372,12 @@ def build(spec_text: str, registry: dict[str, Any], repair: bool, run: Any) -> d
     return result(flow, ids)
 
 
-def register(ops: dict, worker: Any) -> None:
+def register(ops: dict, facts: dict) -> None:
     """Add the fact ``flow_catalog`` and the op ``flow_build`` (in the zygote, before any fork)."""
-    import asyncio
-    import time
-
     from lfx.graph.flow_builder.builder import load_local_registry
 
-    w = worker
-    facts = getattr(worker, "FACTS", None)
-    if isinstance(facts, dict):
-        # lfx caches the registry in its module: children forked after this ran inherit it.
-        facts["flow_catalog"] = lambda: {"ok": True, "z": kit.pack(load_local_registry())}
+    # lfx caches the registry in its module: children forked after this ran inherit it.
+    facts["flow_catalog"] = lambda: {"ok": True, "z": kit.pack(load_local_registry())}
 
     def flow_build(req: dict) -> dict:
         spec_text = str(req.get("spec", ""))
@@ -408,12 +388,12 @@ def register(ops: dict, worker: Any) -> None:
         # Not asyncio.run: a refresh that blocks must not keep the answer waiting on executor threads.
         loop = asyncio.new_event_loop()
         try:
-            with w._Armed(deadline):
+            with Armed(deadline):
                 out = build(spec_text, registry, bool(req.get("repair", True)), loop.run_until_complete)
-        except w._Timeout:
+        except Timeout:
             return {"ok": False, "error": "Building the flow did not finish in time."}
         except BaseException as exc:
-            return {"ok": False, "error": f"Building the flow failed: {w._error_text(exc)}"}
+            return {"ok": False, "error": f"Building the flow failed: {error_text(exc)}"}
         return {"ok": True, "z": kit.pack(out)}
 
     ops["flow_build"] = flow_build
