@@ -101,7 +101,10 @@ def send(msg: dict) -> None:
 # This script runs with ``-I`` (its directory is not on sys.path) where lfassist_jupyter may
 # not be installed: its siblings are the submodules of a package made here, whose only path
 # is this script's directory, which the parent binds read-only into the sandbox.  So they
-# import each other by name (``from ._shared import Armed``), as they read in the source tree.
+# import each other by name (``from ._shared import Armed``), as they read in the source tree,
+# and sys.path stays as ``-I`` makes it (generated code's ``import policy`` finds no file of
+# ours).  Generated code can reach them in sys.modules, as it always could reach ``__main__``:
+# nothing in them is a switch of the hook, whose state is bound in closures when a child starts.
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = "_lfassist_worker"
