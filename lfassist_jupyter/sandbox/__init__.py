@@ -5,10 +5,10 @@
 - ``_isolation``: bubblewrap command lines and the probe that says full or reduced isolation.
 - ``local_run``: the real local run of a flow (a process of its own behind ``_egress``, the
   kernel-side network fence), started by ``flows.local`` once the plan is allowed.
-- ``worker/``: the scripts that run *inside* the sandbox (stdlib + lfx only, imported by path,
-  bound read-only as one directory): the zygote ``_worker.py``, its confinement ``_confine.py``
-  and its ops. ``flow_kit`` and ``policy`` there are read by the kernel too (pure data and
-  rules, no lfx).
+- ``worker/``: what runs *inside* the sandbox (stdlib + lfx only, bound read-only as one
+  directory and loaded there as a package of its own): the zygote's script ``_worker.py``, its
+  fork server, audit hook, confinement and ops (the list in ``worker/__init__.py``).
+  ``flow_kit`` and ``policy`` there are read by the kernel too (pure data and rules, no lfx).
 
 Importing this package imports nothing heavy; the kernel never imports lfx.
 """

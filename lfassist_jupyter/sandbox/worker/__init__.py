@@ -1,5 +1,18 @@
-"""Scripts that run inside the sandbox (stdlib + lfx only), loaded by path, never as a package.
+"""What runs inside the sandbox (stdlib + lfx only), bound read-only into bubblewrap as one
+directory (``_isolation.worker_files``).
+
+``_worker.py`` is started as a script (``python -I``); it makes this directory a package of its
+own (``_lfassist_worker``, never ``lfassist_jupyter``: the sandbox's interpreter may not have it)
+and imports its siblings once, in the zygote, before the first fork:
+
+- ``_shared``: configuration, one request's observations, the op registries, the timeout;
+- ``_confine``: rlimits, prctl, a child's seccomp + Landlock layers;
+- ``_hook``: the audit hook, its tables from ``policy``;
+- ``_lfx``: lfx, imported once, and the warm-up;
+- ``_serve``: the fork server (a spare child per request, capped answers, kill and wipe);
+- ``_validate`` with ``_checks``, ``_smoke`` and ``_packages``: the ``validate`` op;
+- ``_reference``: facts about lfx for the prompts, sent with "ready";
+- op modules ``_run_component``, ``_run_flow``, ``_flow_ops`` (named by the kernel's config).
 
 The kernel imports only ``flow_kit`` and ``policy`` from here (pure rules and data, no lfx).
-This directory is bound read-only into bubblewrap as a whole (``_isolation.worker_files``).
 """

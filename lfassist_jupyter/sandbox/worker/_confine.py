@@ -1,9 +1,9 @@
 """Confinement of the worker's processes: rlimits, prctl, and a child's seccomp + Landlock layers.
 
-A sibling script of ``_worker.py`` (stdlib only), loaded by path in the zygote before anything
-else of the worker runs; it holds no state of a request.  ``CONFINE`` is the one shared value:
-the layers that worked in the zygote's probe (``_confinement()``), filled by the zygote once
-(mutated in place, never rebound) and applied by every child (``_confine()``) right after the
+A module of the worker package (stdlib only), imported by the zygote's script before lfx
+and the rest of the worker; it holds no state of a request.  ``CONFINE`` is the one shared value:
+the layers that worked in the zygote's probe (``confinement()``), filled by the zygote once
+(mutated in place, never rebound) and applied by every child (``confine()``) right after the
 fork, before anything of a request exists in it.
 """
 
@@ -17,7 +17,7 @@ import sys
 # -- limits ----------------------------------------------------------------------------
 
 
-def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
+def set_limit(which: int, soft: int, hard: int | None = None) -> None:
     try:
         _cur_soft, cur_hard = resource.getrlimit(which)
         hard = cur_hard if hard is None else hard
@@ -31,10 +31,10 @@ def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
 
 # -- prctl (Linux) ------------------------------------------------------------------------
 
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
 
-def _prctl(option: int, value: int) -> bool:
+def prctl(option: int, value: int) -> bool:
     """prctl(2) through ctypes, loaded in the zygote (the child's hook refuses ctypes)."""
     if not sys.platform.startswith("linux"):
         return False
@@ -62,7 +62,7 @@ def _prctl(option: int, value: int) -> bool:
 #   library -- so nothing it writes can reach the next request, HOME or the host; with
 #   Landlock ABI 6 it also cannot signal or reach abstract sockets outside its own domain.
 #
-# ``_confinement()`` tries both once in a throw-away child before the zygote says "ready";
+# ``confinement()`` tries both once in a throw-away child before the zygote says "ready";
 # every later child must apply what worked there, or it exits without serving.
 
 _SECCOMP_ARCH = {  # machine: (AUDIT_ARCH_*, seccomp syscall, {name: number})
@@ -214,11 +214,11 @@ def _install_landlock(abi: int, scratch: str) -> None:
         os.close(ruleset)
 
 
-# What every child applies (filled by ``_confinement()`` in the zygote before the first spare).
+# What every child applies (filled by ``confinement()`` in the zygote before the first spare).
 CONFINE = {"seccomp": False, "landlock": 0}
 
 
-def _confine(scratch: str) -> None:
+def confine(scratch: str) -> None:
     """Apply ``CONFINE`` to this (child) process; raises when a layer that worked before fails."""
     if CONFINE["seccomp"]:
         _install_seccomp()
@@ -226,7 +226,7 @@ def _confine(scratch: str) -> None:
         _install_landlock(CONFINE["landlock"], scratch)
 
 
-def _confinement(probe_dir: str) -> dict:
+def confinement(probe_dir: str) -> dict:
     """Which layers work here: each tried in a throw-away child (they cannot be undone)."""
     found = {"seccomp": False, "landlock": 0}
     if not sys.platform.startswith("linux"):

@@ -1,7 +1,7 @@
 """Worker op ``flow_build`` (spec text -> Langflow flow JSON) and the fact ``flow_catalog``.
 
-A sibling script of ``_worker.py`` (stdlib + lfx only, plus ``flow_kit.py`` next to it,
-loaded by path), imported in the zygote before its first fork.
+An op module of the worker package (stdlib + lfx only, plus ``flow_kit.py`` next to it),
+imported in the zygote before its first fork.
 
 * ``flow_catalog`` is a *fact*: lfx's bundled component registry, read by the zygote itself
   (on the first request for it: a session without flows does not pay for it) and sent by the
@@ -24,28 +24,14 @@ The answer is plain JSON (errors and changes as dicts); the kernel schema-checks
 
 from __future__ import annotations
 
-import importlib.util
-import os
+import asyncio
 import re
-import sys
+import time
 import uuid
 from typing import Any
 
-_KIT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flow_kit.py")
-
-
-def _load_kit() -> Any:
-    name = "_lfassist_flow_kit"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, _KIT_PATH)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-kit = _load_kit()
+from . import flow_kit as kit
+from ._shared import Armed, Timeout, error_text
 
 _EDGE_SHAPE = re.compile(r"^(\s*)(\w+\.\w+)\s*(?:->|→|=>)\s*(\w+\.\w+)\s*$")
 _BAD_LINE = re.compile(r"^[^']*'(.*)'\.\s", re.DOTALL)
@@ -209,109 +195,176 @@ def build(spec_text: str, registry: dict[str, Any], repair: bool, run: Any) -> d
 
     Returns ``{"ok", "flow", "spec", "errors", "warnings", "changes", "node_ids"}`` (plain JSON).
     """
-    from lfx.graph.flow_builder.builder import build_flow_from_spec
-    from lfx.graph.flow_builder.component import configure_component, sync_dropdown_selected_outputs
-    from lfx.graph.flow_builder.connect import add_connection
+    from lfx.graph.flow_builder.component import sync_dropdown_selected_outputs
     from lfx.graph.flow_builder.layout import layout_flow
-    from lfx.graph.flow_builder.spec import validate_spec_references
 
-    errors: list[dict[str, Any]] = []
-    changes: list[dict[str, Any]] = []
+    state = _FlowBuild(spec_text, registry, repair, run)
+    try:
+        state.parsed, state.warnings = parse_spec(spec_text)
+    except SpecUnreadable as exc:
+        state.errors.append(_error("spec_syntax", str(exc)))
+        return state.result()
+    state.resolve_components()
+    if not state.build_nodes():
+        return state.result()
+    state.configure()
+    state.connect()
+    flow, parsed = state.flow, state.parsed
+    sync_dropdown_selected_outputs(flow)
+    layout_flow(flow)
+    flow["id"] = str(uuid.uuid4())
+    flow["name"] = parsed.get("name") or "Untitled Flow"
+    flow["description"] = parsed.get("description") or ""
+    flow.setdefault("is_component", False)
+    return state.result(ready=True)
 
-    def result(flow: dict[str, Any] | None = None, ids: dict[str, str] | None = None) -> dict[str, Any]:
+
+class _FlowBuild:
+    """One build of a spec, step by step; every problem is collected, none stops the others.
+
+    1. ``resolve_components``: every type must be in the catalogue (a near miss is repaired).
+    2. ``build_nodes``: the nodes, by lfx's own builder.
+    3. ``configure``: fields that exist now, then dynamic fields, then fields that exist only after that.
+    4. ``connect``: edges, by lfx's ``add_connection`` (port names and type compatibility).
+    """
+
+    def __init__(self, spec_text: str, registry: dict[str, Any], repair: bool, run: Any) -> None:
+        self.spec_text, self.registry, self.repair, self.run = spec_text, registry, repair, run
+        self.errors: list[dict[str, Any]] = []
+        self.changes: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.parsed: dict[str, Any] = {}
+        self.nodes: list[dict[str, Any]] = []  # the spec's nodes whose component is known
+        self.known: set[str] = set()  # their spec ids
+        self.all_ids: set[str] = set()  # every spec id under 'nodes:'
+        self.flow: dict[str, Any] = {}
+        self.ids: dict[str, str] = {}  # spec id -> node id in the flow
+
+    def result(self, *, ready: bool = False) -> dict[str, Any]:
+        flow = self.flow if ready else None
         return {
-            "ok": not errors and flow is not None,
+            "ok": not self.errors and flow is not None,
             "flow": flow,
-            "spec": spec_text,
-            "errors": errors,
-            "warnings": warnings,
-            "changes": changes,
-            "node_ids": ids or {},
+            "spec": self.spec_text,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "changes": self.changes,
+            "node_ids": (self.ids or {}) if ready else {},
         }
 
-    try:
-        parsed, warnings = parse_spec(spec_text)
-    except SpecUnreadable as exc:
-        warnings = []
-        errors.append(_error("spec_syntax", str(exc)))
-        return result()
+    def resolve_components(self) -> None:
+        """1. Components: every type must be in the catalogue (a near miss is repaired)."""
+        registry = self.registry
+        for node in self.parsed["nodes"]:
+            kind = node["type"]
+            if kind not in registry:
+                fixed = kit.resolve(kind, registry) if self.repair else None
+                if fixed is None:
+                    near = kit.resolve(kind, registry)
+                    self.errors.append(
+                        _error(
+                            "unknown_component",
+                            f"Unknown component type {kind!r}.",
+                            node=node["id"],
+                            fix=f"Use {near!r}." if near else "Pick a component from the catalogue or generate one.",
+                        )
+                    )
+                    continue
+                self.changes.append(_change("component", node["id"], None, kind, fixed, f"{kind!r} -> {fixed!r}"))
+                node = {**node, "type": fixed}
+            self.nodes.append(node)
+        self.known = {n["id"] for n in self.nodes}
+        self.all_ids = {n["id"] for n in self.parsed["nodes"]}
 
-    # 1. Components: every type must be in the catalogue (a near miss is repaired).
-    nodes = []
-    for node in parsed["nodes"]:
-        kind = node["type"]
-        if kind not in registry:
-            fixed = kit.resolve(kind, registry) if repair else None
-            if fixed is None:
-                near = kit.resolve(kind, registry)
-                errors.append(
+    def build_nodes(self) -> bool:
+        """2. Nodes, by lfx's own builder (a spec of the nodes alone: config and edges follow)."""
+        from lfx.graph.flow_builder.builder import build_flow_from_spec
+
+        parsed, nodes = self.parsed, self.nodes
+        head = [f"name: {parsed.get('name') or 'Untitled Flow'}"]
+        if parsed.get("description"):
+            head.append(f"description: {parsed['description']}")
+        nodes_spec = "\n".join([*head, "nodes:", *(f"  {n['id']}: {n['type']}" for n in nodes)])
+        if not nodes:
+            self.errors.append(_error("spec_syntax", "The spec has no usable node.", fix="List nodes."))
+            return False
+        built = build_flow_from_spec(nodes_spec, registry=self.registry)
+        if "error" in built:
+            self.errors.append(_error("spec_syntax", f"{built['error']}: {built.get('details', '')}"))
+            return False
+        self.flow, self.ids = built["flow"], built["node_id_map"]
+        return True
+
+    def configure(self) -> None:
+        """3. Config: fields that exist now, then dynamic fields, then fields that exist only after that."""
+        later = []
+        for spec_id, field, value in self._pending_config():
+            if field in _template(self.flow, self.ids[spec_id])["template"]:
+                self._apply(spec_id, field, value)
+            else:
+                later.append((spec_id, field, value))
+        for node_id in self.ids.values():
+            try:
+                update_dynamic_fields(_template(self.flow, node_id))
+            except ValueError as exc:
+                spec_id = next(k for k, v in self.ids.items() if v == node_id)
+                self.errors.append(
                     _error(
-                        "unknown_component",
-                        f"Unknown component type {kind!r}.",
-                        node=node["id"],
-                        fix=f"Use {near!r}." if near else "Pick a component from the catalogue or generate one.",
+                        "bad_prompt",
+                        f"The prompt template cannot be read: {exc}",
+                        node=spec_id,
+                        node_id=node_id,
+                        field="template",
+                        fix="Use {name} for variables and double the braces of literal ones ({{ }}).",
+                    )
+                )
+        for spec_id, field, value in later:
+            self._apply(spec_id, field, value)
+
+    def _pending_config(self) -> list[tuple[str, str, Any]]:
+        """The spec's config values, unquoted, for the nodes that exist; unknown nodes reported."""
+        pending: list[tuple[str, str, Any]] = []
+        for spec_id, params in self.parsed.get("config", {}).items():
+            if spec_id not in self.all_ids:
+                self.errors.append(
+                    _error(
+                        "unknown_node",
+                        f"Config names node {spec_id!r}, which is not in 'nodes:'.",
+                        node=spec_id,
+                        fix=f"Use one of {sorted(self.all_ids)} or add {spec_id} under 'nodes:'.",
                     )
                 )
                 continue
-            changes.append(_change("component", node["id"], None, kind, fixed, f"{kind!r} -> {fixed!r}"))
-            node = {**node, "type": fixed}
-        nodes.append(node)
-    known = {n["id"] for n in nodes}
-    all_ids = {n["id"] for n in parsed["nodes"]}
+            if spec_id not in self.known:
+                continue  # its component is unknown, already reported
+            for field, raw in params.items():
+                value, quoted = kit.unquote(raw)
+                if quoted:
+                    self.changes.append(_change("quote", spec_id, field, raw, value, "quotes removed"))
+                pending.append((spec_id, field, value))
+        return pending
 
-    # 2. Nodes, by lfx's own builder (a spec of the nodes alone: config and edges follow below).
-    head = [f"name: {parsed.get('name') or 'Untitled Flow'}"]
-    if parsed.get("description"):
-        head.append(f"description: {parsed['description']}")
-    nodes_spec = "\n".join([*head, "nodes:", *(f"  {n['id']}: {n['type']}" for n in nodes)])
-    if not nodes:
-        errors.append(_error("spec_syntax", "The spec has no usable node.", fix="List nodes."))
-        return result()
-    built = build_flow_from_spec(nodes_spec, registry=registry)
-    if "error" in built:
-        errors.append(_error("spec_syntax", f"{built['error']}: {built.get('details', '')}"))
-        return result()
-    flow: dict[str, Any] = built["flow"]
-    ids: dict[str, str] = built["node_id_map"]
+    def _apply(self, spec_id: str, field: str, value: Any) -> None:
+        """One field's value (coerced when repairing), and the component's real-time refresh if it has one."""
+        from lfx.graph.flow_builder.component import configure_component
 
-    # 3. Config: fields that exist now, then dynamic fields, then fields that exist only after that.
-    pending: list[tuple[str, str, Any]] = []
-    for spec_id, params in parsed.get("config", {}).items():
-        if spec_id not in all_ids:
-            errors.append(
-                _error(
-                    "unknown_node",
-                    f"Config names node {spec_id!r}, which is not in 'nodes:'.",
-                    node=spec_id,
-                    fix=f"Use one of {sorted(all_ids)} or add {spec_id} under 'nodes:'.",
-                )
-            )
-            continue
-        if spec_id not in known:
-            continue  # its component is unknown, already reported
-        for field, raw in params.items():
-            value, quoted = kit.unquote(raw)
-            if quoted:
-                changes.append(_change("quote", spec_id, field, raw, value, "quotes removed"))
-            pending.append((spec_id, field, value))
-
-    def apply(spec_id: str, field: str, value: Any) -> None:
+        flow, ids = self.flow, self.ids
         template = _template(flow, ids[spec_id])["template"]
-        if repair and field in template:
+        if self.repair and field in template:
             coerced = kit.coerce_value(template[field], value)
             if coerced != value or type(coerced) is not type(value):
-                changes.append(_change("value", spec_id, field, value, coerced, "value coerced"))
+                self.changes.append(_change("value", spec_id, field, value, coerced, "value coerced"))
                 value = coerced
         try:
             configure_component(flow, ids[spec_id], {field: value})
             if template[field].get("real_time_refresh") and field != "api_key":
                 node_data = _template(flow, ids[spec_id])
                 try:
-                    run(_refresh(node_data, field, node_data["template"][field].get("value")))
+                    self.run(_refresh(node_data, field, node_data["template"][field].get("value")))
                 except Exception as exc:  # the component's own update failed: keep the static form
-                    warnings.append(f"{spec_id}.{field}: the component's update did not run ({exc}).")
+                    self.warnings.append(f"{spec_id}.{field}: the component's update did not run ({exc}).")
         except ValueError as exc:
-            errors.append(
+            self.errors.append(
                 _error(
                     "bad_value",
                     str(exc).split(". Available:")[0],
@@ -322,82 +375,49 @@ def build(spec_text: str, registry: dict[str, Any], repair: bool, run: Any) -> d
                 )
             )
 
-    later = []
-    for spec_id, field, value in pending:
-        if field in _template(flow, ids[spec_id])["template"]:
-            apply(spec_id, field, value)
-        else:
-            later.append((spec_id, field, value))
-    for node_id in ids.values():
-        try:
-            update_dynamic_fields(_template(flow, node_id))
-        except ValueError as exc:
-            spec_id = next(k for k, v in ids.items() if v == node_id)
-            errors.append(
-                _error(
-                    "bad_prompt",
-                    f"The prompt template cannot be read: {exc}",
-                    node=spec_id,
-                    node_id=node_id,
-                    field="template",
-                    fix="Use {name} for variables and double the braces of literal ones ({{ }}).",
+    def connect(self) -> None:
+        """4. Edges, by lfx's add_connection, which checks port names and type compatibility."""
+        from lfx.graph.flow_builder.connect import add_connection
+        from lfx.graph.flow_builder.spec import validate_spec_references
+
+        flow, ids, parsed = self.flow, self.ids, self.parsed
+        for edge in parsed["edges"]:
+            try:
+                validate_spec_references({"nodes": parsed["nodes"], "edges": [edge], "config": {}})
+            except ValueError as exc:
+                missing = edge["source_id"] if edge["source_id"] not in self.all_ids else edge["target_id"]
+                self.errors.append(
+                    _error(
+                        "unknown_node",
+                        str(exc),
+                        node=missing,
+                        fix=f"Add {missing} under 'nodes:' or connect an existing node.",
+                    )
                 )
-            )
-    for spec_id, field, value in later:
-        apply(spec_id, field, value)
-
-    # 4. Edges, by lfx's add_connection, which checks port names and type compatibility.
-    for edge in parsed["edges"]:
-        try:
-            validate_spec_references({"nodes": parsed["nodes"], "edges": [edge], "config": {}})
-        except ValueError as exc:
-            missing = edge["source_id"] if edge["source_id"] not in all_ids else edge["target_id"]
-            errors.append(
-                _error(
-                    "unknown_node",
-                    str(exc),
-                    node=missing,
-                    fix=f"Add {missing} under 'nodes:' or connect an existing node.",
+                continue
+            if edge["source_id"] not in self.known or edge["target_id"] not in self.known:
+                continue
+            src, tgt = ids[edge["source_id"]], ids[edge["target_id"]]
+            out_name, in_name = edge["source_output"], edge["target_input"]
+            if self.repair:
+                out_name, in_name, edge_changes = kit.fix_edge_ports(
+                    _template(flow, src), out_name, _template(flow, tgt), in_name
                 )
-            )
-            continue
-        if edge["source_id"] not in known or edge["target_id"] not in known:
-            continue
-        src, tgt = ids[edge["source_id"]], ids[edge["target_id"]]
-        out_name, in_name = edge["source_output"], edge["target_input"]
-        if repair:
-            out_name, in_name, edge_changes = kit.fix_edge_ports(
-                _template(flow, src), out_name, _template(flow, tgt), in_name
-            )
-            for ch in edge_changes:
-                ch["node"] = edge["source_id"] if ch["field"] == "output" else edge["target_id"]
-            changes += edge_changes
-        try:
-            add_connection(flow, src, out_name, tgt, in_name, registry=registry)
-        except ValueError as exc:
-            errors.append(_edge_error(str(exc), edge, src, tgt, out_name, in_name, flow))
-
-    sync_dropdown_selected_outputs(flow)
-    layout_flow(flow)
-    flow["id"] = str(uuid.uuid4())
-    flow["name"] = parsed.get("name") or "Untitled Flow"
-    flow["description"] = parsed.get("description") or ""
-    flow.setdefault("is_component", False)
-    return result(flow, ids)
+                for ch in edge_changes:
+                    ch["node"] = edge["source_id"] if ch["field"] == "output" else edge["target_id"]
+                self.changes += edge_changes
+            try:
+                add_connection(flow, src, out_name, tgt, in_name, registry=self.registry)
+            except ValueError as exc:
+                self.errors.append(_edge_error(str(exc), edge, src, tgt, out_name, in_name, flow))
 
 
-def register(ops: dict, worker: Any) -> None:
+def register(ops: dict, facts: dict) -> None:
     """Add the fact ``flow_catalog`` and the op ``flow_build`` (in the zygote, before any fork)."""
-    import asyncio
-    import time
-
     from lfx.graph.flow_builder.builder import load_local_registry
 
-    w = worker
-    facts = getattr(worker, "FACTS", None)
-    if isinstance(facts, dict):
-        # lfx caches the registry in its module: children forked after this ran inherit it.
-        facts["flow_catalog"] = lambda: {"ok": True, "z": kit.pack(load_local_registry())}
+    # lfx caches the registry in its module: children forked after this ran inherit it.
+    facts["flow_catalog"] = lambda: {"ok": True, "z": kit.pack(load_local_registry())}
 
     def flow_build(req: dict) -> dict:
         spec_text = str(req.get("spec", ""))
@@ -408,12 +428,12 @@ def register(ops: dict, worker: Any) -> None:
         # Not asyncio.run: a refresh that blocks must not keep the answer waiting on executor threads.
         loop = asyncio.new_event_loop()
         try:
-            with w._Armed(deadline):
+            with Armed(deadline):
                 out = build(spec_text, registry, bool(req.get("repair", True)), loop.run_until_complete)
-        except w._Timeout:
+        except Timeout:
             return {"ok": False, "error": "Building the flow did not finish in time."}
         except BaseException as exc:
-            return {"ok": False, "error": f"Building the flow failed: {w._error_text(exc)}"}
+            return {"ok": False, "error": f"Building the flow failed: {error_text(exc)}"}
         return {"ok": True, "z": kit.pack(out)}
 
     ops["flow_build"] = flow_build

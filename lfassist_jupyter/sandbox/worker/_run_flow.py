@@ -1,7 +1,7 @@
 """Worker ops ``run_flow`` (a flow, headless, on one input text) and ``component_template``.
 
-A sibling script of ``_worker.py`` (stdlib + lfx only), imported by path in the zygote
-before its first fork; the op runs in a fresh, sandboxed child like every validation.
+An op module of the worker package (stdlib + lfx only), imported in the zygote before its
+first fork; the op runs in a fresh, sandboxed child like every validation.
 
 The kernel side (``SandboxValidator.run_flow_sync``) has already replaced the flow's model
 and keyed-API nodes by deterministic stubs (``flows/run.py``'s ``stub_flow``: plain data
@@ -16,6 +16,9 @@ place it (the code is built here, in the sandbox, never in the kernel).
 
 from __future__ import annotations
 
+from ._lfx import Component, build_custom_component_template
+from ._shared import Armed, Timeout, error_text
+
 
 def _text_of(value: object) -> str:
     text = getattr(value, "text", None)
@@ -24,9 +27,8 @@ def _text_of(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def register(ops: dict, worker: object) -> None:
-    """Add ``run_flow`` to the worker's op registry."""
-    w = worker
+def register(ops: dict, facts: dict) -> None:
+    """Add ``run_flow`` and ``component_template`` to the worker's op registry."""
 
     def run_flow(req: dict) -> dict:
         import asyncio
@@ -45,7 +47,7 @@ def register(ops: dict, worker: object) -> None:
             # Not asyncio.run: on a timeout it would wait for lfx's executor threads (a component
             # blocked in one never returns); this child answers and exits instead.
             loop = asyncio.new_event_loop()
-            with w._Armed(deadline):
+            with Armed(deadline):
                 out = loop.run_until_complete(
                     lfx_run_flow(
                         flow_json=json.dumps(flow),
@@ -55,12 +57,12 @@ def register(ops: dict, worker: object) -> None:
                         check_dependencies=False,
                     )
                 )
-        except w._Timeout:
+        except Timeout:
             return {"ok": False, "error": "The flow did not finish in time; its run was stopped."}
         except RunError as exc:
             return {"ok": False, "error": f"The flow failed: {exc}"}
         except BaseException as exc:
-            return {"ok": False, "error": f"The flow failed: {w._error_text(exc)}"}
+            return {"ok": False, "error": f"The flow failed: {error_text(exc)}"}
         seconds = round(time.perf_counter() - started, 3)
         if not isinstance(out, dict):
             return {"ok": False, "error": "lfx's runner returned no result.", "seconds": seconds}
@@ -82,12 +84,12 @@ def register(ops: dict, worker: object) -> None:
         code = str(req.get("code", ""))
         deadline = time.monotonic() + float(req.get("timeout", 10))
         try:
-            with w._Armed(deadline):
-                template, _instance = w.build_custom_component_template(w.Component(_code=code))
-        except w._Timeout:
+            with Armed(deadline):
+                template, _instance = build_custom_component_template(Component(_code=code))
+        except Timeout:
             return {"ok": False, "error": "Building the component did not finish in time."}
         except BaseException as exc:
-            return {"ok": False, "error": w._error_text(exc)}
+            return {"ok": False, "error": error_text(exc)}
         if not isinstance(template, dict):
             return {"ok": False, "error": "lfx built no template for the component."}
         return {"ok": True, "template": template}

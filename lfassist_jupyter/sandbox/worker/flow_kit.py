@@ -3,9 +3,9 @@
 The kernel never imports lfx, yet checking a flow needs a few of lfx's small rules (which
 types an input accepts, how Langflow spells an edge handle, how a spec value is read). They
 are re-implemented here, each citing the lfx 1.13 source it mirrors, so the kernel's flow
-code handles text and JSON only. The worker's flow ops (``_flow_ops.py``) load this file by
-path (it sits next to them, inside the directory the sandbox binds read-only) and use the
-same repairs, so a spec is repaired the same way wherever it is built.
+code handles text and JSON only. The worker's flow ops (``_flow_ops.py``) import this file
+as their sibling (inside the directory the sandbox binds read-only) and use the same
+repairs, so a spec is repaired the same way wherever it is built.
 
 Nothing here imports lfassist_jupyter or lfx: the worker's interpreter may not have the
 package installed.

@@ -1,0 +1,465 @@
+"""The fork server: one fresh child per request, its answer capped, everything it left killed and wiped.
+
+The zygote (``_worker.py``) hands each request to ``serve``.  A child is forked *ahead*
+(``Spare``): it isolates itself (its own process group, PR_SET_PDEATHSIG, nothing of the
+zygote's fds, seccomp + Landlock), arms the audit hook for its whole life and runs one op.
+Its answer comes back on a pipe of its own, read with a size cap; its stdout and stderr are
+drained and dropped.  Before the verdict leaves, every process of the request gets SIGKILL
+(the zygote is their subreaper, so even a detached daemon is found); reaping them and
+removing what they wrote happen before the next request is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import resource
+import select
+import signal
+import stat
+import sys
+import time
+import traceback
+
+from . import _shared
+from ._confine import CONFINE, PR_SET_PDEATHSIG, confine, prctl, set_limit
+from ._hook import DENY_READ, make_hook, take_away_process_creation
+from ._lfx import WARMUP, Component, build_custom_component_template
+from ._shared import ANSWER_CAP, CONFIG, OPS, OUTPUT_CAP, STRING_CAP, Timeout, on_alarm
+
+ZYGOTE_PID = os.getpid()
+ROOT = _shared.SANDBOX_DIR  # the zygote's cwd: every entry under it is wiped after each request
+HOME = os.path.join(ROOT, "home")
+SCRATCH_MB = int(CONFIG.get("scratch_mb") or 0)  # the size of the sandbox's /tmp, when it has one
+
+
+def _truncate(obj: object, depth: int = 0) -> object:
+    """Every string capped, containers bounded: a child's answer stays small by itself."""
+    if isinstance(obj, str):
+        return obj if len(obj) <= STRING_CAP else obj[:STRING_CAP] + " [truncated]"
+    if depth > 20:
+        return None
+    if isinstance(obj, dict):
+        return {str(k)[:200]: _truncate(v, depth + 1) for k, v in list(obj.items())[:500]}
+    if isinstance(obj, list | tuple):
+        return [_truncate(v, depth + 1) for v in list(obj)[:500]]
+    if obj is None or isinstance(obj, bool | int | float):
+        return obj
+    return _truncate(str(obj), depth + 1)
+
+
+def _read_all(fd: int, cap: int) -> bytes:
+    data = bytearray()
+    while len(data) <= cap:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
+    """A forked child: isolate itself from the zygote, wait for one request, answer, exit.
+
+    Children are forked *ahead* (a spare waits for the next request), so the fork and
+    this set-up are off the critical path; the request arrives on ``req_r``, a pipe only
+    this child has.
+    """
+    code = 0
+    try:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != ZYGOTE_PID:
+            os._exit(70)
+        os.dup2(req_r, 0)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        # Everything else goes: the zygote's channel, other children's pipes.
+        os.closerange(3, answer_w)
+        os.closerange(answer_w + 1, 1 << 16)
+        os.chdir(scratch)
+        _shared.SANDBOX_DIR = scratch
+        # Temporary files (tempfile, sqlite's) belong to the request too: its own directory.
+        os.environ["TMPDIR"] = scratch
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].tempdir = None
+        try:
+            confine(scratch)  # seccomp + Landlock, before anything of a request exists here
+        except BaseException:
+            os._exit(72)
+        signal.signal(signal.SIGALRM, on_alarm)
+        # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
+        # Neither do mkfifo and mknod.
+        take_away_process_creation()
+        # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
+        # caches) now, rather than one copy-on-write fault at a time during the request.
+        # Not when requests come back to back (the build would compete with the request for
+        # the CPU): only when none arrived within 50 ms, i.e. while someone waits for a model.
+        if not select.select([0], [], [], 0.05)[0]:
+            with contextlib.suppress(Exception):
+                build_custom_component_template(Component(_code=WARMUP))
+        raw = _read_all(0, 64 * 1024 * 1024)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        sys.stdin = None  # the zygote's reader (and whatever it buffered) is not ours
+        req = json.loads(raw)
+        timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
+        gc.enable()
+        sys.addaudithook(make_hook(scratch, DENY_READ))  # from here on, no way back
+        fn = OPS.get(req.get("op"))
+        out = fn(req) if fn else {"error": f"unknown op {req.get('op')!r}"}
+    except Timeout:
+        out = {"is_valid": False, "phase": "runtime", "error": "Validation timed out."}
+    except BaseException as exc:
+        out = {
+            "is_valid": False,
+            "phase": "runtime",
+            "error": f"Validator error: {type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        data = json.dumps(_truncate(out if isinstance(out, dict) else {"result": out}), default=str).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(answer_w, view) :]
+        os.close(answer_w)  # the zygote sees the end of the answer now, not after our teardown
+    except BaseException:
+        code = 71
+    os._exit(code)
+
+
+def _descendants(root: int) -> tuple[list[int], list[int]]:
+    """(live, zombie) descendants of ``root``, from a /proc scan (Linux)."""
+    children: dict[int, list[int]] = {}
+    zombies = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2 :].split()
+        pid = int(name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        if fields[0] in (b"Z", b"X"):
+            zombies.add(pid)
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return [p for p in found if p not in zombies], [p for p in found if p in zombies]
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_subtree(child: int, keep: frozenset[int] = frozenset(), *, wait: bool = True) -> None:
+    """SIGKILL everything the request started, until nothing is left (then reap it all).
+
+    Everything below the zygote but the ``keep`` pids (the next request's spare, which
+    never ran anything) belongs to the request: its child, and orphans it left, which the
+    subreaper setting re-parents to us.
+    """
+    with contextlib.suppress(OSError):
+        os.killpg(child, signal.SIGKILL)
+    if not os.path.isdir("/proc/self/task"):  # no /proc (macOS): the process group is all we have
+        _reap()
+        return
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        live, zombies = _descendants(ZYGOTE_PID)
+        live = [p for p in live if p not in keep]
+        zombies = [p for p in zombies if p not in keep]
+        if not live and not zombies:
+            return
+        for pid in live:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if not wait:
+            return
+        _reap()
+        if live or zombies:
+            time.sleep(0.001)
+
+
+_WIPED = [0]  # directory entries the clean-up has looked at since the start (sent with every verdict)
+ROOT_DEV = os.stat(ROOT).st_dev
+
+
+def clear(top: str, keep: frozenset[str] = frozenset()) -> None:
+    """Remove everything below ``top`` that lives on the sandbox's own file system.
+
+    Another mount -- the interpreter and its packages, bound read-only under the sandbox's
+    /tmp when the venv lives in /tmp -- is never entered, and the directories that lead to one
+    stay (their ``rmdir`` fails); so are the directories in ``keep``.  A directory a request
+    made unreadable is opened up first.  Iterative: a request may nest directories thousands
+    deep.
+    """
+    order, todo = [], [top]
+    while todo:
+        directory = todo.pop()
+        order.append(directory)
+        try:
+            entries = list(os.scandir(directory))
+        except PermissionError:
+            try:
+                os.chmod(directory, 0o700)
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+        except OSError:
+            continue
+        for entry in entries:
+            _WIPED[0] += 1
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_dev != ROOT_DEV:
+                continue  # a mount point
+            if stat.S_ISDIR(st.st_mode):
+                if st.st_mode & 0o700 != 0o700:
+                    with contextlib.suppress(OSError):
+                        os.chmod(entry.path, 0o700)
+                todo.append(entry.path)
+                continue
+            try:
+                os.unlink(entry.path)
+            except PermissionError:  # in a directory the request made read-only
+                with contextlib.suppress(OSError):
+                    os.chmod(directory, 0o700)
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+    for directory in reversed(order[1:]):  # every directory after all below it
+        if directory not in keep:
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+
+
+def _wipe(scratch: str, spare_scratch: str | None) -> None:
+    """Remove what the request created, and nothing else.
+
+    Under Landlock the request could create files only in its scratch directory: that
+    directory is all there is to remove.  Without it (an older kernel), C-level code may
+    have written anywhere in the sandbox's writable directory (HOME, the spare's scratch):
+    all of it is emptied, the spare's directory kept, other mounts never entered.
+    """
+    if CONFINE["landlock"]:
+        clear(scratch)
+        with contextlib.suppress(OSError):
+            os.rmdir(scratch)
+        return
+    clear(ROOT, frozenset({spare_scratch}) if spare_scratch else frozenset())
+    os.makedirs(HOME, exist_ok=True)
+
+
+def _scratch_full() -> bool:
+    """Whether the sandbox's size-limited /tmp (``scratch_mb``) is (nearly) full."""
+    if not SCRATCH_MB:
+        return False
+    try:
+        st = os.statvfs(ROOT)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < max(st.f_blocks * st.f_frsize // 20, 1 << 20)
+
+
+def _status_text(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return signal.Signals(sig).name
+        except ValueError:
+            return f"signal {sig}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
+class Spare:
+    """A child forked ahead of its request, waiting on its own request pipe."""
+
+    _count = 0
+
+    def __init__(self) -> None:
+        Spare._count += 1
+        self.scratch = os.path.join(ROOT, f"req-{Spare._count}")
+        os.makedirs(self.scratch, exist_ok=True)
+        req_r, self.req_w = os.pipe()
+        self.answer_r, answer_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - the child never returns
+            os.close(self.req_w)
+            _child(req_r, answer_w, out_w, self.scratch)
+        for fd in (req_r, answer_w, out_w):
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.setpgid(self.pid, self.pid)
+
+
+def new_spare() -> Spare | None:
+    try:
+        return Spare()
+    except Exception:  # e.g. fork refused: the request will fork its own child
+        return None
+
+
+NEXT: list[Spare | None] = [None]  # the spare for the request after the current one
+CLEANUP: list = []  # what is left to do once the answer is sent
+
+
+def _annotate(result: dict) -> dict:
+    """What the zygote adds to a verdict: a full scratch space (the request's doing, whatever
+    it answered) and how many entries clean-up has looked at so far."""
+    if _scratch_full():
+        result["scratch_full"] = f"{SCRATCH_MB} MB"
+    result["wiped"] = _WIPED[0]
+    return result
+
+
+def serve(req: dict, child: Spare | None) -> dict:
+    """Hand ``req`` to a fresh child; return the zygote's verdict on what came back.
+
+    The next request's spare is forked while this child works (the fork overlaps with the
+    request on another core), and survives this request's clean-up.
+    """
+    timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
+    child = child or Spare()
+    t0 = time.monotonic()
+    with contextlib.suppress(OSError):  # a child that died meanwhile shows up as crashed below
+        data = memoryview(json.dumps(req).encode())
+        while data:
+            data = data[os.write(child.req_w, data) :]
+    os.close(child.req_w)
+    NEXT[0] = new_spare()
+    keep = frozenset({NEXT[0].pid}) if NEXT[0] else frozenset()
+    exchange = _Exchange(child)
+    exchange.wait(t0 + timeout + 1.0)  # the child's alarm fires at ``timeout``; this is for code that eats it
+    spare_scratch = NEXT[0].scratch if NEXT[0] else None
+    if exchange.early is not None and exchange.verdict is None:
+        # Every process of the request gets SIGKILL (it cannot run another instruction)
+        # before the answer leaves; reaping them and wiping their files happen after.
+        kill_subtree(child.pid, keep, wait=False)
+
+        def cleanup() -> None:
+            kill_subtree(child.pid, keep)
+            exchange.close()
+            _wipe(child.scratch, spare_scratch)
+
+        CLEANUP.append(cleanup)
+        result = {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3), "status": "ok", "answer": exchange.early}
+        return _annotate(result)
+    if exchange.verdict is None:  # the child exited: take what is left in the pipe, without waiting on grandchildren
+        exchange.drain()
+    kill_subtree(child.pid, keep)
+    if exchange.status is None:
+        with contextlib.suppress(ChildProcessError):
+            exchange.status = os.waitpid(child.pid, 0)[1]
+    exchange.close()
+    result: dict = _annotate({})
+    _wipe(child.scratch, spare_scratch)
+    result["elapsed_ms"] = round((time.monotonic() - t0) * 1000, 3)
+    return {**result, **exchange.outcome(timeout)}
+
+
+class _Exchange:
+    """What one child sends back: its answer (capped), its exit status, or the deadline.
+
+    ``verdict`` is set when the zygote gives up on the answer (``timeout``, ``oversized``);
+    ``early`` holds a complete answer read before the child exited (the verdict does not
+    wait for the exit); ``status`` is the child's wait status once it exited.
+    """
+
+    def __init__(self, child: Spare) -> None:
+        self.pid, self.answer_r, self.out_r = child.pid, child.answer_r, child.out_r
+        self.pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            self.pidfd = os.pidfd_open(self.pid)  # readable when the child exits
+        self.buf = bytearray()
+        self.verdict: str | None = None
+        self.status: int | None = None
+        self.early: dict | None = None
+
+    def wait(self, deadline: float) -> None:
+        """Read the answer and drain the output until the answer is complete, the child exits or time is up."""
+        pidfd, answer_r = self.pidfd, self.answer_r
+        kept_output = 0
+        watch = [answer_r, self.out_r] + ([pidfd] if pidfd is not None else [])
+        while self.verdict is None and self.early is None:
+            if self.status is None:
+                done, st = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    self.status = st
+            if self.status is not None:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.verdict = "timeout"
+                break
+            readable, _, _ = select.select(watch, [], [], min(remaining, 0.05 if pidfd is None else remaining))
+            for fd in readable:
+                if fd == pidfd:
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    watch.remove(fd)
+                    if fd == answer_r:  # a complete answer: the verdict does not wait for the exit
+                        with contextlib.suppress(ValueError):
+                            parsed = json.loads(bytes(self.buf))
+                            self.early = parsed if isinstance(parsed, dict) else None
+                elif fd == answer_r:
+                    self.buf += chunk
+                    if len(self.buf) > ANSWER_CAP:
+                        self.verdict = "oversized"
+                else:
+                    kept_output = min(OUTPUT_CAP, kept_output + len(chunk))  # drained and dropped
+
+    def drain(self) -> None:
+        """After the child's exit: what is left in the answer pipe, without waiting on grandchildren."""
+        os.set_blocking(self.answer_r, False)
+        with contextlib.suppress(BlockingIOError, OSError):
+            while len(self.buf) <= ANSWER_CAP:
+                chunk = os.read(self.answer_r, 1 << 16)
+                if not chunk:
+                    break
+                self.buf += chunk
+        if len(self.buf) > ANSWER_CAP:
+            self.verdict = "oversized"
+
+    def close(self) -> None:
+        for fd in (self.answer_r, self.out_r, self.pidfd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def outcome(self, timeout: float) -> dict:
+        """``status`` (and ``detail`` or ``answer``) of a request whose child has exited or been killed."""
+        verdict, status, buf = self.verdict, self.status, self.buf
+        if verdict is not None:
+            return {"status": verdict, "detail": f"{timeout:g} s" if verdict == "timeout" else str(len(buf))}
+        if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            return {"status": "crashed", "detail": _status_text(status) if status is not None else "unknown"}
+        try:
+            answer = json.loads(bytes(buf))
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            return {"status": "malformed", "detail": "no answer" if not buf else "not one JSON object"}
+        return {"status": "ok", "answer": answer}
