@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Bool, Float, Int, Unicode, observe
+from traitlets import Bool, Float, Int, TraitError, TraitType, Unicode, observe, validate
 
-from lfassist_jupyter.ui.workspace import AssistConfig, current_workspace, reset_workspace
+from lfassist_jupyter.settings import FIELDS as SETTINGS
+from lfassist_jupyter.settings import help_text
+from lfassist_jupyter.ui.workspace import current_workspace, reset_workspace
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.assistant import Assistant
@@ -94,6 +96,15 @@ class Said:
 
 
 _UPDATE_INTERVAL = 0.05  # at most 20 display updates a second: below Jupyter's IOPub rate limit
+
+
+def _trait(name: str) -> TraitType:
+    """The ``%config`` traitlet of the setting ``name``: its type, default and help come from
+    ``lfassist_jupyter.settings`` (bounds are checked by ``AssistMagics._check_setting``)."""
+    field = SETTINGS[name]
+    kinds: dict[Any, type[TraitType]] = {bool: Bool, int: Int, float: Float}
+    kind = kinds.get(field.type, Unicode)
+    return kind(field.default, allow_none=field.default is None, help=help_text(name)).tag(config=True)
 
 
 class _EvalProgress:
@@ -223,32 +234,58 @@ class LiveProgress:
 class AssistMagics(Magics):
     """Configurable defaults for the assistant magics (``%config AssistMagics``)."""
 
-    provider = Unicode(None, allow_none=True, help="Provider name; default: the first configured.").tag(config=True)
-    model = Unicode(None, allow_none=True, help="Generation model; default: the provider's.").tag(config=True)
-    intent_model = Unicode(None, allow_none=True, help="Intent classification model.").tag(config=True)
-    max_retries = Int(3, help="Total validation attempts (0..10); 0 skips validation.").tag(config=True)
-    insert = Bool(True, help="Insert validated code as a new cell below.").tag(config=True)
-    validator_timeout = Float(10.0, help="Seconds one validation may take in the sandbox.").tag(config=True)
-    server_validation = Bool(
-        True, help="When connected to Langflow, also build each component on the server (catches lfx version skew)."
-    ).tag(config=True)
+    provider = _trait("provider")
+    model = _trait("model")
+    intent_model = _trait("intent_model")
+    max_retries = _trait("max_retries")
+    insert = _trait("insert")
+    validator_timeout = _trait("validator_timeout")
+    server_validation = _trait("server_validation")
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.workspace = current_workspace()
+        from lfassist_jupyter.errors import ConfigError
+
+        try:
+            self.workspace = current_workspace()
+            self._apply_env(kwargs)
+        except ConfigError as exc:  # a bad LFASSIST_* variable
+            raise UsageError(str(exc)) from None
         self._push_config()
         self._assistant: Assistant | None = None  # the conversation %assist history shows
         self._session_id: str | None = None
         self.last_result: AssistResult | None = None
 
-    @observe("provider", "model", "intent_model", "max_retries", "server_validation", "validator_timeout")
+    def _apply_env(self, given: dict[str, Any]) -> None:
+        """``LFASSIST_<NAME>`` variables set what ``ipython_config.py`` and the constructor left
+        at its default (precedence: ``%config`` > ``ipython_config.py`` > environment > default)."""
+        from lfassist_jupyter.settings import env_values
+
+        configured = dict(self.config).get(type(self).__name__) or {}
+        for name, value in env_values().items():
+            if name not in configured and name not in given:
+                setattr(self, name, value)
+
+    @validate(*SETTINGS)
+    def _check_setting(self, proposal: Any) -> Any:
+        """``%config AssistMagics.<name> = value`` is checked against the setting's bounds."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.settings import parse
+
+        name = proposal.trait.name
+        try:
+            return parse(name, proposal.value, source=f"{type(self).__name__}.{name}")
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+
+    @observe(*SETTINGS)
     def _on_config_change(self, _change: Any) -> None:
         self._push_config()
 
     def _push_config(self) -> None:
-        """The traitlets are the configuration's public face; the workspace holds it for both views."""
+        """The traitlets are the settings' Jupyter face; the workspace holds them for both views."""
         cfg = self.workspace.config
-        for name in AssistConfig.__dataclass_fields__:
+        for name in SETTINGS:
             setattr(cfg, name, getattr(self, name))
 
     @property
@@ -401,7 +438,7 @@ class AssistMagics(Magics):
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.eval import build_parser, run_suite, select_cases, write_json
 
-        parser = build_parser()
+        parser = build_parser(self.workspace.config)  # its defaults: this notebook's %config values
         parser.prog = "%assist eval"
         try:
             args = parser.parse_args(shlex.split(rest))
@@ -412,8 +449,8 @@ class AssistMagics(Magics):
         try:
             suite = run_suite(
                 select_cases(args.cases, args.k),
-                provider=args.provider or self.provider,
-                model=args.model or self.model,
+                provider=args.provider,
+                model=args.model,
                 max_retries=args.max_retries,
                 on_progress=_EvalProgress(rich=self._rich),
             )
