@@ -7,7 +7,9 @@ Every surface reads this one declaration, so they cannot drift:
 - the ``Workspace`` (shared by the magics and the chat panel) holds a ``Settings``;
 - ``python -m lfassist_jupyter.eval`` and ``%assist eval`` take their defaults and help from it;
 - the environment: ``LFASSIST_<NAME>`` (e.g. ``LFASSIST_MAX_RETRIES=5``) sets a default,
-  below ``%config``, ``ipython_config.py`` and command-line flags.
+  below ``%config``, ``ipython_config.py`` and command-line flags.  ``LFASSIST_PROVIDER``,
+  ``LFASSIST_MODEL`` and ``LFASSIST_INTENT_MODEL`` are preferences the provider registry applies
+  when nothing names a provider or model (see ``_setting``).
 
 ``Settings`` is a plain dataclass, and pydantic (which parses and bounds-checks the values that
 arrive as text: environment variables) is imported only when such a value is read: ``%load_ext``
@@ -27,9 +29,23 @@ from typing import Any
 ENV_PREFIX = "LFASSIST_"
 
 
-def _setting(default: Any, text: str, *, ge: float | None = None, le: float | None = None, gt: float | None = None):
-    """A field of ``Settings`` with its help text and bounds (read by every surface)."""
-    return dataclasses.field(default=default, metadata={"help": text, "ge": ge, "le": le, "gt": gt})
+def _setting(
+    default: Any,
+    text: str,
+    *,
+    ge: float | None = None,
+    le: float | None = None,
+    gt: float | None = None,
+    preference: bool = False,
+) -> Any:
+    """A field of ``Settings`` with its help text and bounds (read by every surface).
+
+    ``preference``: the environment variable is a preference the provider registry applies when
+    a request names nothing (``providers.available_providers``: a preferred provider that is
+    not configured falls back to one that is), so ``env_values`` leaves it there rather than
+    turning it into a demand here."""
+    meta = {"help": text, "ge": ge, "le": le, "gt": gt, "preference": preference}
+    return dataclasses.field(default=default, metadata=meta)
 
 
 @dataclass
@@ -37,10 +53,12 @@ class Settings:
     """What the magics and the chat panel use unless a request says otherwise."""
 
     provider: str | None = _setting(
-        None, "Provider name: openai | anthropic | ollama | scripted; default: the first configured."
+        None, "Provider name: openai | anthropic | ollama | scripted; default: the first configured.", preference=True
     )
-    model: str | None = _setting(None, "Generation model; default: the provider's.")
-    intent_model: str | None = _setting(None, "Intent classification model; default: the provider's fast model.")
+    model: str | None = _setting(None, "Generation model; default: the provider's.", preference=True)
+    intent_model: str | None = _setting(
+        None, "Intent classification model; default: the provider's fast model.", preference=True
+    )
     max_retries: int = _setting(3, "Total validation attempts (0..10); 0 skips validation.", ge=0, le=10)
     insert: bool = _setting(True, "Insert validated code as a new cell below.")
     server_validation: bool = _setting(
@@ -103,6 +121,11 @@ def parse(name: str, value: Any, *, source: str | None = None) -> Any:
 
 
 def env_values(env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The settings the environment sets (only those whose variable is set and not empty)."""
+    """The settings the environment sets: those whose variable is set and not empty, except the
+    preferences (provider and models), which the provider registry reads where it chooses."""
     env = os.environ if env is None else env
-    return {name: parse(name, env[env_name(name)].strip()) for name in FIELDS if env.get(env_name(name), "").strip()}
+    return {
+        name: parse(name, env[env_name(name)].strip())
+        for name, field in FIELDS.items()
+        if not field.metadata["preference"] and env.get(env_name(name), "").strip()
+    }

@@ -66,6 +66,7 @@ HELP = """\
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
 %assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
                          run eval cases and check each result by running it in the sandbox
+                         (defaults: this notebook's %config AssistMagics provider, model, max_retries)
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
   --fix                  repair mechanical mistakes (no model call): show the repaired code and the changes
