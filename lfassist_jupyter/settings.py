@@ -120,6 +120,26 @@ def parse(name: str, value: Any, *, source: str | None = None) -> Any:
         raise ConfigError(f"{source or env_name(name)}={value!r}: {problem[:1].lower()}{problem[1:]}.") from None
 
 
+_BOUNDS = (
+    ("ge", "greater than or equal to", lambda value, bound: value >= bound),
+    ("le", "less than or equal to", lambda value, bound: value <= bound),
+    ("gt", "greater than", lambda value, bound: value > bound),
+)
+
+
+def check(name: str, value: Any, *, source: str) -> Any:
+    """``value`` (already of the setting's type: a traitlet checked it) within the setting's bounds,
+    or one ``ConfigError`` line naming ``source``.  No pydantic: ``ipython_config.py`` values are
+    checked at ``%load_ext``, which must stay fast."""
+    from lfassist_jupyter.errors import ConfigError
+
+    meta = FIELDS[name].metadata
+    for key, words, within in _BOUNDS:
+        if value is not None and meta[key] is not None and not within(value, meta[key]):
+            raise ConfigError(f"{source}={value!r}: input should be {words} {meta[key]}.")
+    return value
+
+
 def env_values(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The settings the environment sets: those whose variable is set and not empty, except the
     preferences (provider and models), which the provider registry reads where it chooses."""

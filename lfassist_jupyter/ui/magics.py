@@ -164,11 +164,11 @@ class AssistMagics(Magics):
     def _check_setting(self, proposal: Any) -> Any:
         """``%config AssistMagics.<name> = value`` is checked against the setting's bounds."""
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.settings import parse
+        from lfassist_jupyter.settings import check
 
         name = proposal.trait.name
         try:
-            return parse(name, proposal.value, source=f"{type(self).__name__}.{name}")
+            return check(name, proposal.value, source=f"{type(self).__name__}.{name}")
         except ConfigError as exc:
             raise TraitError(str(exc)) from None
 
