@@ -349,6 +349,18 @@ def test_the_model_selector_shows_the_model_actually_in_use(llm, monkeypatch, sa
     assert ChatPanel(workspace=workspace).selected_model == "openai:gpt-4.1-mini"
 
 
+def test_the_panel_reads_the_settings_from_the_environment(llm, monkeypatch, sandbox, tmp_path):
+    """``LFASSIST_MAX_RETRIES=1``: the panel's requests make one attempt, as ``%%assist`` and the evals do."""
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("LFASSIST_MAX_RETRIES", "1")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=sandbox))
+    llm.queue(intent("generate_component"), fenced(WRONG_IMPORT), fenced(GOOD))
+    view(panel, {"type": "send", "text": "uppercase component"})
+    wait_idle(panel)
+    assert panel.messages[-1]["kind"] == "failure" and len(llm.requests) == 2  # classification + one attempt
+
+
 def test_each_answer_shows_its_model_calls_tokens_and_seconds(panel, llm):
     llm.queue(intent("generate_component"), Reply(fenced(GOOD), chunk=100))
     view(panel, {"type": "send", "text": "a component that uppercases text"})
