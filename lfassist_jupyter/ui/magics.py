@@ -329,7 +329,9 @@ class AssistMagics(Magics):
         try:
             args = parser.parse_args(shlex.split(rest))
         except SystemExit as exc:  # argparse already printed the usage line
-            raise UsageError("usage: %assist eval CASES.toml [--provider P] [--model M] [--json OUT]") from exc
+            raise UsageError(
+                "usage: %assist eval CASES.toml [--provider P] [--model M] [--max-retries N] [--json OUT] [-k TEXT]"
+            ) from exc
         except ValueError as exc:
             raise UsageError(f"Could not parse the options: {exc}") from exc
         try:
