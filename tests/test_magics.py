@@ -304,3 +304,27 @@ def test_a_bad_environment_setting_is_one_clear_line(llm, monkeypatch):
     finally:
         shell.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
+
+
+def test_ipython_config_values_load_and_beat_the_environment(llm, monkeypatch):
+    """``c.AssistMagics.max_retries = 5`` in ``ipython_config.py`` (``%load_ext`` used to fail on it)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("LFASSIST_MAX_RETRIES", "1")
+    monkeypatch.setenv("LFASSIST_INSERT", "false")
+    config = Config()
+    config.AssistMagics.max_retries = 2
+    shell = InteractiveShell.instance(config=config)
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    shell.rl_next_input = None
+    try:
+        llm.queue(intent("generate_component"), fenced(WRONG_IMPORT), fenced(GOOD))
+        result = shell.run_cell_magic("assist", "", "uppercase component")
+        assert result.attempts == 2 and result.validated  # the config file's 2, not the environment's 1
+        assert shell.rl_next_input is None  # LFASSIST_INSERT=false
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()

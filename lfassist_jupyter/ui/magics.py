@@ -138,13 +138,14 @@ class AssistMagics(Magics):
     server_validation = _trait("server_validation")
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
-        super().__init__(shell=shell, **kwargs)
         from lfassist_jupyter.errors import ConfigError
 
-        try:
+        try:  # a bad LFASSIST_* variable: one line
+            # Before the configuration loads: ipython_config.py's values notify _on_config_change.
             self.workspace = current_workspace()
+            super().__init__(shell=shell, **kwargs)
             self._apply_env(kwargs)
-        except ConfigError as exc:  # a bad LFASSIST_* variable
+        except ConfigError as exc:
             raise UsageError(str(exc)) from None
         self._push_config()
         self._assistant: Assistant | None = None  # the conversation %assist history shows
