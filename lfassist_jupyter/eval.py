@@ -41,6 +41,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lfassist_jupyter.errors import ConfigError, LfAssistError
+from lfassist_jupyter.settings import Settings, bounds, help_text
 
 MAX_CASES = 1000
 OUTPUT_PREVIEW = 200  # characters of a check's output kept in the report
@@ -322,8 +323,6 @@ async def run_case(case: Case, assistant: Any, runner: CheckRunner) -> CaseResul
 def _versions(model: str) -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
 
-    import lfassist_jupyter
-
     def dist(name: str) -> str | None:
         try:
             return version(name)
@@ -331,7 +330,7 @@ def _versions(model: str) -> dict[str, str | None]:
             return None
 
     return {
-        "lfassist_jupyter": lfassist_jupyter.__version__,
+        "lfassist_jupyter": dist("lfassist-jupyter"),
         "lfx": dist("lfx"),
         "python": sys.version.split()[0],
         "model": model,
@@ -349,7 +348,7 @@ async def arun_suite(
     on_progress: Callable[[int, int, CaseResult | None, Case | None], None] | None = None,
 ) -> SuiteResult:
     """Run ``cases`` one after another (a fair clock per case), each in a fresh conversation."""
-    from lfassist_jupyter import Assistant
+    from lfassist_jupyter.core.assistant import Assistant
 
     factory = assistant_factory or Assistant
     runner = runner or SandboxCheckRunner()
@@ -400,7 +399,15 @@ class _Bar:
         self.stream.flush()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
+    """The command line, its defaults taken from ``settings`` (default: ``Settings.from_env()``, so
+    ``LFASSIST_MAX_RETRIES`` works; ``%assist eval`` passes the notebook's ``%config`` values)."""
+    settings = settings if settings is not None else Settings.from_env()
+
+    def setting(name: str) -> str:
+        value = getattr(settings, name)
+        return help_text(name) + ("" if value is None else f" Default: {value}.")
+
     parser = argparse.ArgumentParser(
         prog="python -m lfassist_jupyter.eval",
         description="Run eval cases through the assistant and check each result by running it in the sandbox.",
@@ -408,9 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
         "OLLAMA_HOST). Exit status: 0 all cases ran, 1 a case errored (or failed, with --strict), 2 usage error.",
     )
     parser.add_argument("cases", help="a TOML file of [[case]] tables (see evals/ for the shipped suites)")
-    parser.add_argument("--provider", help="openai | anthropic | ollama | scripted (default: first configured)")
-    parser.add_argument("--model", help="the generation model (default: the provider's)")
-    parser.add_argument("--max-retries", type=int, default=3, help="validation attempts per case, 0..10 (default 3)")
+    parser.add_argument("--provider", default=settings.provider, help=setting("provider"))
+    parser.add_argument("--model", default=settings.model, help=setting("model"))
+    parser.add_argument("--max-retries", type=int, default=settings.max_retries, help=setting("max_retries"))
     parser.add_argument("--json", metavar="OUT", help="also write the results, totals and versions as JSON")
     parser.add_argument("-k", metavar="TEXT", help="only the cases whose name contains TEXT")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any case fails, not only when one errors")
@@ -437,11 +444,17 @@ def write_json(suite: SuiteResult, path: str | Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except ConfigError as exc:  # a bad LFASSIST_* variable
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     try:
         cases = select_cases(args.cases, args.k)
-        if not 0 <= args.max_retries <= 10:
-            raise ConfigError("--max-retries must be between 0 and 10.")
+        low, high = bounds("max_retries")
+        if not low <= args.max_retries <= high:
+            raise ConfigError(f"--max-retries must be between {low} and {high}.")
         suite = run_suite(
             cases, provider=args.provider, model=args.model, max_retries=args.max_retries, on_progress=_Bar()
         )

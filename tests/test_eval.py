@@ -179,3 +179,48 @@ def test_assist_eval_in_a_real_shell_returns_the_table(llm, monkeypatch, tmp_pat
     assert [c.status for c in suite.cases] == ["pass"] and suite.cases[0].output == "HELLO"
     assert "1/1 passed (100%)" in repr(suite) and "[1/1] uppercase: pass" in capsys.readouterr().out
     assert json.loads((tmp_path / "r.json").read_text())["totals"]["passed"] == 1
+
+
+NEVER_VALID = '[[case]]\nname = "never_valid"\nrequest = "a component that converts text to uppercase"\n'
+
+
+@pytest.mark.slow
+def test_assist_eval_uses_the_notebooks_config_max_retries(llm, monkeypatch, tmp_path):
+    """``%config AssistMagics.max_retries = 1`` reaches ``%assist eval``: one generation, not three."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-123456")
+    cases = tmp_path / "cases.toml"
+    cases.write_text(NEVER_VALID)
+    ask = intent("generate_component")
+    llm.queue(ask, fenced(WRONG_IMPORT), ask, fenced(WRONG_IMPORT), fenced(WRONG_IMPORT))
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    try:
+        shell.run_line_magic("config", "AssistMagics.max_retries = 1")
+        suite = shell.run_line_magic("assist", f"eval {cases}")
+        again = shell.run_line_magic("assist", f"eval {cases} --max-retries 2")  # the flag still wins
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+    (case,) = suite.cases
+    assert case.status == "fail" and case.attempts == 1 and case.model_calls == 2
+    assert again.cases[0].attempts == 2
+
+
+@pytest.mark.slow
+def test_cli_takes_max_retries_from_the_environment(llm, tmp_path, monkeypatch):
+    cases = tmp_path / "cases.toml"
+    cases.write_text(NEVER_VALID)
+    llm.queue(intent("generate_component"), fenced(WRONG_IMPORT), fenced(WRONG_IMPORT))
+    monkeypatch.setenv("LFASSIST_MAX_RETRIES", "1")
+    proc = _run(llm, tmp_path, str(cases), "--json", "out.json")
+    assert proc.returncode == 0, proc.stderr
+    (case,) = json.loads((tmp_path / "out.json").read_text())["cases"]
+    assert case["attempts"] == 1 and case["model_calls"] == 2
+
+    monkeypatch.setenv("LFASSIST_MAX_RETRIES", "11")
+    proc = _run(llm, tmp_path, str(cases))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: LFASSIST_MAX_RETRIES='11'") and "less than or equal to 10" in proc.stderr

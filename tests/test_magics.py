@@ -266,3 +266,65 @@ def test_a_script_that_exits_right_after_load_ext_exits_cleanly(tmp_path):
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert (proc.returncode, proc.stdout.strip()) == (0, "loaded"), proc.stderr[-500:]
         assert "FATAL" not in proc.stderr
+
+
+def test_settings_come_from_the_environment_below_config(llm, monkeypatch, capsys):
+    """``LFASSIST_<NAME>`` sets a default at ``%load_ext``; ``%config`` overrides it, within bounds."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("LFASSIST_MAX_RETRIES", "1")
+    monkeypatch.setenv("LFASSIST_MODEL", "gpt-4.1")
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    try:
+        llm.queue(intent("generate_component"), fenced(WRONG_IMPORT))
+        result = shell.run_cell_magic("assist", "--no-insert", "uppercase component")
+        assert result.attempts == 1 and not result.validated
+        assert llm.requests[-1].body["model"] == "gpt-4.1"
+        shell.run_line_magic("config", "AssistMagics.max_retries = 2")
+        shell.run_line_magic("config", "AssistMagics.max_retries = 11")  # refused: one line, value kept
+        assert shell.magics_manager.registry["AssistMagics"].max_retries == 2
+        llm.queue(intent("generate_component"), fenced(WRONG_IMPORT), fenced(GOOD))
+        assert shell.run_cell_magic("assist", "--no-insert", "uppercase component").attempts == 2
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+
+
+def test_a_bad_environment_setting_is_one_clear_line(llm, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("LFASSIST_MAX_RETRIES", "many")
+    shell = InteractiveShell.instance()
+    try:
+        with pytest.raises(UsageError, match="LFASSIST_MAX_RETRIES='many': input should be a valid integer"):
+            shell.run_line_magic("load_ext", "lfassist_jupyter")
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+
+
+def test_ipython_config_values_load_and_beat_the_environment(llm, monkeypatch):
+    """``c.AssistMagics.max_retries = 5`` in ``ipython_config.py`` (``%load_ext`` used to fail on it)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("LFASSIST_MAX_RETRIES", "1")
+    monkeypatch.setenv("LFASSIST_INSERT", "false")
+    config = Config()
+    config.AssistMagics.max_retries = 2
+    shell = InteractiveShell.instance(config=config)
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    shell.rl_next_input = None
+    try:
+        llm.queue(intent("generate_component"), fenced(WRONG_IMPORT), fenced(GOOD))
+        result = shell.run_cell_magic("assist", "", "uppercase component")
+        assert result.attempts == 2 and result.validated  # the config file's 2, not the environment's 1
+        assert shell.rl_next_input is None  # LFASSIST_INSERT=false
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()

@@ -78,4 +78,4 @@ def test_wheel_works_in_a_clean_environment_and_a_real_kernel(wheel, tmp_path):
         os.environ.update(old)
     assert nb.cells[0].outputs == []  # loaded without an error
     assert nb.cells[1].outputs[0]["text"].split() == ["True", "True", "True"]  # the installed copy, with its JS
-    assert "%%assist [options]" in nb.cells[2].outputs[0]["text"]
+    assert "%%assist [options]" in nb.cells[2].outputs[0]["data"]["text/plain"]  # a display object, not a print

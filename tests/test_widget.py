@@ -349,6 +349,18 @@ def test_the_model_selector_shows_the_model_actually_in_use(llm, monkeypatch, sa
     assert ChatPanel(workspace=workspace).selected_model == "openai:gpt-4.1-mini"
 
 
+def test_the_panel_reads_the_settings_from_the_environment(llm, monkeypatch, sandbox, tmp_path):
+    """``LFASSIST_MAX_RETRIES=1``: the panel's requests make one attempt, as ``%%assist`` and the evals do."""
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("LFASSIST_MAX_RETRIES", "1")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=sandbox))
+    llm.queue(intent("generate_component"), fenced(WRONG_IMPORT), fenced(GOOD))
+    view(panel, {"type": "send", "text": "uppercase component"})
+    wait_idle(panel)
+    assert panel.messages[-1]["kind"] == "failure" and len(llm.requests) == 2  # classification + one attempt
+
+
 def test_each_answer_shows_its_model_calls_tokens_and_seconds(panel, llm):
     llm.queue(intent("generate_component"), Reply(fenced(GOOD), chunk=100))
     view(panel, {"type": "send", "text": "a component that uppercases text"})
@@ -442,10 +454,13 @@ class _FakeLab:
 def dock(monkeypatch):
     """A kernel whose front end is JupyterLab (a fake ipylab front end that has answered)."""
     from lfassist_jupyter.ui import dock as module
+    from lfassist_jupyter.ui import lab
 
-    state = module._Dock()
-    state.lab, state.ready = _FakeLab(), True
-    monkeypatch.setattr(module, "_state", state)
+    front = lab._Lab()
+    front.lab, front.ready = _FakeLab(), True
+    monkeypatch.setattr(lab, "_state", front)
+    monkeypatch.setattr(lab, "in_kernel", lambda: True)
+    monkeypatch.setattr(module, "_state", module._Dock())
     monkeypatch.setattr(module, "in_kernel", lambda: True)
     return module
 
@@ -455,7 +470,7 @@ def test_assist_panel_docks_once_per_kernel_and_focuses_it_after(ip, dock):
 
     note = ip.run_line_magic("assist", "panel")
     assert isinstance(note, DockNote) and "right sidebar" in note.text
-    lab = dock._state.lab
+    lab = dock.frontend()
     (added,) = lab.shell.sent
     assert added["func"] == "add" and added["payload"]["area"] == "right"
     assert added["payload"]["id"] == dock.dock_id() and dock.dock_id().startswith("lfassist-assistant-")
@@ -483,7 +498,7 @@ def test_assist_panel_docks_once_per_kernel_and_focuses_it_after(ip, dock):
 
 def test_the_palette_command_is_registered_at_load_and_opens_the_panel(ip, dock):
     dock.register_command()
-    lab = dock._state.lab
+    lab = dock.frontend()
     (command,) = [m for m in lab.commands.sent if m["func"] == "addCommand"]
     assert command["payload"]["label"] == "Langflow Assistant: Open" and command["payload"]["id"] == dock.COMMAND_ID
     lab.commands._execute_callbacks[dock.COMMAND_ID]()  # what the front end's palette triggers
@@ -493,13 +508,15 @@ def test_the_palette_command_is_registered_at_load_and_opens_the_panel(ip, dock)
 def test_without_jupyterlab_shell_the_panel_opens_inline_and_says_why_once(ip, monkeypatch):
     """A kernel whose front end never answers ipylab (Notebook 7 without it, VS Code, Colab): the
     cell shows the inline panel with the reason, once the cell is done and the wait is over."""
-    from lfassist_jupyter.ui import dock
+    from lfassist_jupyter.ui import dock, lab
 
+    monkeypatch.setattr(lab, "_state", lab._Lab())
+    monkeypatch.setattr(lab, "in_kernel", lambda: True)
     monkeypatch.setattr(dock, "_state", dock._Dock())
     monkeypatch.setattr(dock, "in_kernel", lambda: True)
     monkeypatch.setattr(dock, "READY_WAIT", 0.05)
     box = ip.run_line_magic("assist", "panel")  # a real ipylab JupyterFrontEnd, which nobody answers
-    assert dock._state.lab is not None and not dock._state.ready
+    assert dock.frontend() is not None and not dock.is_ready()
     assert "Opening" in box.children[0].text
     ip.events.trigger("post_run_cell", None)  # the cell is done: now the answer could have come
     deadline = time.monotonic() + 5
@@ -514,11 +531,13 @@ def test_without_jupyterlab_shell_the_panel_opens_inline_and_says_why_once(ip, m
 
 def test_assist_panel_in_the_cell_that_loads_the_extension_docks_once_the_front_end_answers(ip, dock):
     """ipylab's answer can only arrive after the cell: until then the cell shows a placeholder."""
-    dock._state.ready = False
+    from lfassist_jupyter.ui import lab
+
+    lab._state.ready = False
     box = ip.run_line_magic("assist", "panel")
     (note,) = box.children
-    assert "Opening" in note.text and dock._state.lab.shell.sent == []
+    assert "Opening" in note.text and dock.frontend().shell.sent == []
     assert box.panel is dock._state.panel  # scripts can reach the panel at once
-    dock._on_ready()  # "lab_ready" from ipylab's front end
-    assert [m["payload"]["area"] for m in dock._state.lab.shell.sent] == ["right"]
+    lab._on_ready()  # "lab_ready" from ipylab's front end
+    assert [m["payload"]["area"] for m in dock.frontend().shell.sent] == ["right"]
     assert "right sidebar" in note.text and box.children == (note,)  # docked: no inline panel

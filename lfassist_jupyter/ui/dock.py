@@ -30,6 +30,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lfassist_jupyter.ui.lab import current_shell, frontend, in_kernel, is_ready, watch_shell, when_ready
+
 if TYPE_CHECKING:
     from lfassist_jupyter.ui.dock_note import DockNote
     from lfassist_jupyter.ui.panel import ChatPanel
@@ -54,15 +56,12 @@ _ICON_SVG = (
 
 
 class _Dock:
-    """The kernel's front-end state: ipylab's ``JupyterFrontEnd``, whether it answered, the
-    docked panel and its host, and what was said already."""
+    """The kernel's docking state: the docked panel and its host, where it is, and what was said
+    already (ipylab's front end itself is ``ui/lab.py``'s)."""
 
     def __init__(self) -> None:
-        self.lab: Any = None
-        self.ready = False
         self.no_shell = False  # ipylab's front end did not answer in time: inline from now on
         self.said_why = False
-        self.callbacks: list[Any] = []
         self.panel: ChatPanel | None = None
         self.host: Any = None
         self.area: str | None = None  # where the panel was added ("right" | "main"), None when closed
@@ -75,19 +74,6 @@ class _Dock:
 
 _state = _Dock()
 _KERNEL_FALLBACK_ID = uuid.uuid4().hex
-
-
-def _shell() -> Any:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        return None
-    return get_ipython()
-
-
-def in_kernel() -> bool:
-    """Whether we run in a Jupyter kernel (a front end may show widgets), not a terminal or script."""
-    return getattr(_shell(), "kernel", None) is not None
 
 
 def kernel_id() -> str:
@@ -105,40 +91,6 @@ def dock_id() -> str:
     return f"lfassist-assistant-{kernel_id()[:12]}"
 
 
-def frontend() -> Any:
-    """The kernel's one ipylab ``JupyterFrontEnd`` (made on first use), or None outside a kernel
-    or without ipylab."""
-    state = _state
-    if state.lab is None and in_kernel():
-        try:
-            from ipylab import JupyterFrontEnd
-
-            lab = JupyterFrontEnd()
-        except Exception:  # ipylab missing or broken: the inline panel still works
-            return None
-        lab.on_ready(_on_ready)
-        lab.shell.observe(_on_shell_widgets, "_widgets")
-        state.lab = lab
-    return state.lab
-
-
-def _on_ready() -> None:
-    state = _state
-    state.ready = True
-    state.no_shell = False
-    callbacks, state.callbacks = state.callbacks, []
-    for callback in callbacks:
-        callback()
-
-
-def when_ready(callback: Any) -> None:
-    """Call ``callback`` once ipylab's front end has answered (now, when it has)."""
-    if _state.ready:
-        callback()
-    else:
-        _state.callbacks.append(callback)
-
-
 def _on_shell_widgets(change: dict[str, Any]) -> None:
     """ipylab syncs the widgets it added to the shell: ours appears once added (focus it then)
     and disappears when the user closes it."""
@@ -152,10 +104,13 @@ def _on_shell_widgets(change: dict[str, Any]) -> None:
         state.area = None  # closed by the user: the next open adds it again
 
 
+watch_shell(_on_shell_widgets)
+
+
 def _activate() -> None:
-    state = _state
-    if state.lab is not None:
-        state.lab.commands.execute("tabsmenu:activate-by-id", {"id": dock_id()})
+    lab = frontend()
+    if lab is not None:
+        lab.commands.execute("tabsmenu:activate-by-id", {"id": dock_id()})
 
 
 # -- the command palette ---------------------------------------------------------------------
@@ -245,7 +200,7 @@ def _dock(area: str) -> None:
             return
         host = _host()
         args = {"rank": 600} if area == "right" else {"mode": "split-right"}
-        state.lab.shell.send(
+        frontend().shell.send(
             {
                 "func": "add",
                 "payload": {
@@ -298,7 +253,7 @@ def open_panel(*, area: str = "right", workspace: Workspace | None = None) -> An
         return _inline(panel)
     from lfassist_jupyter.ui.dock_note import DockNote
 
-    if state.ready:
+    if is_ready():
         _dock(area)
         note = DockNote(text=_where(area))
         note.panel = panel  # for scripts: `%assist panel` then `.panel.send_prompt(...)`
@@ -342,7 +297,7 @@ def _pending(panel: ChatPanel, area: str) -> Any:
         note.text = _where(area)
 
     def give_up() -> None:
-        if _state.ready:
+        if is_ready():
             return
         _state.no_shell = True
         panel.docked = False
@@ -350,7 +305,7 @@ def _pending(panel: ChatPanel, area: str) -> Any:
         box.children = [note, panel]
 
     when_ready(docked)
-    shell = _shell()
+    shell = current_shell()
 
     def after_cell(*_args: Any) -> None:
         shell.events.unregister("post_run_cell", after_cell)

@@ -1,10 +1,13 @@
 """IPython magics: ``%%assist``, ``%assist <subcommand>`` and ``%%assist_validate``.
 
 A thin view over the kernel's ``Workspace``: parse options (``magic_arguments``, so quoting
-works like a shell), drive ``Assistant.run`` and render its events.  Defaults are traitlets
-on the magics class, so ``%config AssistMagics.model = "gpt-4.1"`` and ``ipython_config.py``
-work; they are mirrored into the workspace, which the chat panel shares.  Heavy imports
-(engine, SDKs, lfx) happen on first use, not at ``%load_ext``.
+works like a shell), drive ``Assistant.run`` and hand its events to the live view
+(``ui/render/progress.py``).  ``%assist WORD`` dispatches through ``SUBCOMMANDS``; each handler
+returns a display object (``ui/render``), never prints.  Defaults are traitlets made from the
+settings (``lfassist_jupyter/settings.py``: type, default, help, bounds), so
+``%config AssistMagics.model = "gpt-4.1"``, ``ipython_config.py`` and ``LFASSIST_MODEL`` work;
+they are mirrored into the workspace, which the chat panel shares.  Heavy imports (engine,
+SDKs, lfx, pydantic) happen on first use, not at ``%load_ext``.
 """
 
 from __future__ import annotations
@@ -13,21 +16,22 @@ import atexit
 import shlex
 import string
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Bool, Float, Int, Unicode, observe
+from traitlets import Bool, Float, Int, TraitError, TraitType, Unicode, observe, validate
 
-from lfassist_jupyter.ui.workspace import AssistConfig, current_workspace, reset_workspace
+from lfassist_jupyter.settings import FIELDS as SETTINGS
+from lfassist_jupyter.settings import help_text
+from lfassist_jupyter.ui.render.progress import LiveProgress
+from lfassist_jupyter.ui.render.text import Lines
+from lfassist_jupyter.ui.workspace import current_workspace, reset_workspace
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.assistant import Assistant
-    from lfassist_jupyter.core.events import Event
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.langflow.client import LangflowClient
 
@@ -62,6 +66,7 @@ HELP = """\
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
 %assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
                          run eval cases and check each result by running it in the sandbox
+                         (defaults: this notebook's %config AssistMagics provider, model, max_retries)
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
   --fix                  repair mechanical mistakes (no model call): show the repaired code and the changes
@@ -80,47 +85,18 @@ HELP = """\
   --quiet                show nothing unless something failed
 
 Defaults: %config AssistMagics.model = "..." (also provider, intent_model, max_retries, insert,
-server_validation).
+server_validation, validator_timeout; `%config AssistMagics` lists them), or LFASSIST_<NAME> in the
+environment before %load_ext (LFASSIST_MAX_RETRIES=5). %config, then the environment, then the default.
 """
 
 
-@dataclass
-class Said:
-    """What a subcommand shows as text (``lines``, printed by the dispatcher) and what it
-    returns as the cell's value (``value``; None shows nothing)."""
-
-    lines: list[str]
-    value: Any = None
-
-
-_UPDATE_INTERVAL = 0.05  # at most 20 display updates a second: below Jupyter's IOPub rate limit
-
-
-class _EvalProgress:
-    """``%assist eval``'s progress: an HTML bar updated in place, or a printed line per case."""
-
-    def __init__(self, *, rich: bool) -> None:
-        self.rich = rich
-        self._handle: Any = None
-
-    def __call__(self, done: int, total: int, result: Any, case: Any) -> None:
-        label = f"running {case.name}" if case is not None else f"{result.name}: {result.status}"
-        if not self.rich:
-            if result is not None:
-                print(f"[{done}/{total}] {label}", flush=True)
-            return
-        import html
-
-        from IPython.display import HTML, display
-
-        body = HTML(
-            f"<progress value='{done}' max='{max(total, 1)}' style='width:240px'></progress> "
-            f"<span style='font-size:12px'>{done}/{total} {html.escape(label)}</span>"
-        )
-        if self._handle is None:
-            self._handle = display(body, display_id=True)
-        else:
-            self._handle.update(body)
+def _trait(name: str) -> TraitType:
+    """The ``%config`` traitlet of the setting ``name``: its type, default and help come from
+    ``lfassist_jupyter.settings`` (bounds are checked by ``AssistMagics._check_setting``)."""
+    field = SETTINGS[name]
+    kinds: dict[Any, type[TraitType]] = {bool: Bool, int: Int, float: Float}
+    kind = kinds.get(field.type, Unicode)
+    return kind(field.default, allow_none=field.default is None, help=help_text(name)).tag(config=True)
 
 
 def _parse(magic: Any, line: str) -> Any:
@@ -149,106 +125,62 @@ class _Namespace(dict):
         raise UsageError(f"--interpolate: the variable '{key}' is not defined in the notebook.")
 
 
-class LiveProgress:
-    """The live view of one request: step lines with attempt counters and streamed tokens.
-
-    Rendered as an HTML block updated in place in Jupyter front ends, and as plain printed
-    lines in a terminal.  Updates are coalesced to ``_UPDATE_INTERVAL`` so a fast token
-    stream never trips the IOPub rate limit; the final state is always flushed.
-    """
-
-    def __init__(self, *, rich: bool, quiet: bool) -> None:
-        self.rich = rich
-        self.quiet = quiet
-        self.lines: list[str] = []
-        self.tokens: list[str] = []
-        self._handle: Any = None
-        self._last = 0.0
-        self._dirty = False
-        self.updates_sent = 0
-
-    def on_event(self, event: Event) -> None:
-        if self.quiet:
-            return
-        if event.event == "progress":
-            from lfassist_jupyter.core.events import step_label
-
-            label = step_label(event.step)
-            counter = f" ({event.attempt}/{event.max_attempts})" if event.max_attempts > 1 else ""
-            line = f"{label}{counter}"
-            if event.error:
-                line += f": {event.error.splitlines()[0][:200]}"
-            self.lines.append(line)
-            if not self.rich:
-                print(f"· {line}", flush=True)
-        elif event.event == "token":
-            self.tokens.append(event.chunk)
-            if not self.rich:
-                print(event.chunk, end="", flush=True)
-        elif self.tokens:
-            # The result (the cell's value) shows the whole answer: stop repeating it here.
-            if self.rich:
-                self.tokens = []
-            else:
-                print(flush=True)
-        self._dirty = True
-        self.refresh(force=event.event in ("complete", "error", "cancelled"))
-
-    def _html(self) -> str:
-        import html
-
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines)
-        body = html.escape("".join(self.tokens))
-        tokens = f'<div style="white-space:pre-wrap">{body}</div>' if body else ""
-        return f'<div style="font-size:12px;opacity:.85"><ul style="margin:2px 0">{items}</ul>{tokens}</div>'
-
-    def refresh(self, *, force: bool = False) -> None:
-        if not self.rich or not self._dirty:
-            return
-        now = time.monotonic()
-        if not force and now - self._last < _UPDATE_INTERVAL:
-            return
-        from IPython.display import HTML, display
-
-        if self._handle is None:
-            self._handle = display(HTML(self._html()), display_id=True)
-        else:
-            self._handle.update(HTML(self._html()))
-        self.updates_sent += 1
-        self._last = now
-        self._dirty = False
-
-
 @magics_class
 class AssistMagics(Magics):
     """Configurable defaults for the assistant magics (``%config AssistMagics``)."""
 
-    provider = Unicode(None, allow_none=True, help="Provider name; default: the first configured.").tag(config=True)
-    model = Unicode(None, allow_none=True, help="Generation model; default: the provider's.").tag(config=True)
-    intent_model = Unicode(None, allow_none=True, help="Intent classification model.").tag(config=True)
-    max_retries = Int(3, help="Total validation attempts (0..10); 0 skips validation.").tag(config=True)
-    insert = Bool(True, help="Insert validated code as a new cell below.").tag(config=True)
-    validator_timeout = Float(10.0, help="Seconds one validation may take in the sandbox.").tag(config=True)
-    server_validation = Bool(
-        True, help="When connected to Langflow, also build each component on the server (catches lfx version skew)."
-    ).tag(config=True)
+    provider = _trait("provider")
+    model = _trait("model")
+    intent_model = _trait("intent_model")
+    max_retries = _trait("max_retries")
+    insert = _trait("insert")
+    validator_timeout = _trait("validator_timeout")
+    server_validation = _trait("server_validation")
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
-        super().__init__(shell=shell, **kwargs)
-        self.workspace = current_workspace()
+        from lfassist_jupyter.errors import ConfigError
+
+        try:  # a bad LFASSIST_* variable: one line
+            # Before the configuration loads: ipython_config.py's values notify _on_config_change.
+            self.workspace = current_workspace()
+            super().__init__(shell=shell, **kwargs)
+            self._apply_env(kwargs)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
         self._push_config()
         self._assistant: Assistant | None = None  # the conversation %assist history shows
         self._session_id: str | None = None
-        self.last_result: AssistResult | None = None
 
-    @observe("provider", "model", "intent_model", "max_retries", "server_validation", "validator_timeout")
+    def _apply_env(self, given: dict[str, Any]) -> None:
+        """``LFASSIST_<NAME>`` variables set what ``ipython_config.py`` and the constructor left
+        at its default (precedence: ``%config`` > ``ipython_config.py`` > environment > default)."""
+        from lfassist_jupyter.settings import env_values
+
+        configured = dict(self.config).get(type(self).__name__) or {}
+        for name, value in env_values().items():
+            if name not in configured and name not in given:
+                setattr(self, name, value)
+
+    @validate(*SETTINGS)
+    def _check_setting(self, proposal: Any) -> Any:
+        """``%config AssistMagics.<name> = value`` is checked against the setting's bounds."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.settings import check
+
+        name = proposal.trait.name
+        try:
+            return check(name, proposal.value, source=f"{type(self).__name__}.{name}")
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+
+    @observe(*SETTINGS)
     def _on_config_change(self, _change: Any) -> None:
         self._push_config()
 
     def _push_config(self) -> None:
-        """The traitlets are the configuration's public face; the workspace holds it for both views."""
+        """The traitlets are the settings' Jupyter face; the workspace holds them for both views."""
         cfg = self.workspace.config
-        for name in AssistConfig.__dataclass_fields__:
+        for name in SETTINGS:
             setattr(cfg, name, getattr(self, name))
 
     @property
@@ -279,21 +211,18 @@ class AssistMagics(Magics):
         self._assistant = assistant
         return assistant
 
-    def _register(self, result: AssistResult) -> None:
+    def _register(self, result: AssistResult) -> Lines:
         """Send a validated component to the connected Langflow; failures are one clear line."""
         from lfassist_jupyter.errors import LangflowError
 
         if self.workspace.langflow is None:
-            print(
-                "Not registered: no Langflow connection. Use `%assist connect URL` first; the code is in the next cell."
-            )
-            return
+            why = "no Langflow connection. Use `%assist connect URL` first; the code is in the next cell."
+            return Lines([f"Not registered: {why}"])
         try:
             registered = self.workspace.register_result(result)
         except LangflowError as exc:
-            print(f"Not registered: {exc}")
-            return
-        print(str(registered))
+            return Lines([f"Not registered: {exc}"])
+        return Lines([str(registered)])
 
     # -- %%assist / %assist ----------------------------------------------------------------
 
@@ -338,7 +267,6 @@ class AssistMagics(Magics):
             result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False)
         finally:
             assistant.reuse = reuse
-        self.last_result = result
         if result.kind == "flow":
             self._flow_result(result, args)
         elif result.status == "complete" and result.validated and result.code and self.insert and not args.no_insert:
@@ -346,39 +274,34 @@ class AssistMagics(Magics):
         if args.out:
             self.shell.user_ns[args.out] = result
         if args.register and result.kind != "flow" and result.status == "complete" and result.validated and result.code:
-            self._register(result)
+            self._register(result).show()
         if result.status != "complete" and not self._rich:
-            print(result.error)
+            Lines([result.error or result.status]).show()
         return result
 
     def _subcommand(self, line: str) -> Any:
         """``%assist WORD ...``: look the word up in `SUBCOMMANDS` and show what its handler returns.
 
-        A handler returns a display object (the cell's value) or `Said` (lines of text and a
-        value): the text is printed here, the one place that prints, so it reaches the cell's
-        output wherever the magic stands in the cell."""
+        A handler returns a display object: the cell's value, or `Lines` (text and a value), which
+        is displayed here so it reaches the cell's output wherever the magic stands in the cell."""
         words = line.split()
         command = words[0] if words else "help"
         handler = SUBCOMMANDS.get(command)
         if handler is None:
             raise UsageError(f"Unknown %assist subcommand '{command}'. Try: {', '.join(SUBCOMMANDS)}.")
         shown = handler(self, words[1:], line.split(None, 1)[1] if len(words) > 1 else "")
-        if isinstance(shown, Said):
-            if shown.lines:
-                print("\n".join(shown.lines))
-            return shown.value
-        return shown
+        return shown.show() if isinstance(shown, Lines) else shown
 
-    def _help(self, words: list[str], rest: str) -> Said:
-        return Said([HELP])
+    def _help(self, words: list[str], rest: str) -> Lines:
+        return Lines([HELP])
 
-    def _new(self, words: list[str], rest: str) -> Said:
+    def _new(self, words: list[str], rest: str) -> Lines:
         self._session_id = self.workspace.new_session_id()  # the next request builds an assistant for it
-        return Said(["Started a new conversation."])
+        return Lines(["Started a new conversation."])
 
-    def _disconnect(self, words: list[str], rest: str) -> Said:
+    def _disconnect(self, words: list[str], rest: str) -> Lines:
         self.workspace.disconnect()
-        return Said(["Disconnected from Langflow."])
+        return Lines(["Disconnected from Langflow."])
 
     def _flows(self, words: list[str], rest: str) -> Any:
         return self._flow_subcommand(["list"])
@@ -400,22 +323,25 @@ class AssistMagics(Magics):
         """``%assist eval CASES.toml``: the eval harness in the notebook, with a live progress bar."""
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.eval import build_parser, run_suite, select_cases, write_json
+        from lfassist_jupyter.ui.render.progress import EvalProgress
 
-        parser = build_parser()
+        parser = build_parser(self.workspace.config)  # its defaults: this notebook's %config values
         parser.prog = "%assist eval"
         try:
             args = parser.parse_args(shlex.split(rest))
         except SystemExit as exc:  # argparse already printed the usage line
-            raise UsageError("usage: %assist eval CASES.toml [--provider P] [--model M] [--json OUT]") from exc
+            raise UsageError(
+                "usage: %assist eval CASES.toml [--provider P] [--model M] [--max-retries N] [--json OUT] [-k TEXT]"
+            ) from exc
         except ValueError as exc:
             raise UsageError(f"Could not parse the options: {exc}") from exc
         try:
             suite = run_suite(
                 select_cases(args.cases, args.k),
-                provider=args.provider or self.provider,
-                model=args.model or self.model,
+                provider=args.provider,
+                model=args.model,
                 max_retries=args.max_retries,
-                on_progress=_EvalProgress(rich=self._rich),
+                on_progress=EvalProgress(rich=self._rich),
             )
             if args.json:
                 write_json(suite, args.json)
@@ -423,7 +349,7 @@ class AssistMagics(Magics):
             raise UsageError(str(exc)) from exc
         return suite
 
-    def _models(self, words: list[str], rest: str) -> Said:
+    def _models(self, words: list[str], rest: str) -> Lines:
         providers = self.workspace.configured_providers()
         lines = []
         if not providers:
@@ -433,9 +359,9 @@ class AssistMagics(Magics):
         lines += [
             f"{p.name}: {', '.join(name for name, _ in p.models)}  (default {p.default_model})" for p in providers
         ]
-        return Said(lines)
+        return Lines(lines)
 
-    def _status(self, words: list[str], rest: str) -> Said:
+    def _status(self, words: list[str], rest: str) -> Lines:
         from lfassist_jupyter.providers import check_config
         from lfassist_jupyter.sandbox.client import default_validator
 
@@ -468,9 +394,9 @@ class AssistMagics(Magics):
                 f"Langflow: connected to {self.langflow.url} (Langflow {self.langflow.version}, "
                 f"{self.langflow.auth}, {checks})"
             )
-        return Said(lines)
+        return Lines(lines)
 
-    def _connect(self, words: list[str], rest: str) -> Said:
+    def _connect(self, words: list[str], rest: str) -> Lines:
         import argparse
 
         from lfassist_jupyter.errors import LfAssistError
@@ -496,40 +422,40 @@ class AssistMagics(Magics):
         try:
             client = LangflowClient(url=args.url, api_key=key or None).connect_sync()
         except LfAssistError as exc:
-            return Said([*lines, f"Not connected: {exc}"])
+            return Lines([*lines, f"Not connected: {exc}"])
         self.server_validation = not args.no_server_validation
         self.workspace.connect(client, server_validation=self.server_validation)
-        return Said([*lines, f"Connected to Langflow {client.version} at {client.url} ({client.auth})."])
+        return Lines([*lines, f"Connected to Langflow {client.version} at {client.url} ({client.auth})."])
 
-    def _components(self, words: list[str], rest: str) -> Said:
+    def _components(self, words: list[str], rest: str) -> Lines:
         return self._list_registered("components", "%%assist --register", lambda lf: lf.list_components_sync())
 
-    def _list_registered(self, what: str, how: str, fetch: Any) -> Said:
+    def _list_registered(self, what: str, how: str, fetch: Any) -> Lines:
         """What notebooks registered in the connected Langflow (``what``: components or flows),
         one line per item, and the items as the value; a dead or lying server is one line,
         never a traceback."""
         from lfassist_jupyter.errors import LfAssistError
 
         if self.langflow is None:
-            return Said(["Not connected: use `%assist connect URL` first."])
+            return Lines(["Not connected: use `%assist connect URL` first."])
         try:
             items = fetch(self.langflow)
         except LfAssistError as exc:
-            return Said([f"Could not list {what}: {exc}"])
+            return Lines([f"Could not list {what}: {exc}"])
         lines = [] if items else [f"No {what} registered from notebooks yet (use {how})."]
         lines += [f"  {item['name']}  (id {item['id']})" for item in items]
-        return Said(lines, items)
+        return Lines(lines, items)
 
-    def _undo(self, words: list[str], rest: str) -> Said:
+    def _undo(self, words: list[str], rest: str) -> Lines:
         """``%assist undo``: the conversation's flow goes back to its version before the last edit."""
         assistant = self._assistant
         if assistant is None and self._session_id is not None:
             assistant = self._assistant = self.workspace.assistant(self._session_id)
         if assistant is None:
-            return Said(["Nothing to undo: no flow in this conversation yet."])
-        return Said([assistant.undo()])
+            return Lines(["Nothing to undo: no flow in this conversation yet."])
+        return Lines([assistant.undo()])
 
-    def _history(self, words: list[str], rest: str) -> Said:
+    def _history(self, words: list[str], rest: str) -> Lines:
         lines = []
         if self._assistant is not None:
             lines.append(f"Session {self._assistant.session_id}:")
@@ -540,7 +466,7 @@ class AssistMagics(Magics):
             lines += [f"  {s['id']}  {s['turns']} turns  {s['title']}" for s in stored]
         elif self._assistant is None:
             lines.append("No conversation yet.")
-        return Said(lines)
+        return Lines(lines)
 
     # -- %%assist_validate ----------------------------------------------------------------
 
@@ -599,8 +525,7 @@ class AssistMagics(Magics):
 
                 view.report = validate_flow(flow)
             register(self.workspace, view)
-            for text, _ in view.notes:
-                print(text)
+            Lines([text for text, _ in view.notes]).show()
 
     def _flow(self, words: list[str], rest: str) -> Any:
         return self._flow_subcommand(words)
@@ -708,7 +633,7 @@ _warmup: threading.Thread | None = None
 
 Handler = Callable[[AssistMagics, list[str], str], Any]
 """A subcommand: (magics, the words after its name, the rest of the line as typed) -> a display
-object or `Said`."""
+object, or `Lines` to display."""
 
 SUBCOMMANDS: dict[str, Handler] = {
     "status": AssistMagics._status,

@@ -180,12 +180,12 @@ class ChatPanel(anywidget.AnyWidget):
         self.sessions = self.workspace.store.list()[:10]
 
     def _connect_lab(self) -> None:
-        """The kernel's one ipylab front end (``ui/dock.py``); ``can_insert`` once it answers."""
-        from lfassist_jupyter.ui import dock
+        """The kernel's one ipylab front end (``ui/lab.py``); ``can_insert`` once it answers."""
+        from lfassist_jupyter.ui.lab import frontend, when_ready
 
-        self._lab = dock.frontend()
+        self._lab = frontend()
         if self._lab is not None:
-            dock.when_ready(lambda: setattr(self, "can_insert", True))
+            when_ready(lambda: setattr(self, "can_insert", True))
 
     def _get_assistant(self) -> Assistant:
         provider, _, model = self.selected_model.partition(":")

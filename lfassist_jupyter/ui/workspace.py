@@ -1,9 +1,9 @@
 """The ``Workspace``: what the views of one kernel share.
 
 The magic and the chat panel are two views of the same assistant, so everything they must
-agree on lives here, once: the configuration (``%config AssistMagics.*`` writes it), the
-validators (the sandbox, chained with the connected Langflow server's build check), the
-Langflow connection, the assistants (cached per configuration and session), registration,
+agree on lives here, once: the settings (``lfassist_jupyter.settings``; ``%config AssistMagics.*``
+and ``LFASSIST_*`` set them), the validators (the sandbox, chained with the connected Langflow
+server's build check), the Langflow connection, the assistants (cached per configuration and session), registration,
 the list of configured models and the session store with its conversion to a transcript.
 A panel opened with ``%assist panel`` after ``%assist connect`` therefore validates on the
 server and classifies with the configured ``intent_model``, exactly like ``%%assist``.
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from lfassist_jupyter.settings import Settings
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.assistant import Assistant
@@ -33,16 +34,9 @@ if TYPE_CHECKING:
 _MAX_ASSISTANTS = 8  # a few conversations (the magic's, the panel's) stay warm; memory is on disk anyway
 
 
-@dataclass
-class AssistConfig:
-    """The defaults both views use; ``%config AssistMagics.<name>`` sets them."""
-
-    provider: str | None = None
-    model: str | None = None
-    intent_model: str | None = None
-    max_retries: int = 3
-    server_validation: bool = True
-    validator_timeout: float = 10.0
+AssistConfig = Settings
+"""The settings both views use (``%config AssistMagics.<name>`` and ``LFASSIST_<NAME>`` set them);
+the old name of ``lfassist_jupyter.settings.Settings``."""
 
 
 class ModelChoice(NamedTuple):
@@ -72,7 +66,7 @@ class Workspace:
         self,
         *,
         data_dir: str | Path | None = None,
-        config: AssistConfig | None = None,
+        config: Settings | None = None,
         local_validator: ComponentValidator | None = None,
         langflow: LangflowClient | None = None,
         assistant_factory: Callable[..., Assistant] | None = None,
@@ -81,7 +75,7 @@ class Workspace:
         arguments provider, model, intent_model, max_retries, session_id and session_store."""
         from lfassist_jupyter.core.datadir import default_data_dir
 
-        self.config = config or AssistConfig()
+        self.config = config or Settings.from_env()
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         self._local_validator = local_validator
         self.langflow = langflow
