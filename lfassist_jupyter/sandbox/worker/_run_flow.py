@@ -92,5 +92,5 @@ def register(ops: dict, worker: object) -> None:
             return {"ok": False, "error": "lfx built no template for the component."}
         return {"ok": True, "template": template}
 
-    ops["run_flow"] = run_flow
+    ops["probe_run"] = run_flow
     ops["component_template"] = component_template
