@@ -400,7 +400,7 @@ def test_no_lfx_in_the_workers_interpreter_is_one_clear_line(tmp_path):
             default_catalog(validator)
         assert "\n" not in str(caught.value)
         built = validator.build_flow_sync("nodes:\n  A: ChatInput\n")
-        assert built["ok"] is False and "lfx could not be imported" in built["error"]
+        assert built.ok is False and "lfx could not be imported" in str(built.error)
     finally:
         validator.close()
 

@@ -218,13 +218,13 @@ class SandboxValidator(ZygoteProcess):
         extra: dict[str, dict[str, Any]] | None = None,
         repair: bool = True,
         timeout: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> FlowBuild:
         """Build Langflow flow JSON from spec text with lfx's builder, in a fresh sandboxed child.
 
         Building runs a node's code when a real-time-refresh field is set (Langflow's form
         update), so it never happens in this process. ``extra`` holds the catalogue entries
         beyond lfx's bundled ones (generated components, a Langflow server's). Returns a
-        ``FlowBuild`` as a dict (schema-checked; texts redacted); never raises: a failure of the
+        ``FlowBuild`` (schema-checked; texts redacted); never raises: a failure of the
         sandbox itself is ``ok=False`` with ``error``.
         """
         from lfassist_jupyter.sandbox.worker.flow_kit import unpack
@@ -233,7 +233,7 @@ class SandboxValidator(ZygoteProcess):
         payload = {"op": "flow_build", "spec": str(spec), "extra": extra or {}, "repair": bool(repair)}
         answer, failure = self._call({**payload, "timeout": timeout}, timeout)
         if failure == "fatal":
-            return FlowBuild.failed(self._unavailable_report().error, spec=spec).model_dump()
+            return FlowBuild.failed(self._unavailable_report().error, spec=spec)
         if answer is not None and not answer.get("ok"):
             failure = redact_text(str(answer.get("error") or "The flow could not be built.")[:2000])
         elif answer is not None:
@@ -243,10 +243,10 @@ class SandboxValidator(ZygoteProcess):
                     raise ValueError("not an object")
                 for key in ("errors", "warnings", "changes"):
                     built[key] = redact_tree(built.get(key) or [])
-                return FlowBuild.model_validate(built).model_dump()
+                return FlowBuild.model_validate(built)
             except (ValueError, ValidationError):
                 failure = "The sandbox's answer was not a built flow; it was discarded."
-        return FlowBuild.failed(failure, spec=spec).model_dump()
+        return FlowBuild.failed(failure, spec=spec)
 
     def reference_sync(self) -> dict[str, Any] | None:
         """What the worker's lfx offers (input classes and parameters), for the prompt.
