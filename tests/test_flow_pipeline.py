@@ -26,7 +26,7 @@ from lfassist_jupyter.flows import build_flow, default_catalog
 # -- the sandbox's run_flow op ----------------------------------------------------------------
 
 
-def test_sandbox_run_flow_equals_lfx_run(sandbox):
+def test_sandbox_probe_run_equals_lfx_run(sandbox):
     flow = build_flow(UPPER_SPEC).flow
     run = sandbox.probe_run_sync(flow, "shout this")
     assert run.ok, run.error
@@ -35,7 +35,7 @@ def test_sandbox_run_flow_equals_lfx_run(sandbox):
     assert run.outputs[0].text == "SHOUT THIS"
 
 
-def test_sandbox_run_flow_stubs_the_model_and_says_so(sandbox):
+def test_sandbox_probe_run_stubs_the_model_and_says_so(sandbox):
     flow = build_flow(LLM_SPEC).flow
     run = sandbox.probe_run_sync(flow, "What is Langflow?")
     assert run.ok, run.error
@@ -47,7 +47,7 @@ def test_sandbox_run_flow_stubs_the_model_and_says_so(sandbox):
     ]
 
 
-def test_sandbox_run_flow_failing_flow_is_a_failed_run_not_an_exception(sandbox):
+def test_sandbox_probe_run_failing_flow_is_a_failed_run_not_an_exception(sandbox):
     flow = build_flow("nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n").flow
     run = sandbox.probe_run_sync(flow, "x")
     assert run.ok is False
@@ -338,7 +338,7 @@ async def test_a_probe_run_missing_only_a_file_is_a_need_not_a_repair(llm, make_
     assert "Before a real run, provide: Give Read File a file" in result.result
 
 
-def test_sandbox_run_flow_is_time_capped(sandbox):
+def test_sandbox_probe_run_is_time_capped(sandbox):
     from lfassist_jupyter.flows import default_catalog
 
     slow = GOOD.replace("return Message(text=", "import time\n        time.sleep(60)\n        return Message(text=")

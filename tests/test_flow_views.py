@@ -321,6 +321,35 @@ def test_flow_card_save_and_run(panel, tmp_path):
     assert panel.notice.startswith("Not connected to Langflow")
 
 
+def test_a_failed_probe_run_reads_the_same_in_the_cell_and_on_the_panel(flow_ip, sandbox, tmp_path):
+    """One failed run, one wording: the sandbox's ``FlowRun`` reaches the ``%%assist_flow`` card
+    and the panel's Run notice as itself (typed, not a dict each layer rebuilds), and the panel's
+    widget state stays plain JSON."""
+    from lfassist_jupyter.core.session import Session, Turn
+    from lfassist_jupyter.sandbox.answers import FlowRun
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    spec = "name: Reads a file\nnodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n"
+    cell = flow_ip.run_cell_magic("assist_flow", "--run x", spec)
+    assert isinstance(cell.run, FlowRun) and cell.run.ok is False and "No files" in str(cell.run.error)
+    said = f"Probe run on 'x' failed: {str(cell.run.error).splitlines()[0][:300]}"
+    assert said in repr(cell)
+
+    workspace = Workspace(data_dir=tmp_path / "failed-run", local_validator=sandbox)
+    session = Session(id="lfassist-failedrun", title="a file flow")
+    session.turns = [
+        Turn(role="user", content="a flow that reads a file"),
+        Turn(role="assistant", content=f"```\n{spec}```\n", kind="flow", validated=False, attempts=1, flow=cell.flow),
+    ]
+    workspace.store.save(session)
+    panel = ChatPanel(workspace=workspace)
+    panel.switch_session("lfassist-failedrun")
+    panel.probe_run(panel.messages[-1]["id"], "x").result(60)
+    assert panel.notice == said
+    json.dumps(panel.messages)
+
+
 def view(panel, msg: dict) -> None:
     """What the browser does: a custom comm message from the view, through ipywidgets' own dispatch."""
     panel._handle_msg({"content": {"data": {"method": "custom", "content": msg}}, "buffers": []})
