@@ -350,8 +350,8 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
     from lfassist_jupyter.flows.local import run_flow
 
     flow = build_flow(UPPER_SPEC).flow
-    assert validator.run_flow_sync(flow, "warm up")["text"] == "WARM UP"
-    warm = timed(lambda: validator.run_flow_sync(flow, "probe"), n)
+    assert validator.probe_run_sync(flow, "warm up").text == "WARM UP"
+    warm = timed(lambda: validator.probe_run_sync(flow, "probe"), n)
     path = Path(tempfile.mkdtemp(prefix="lfassist-bench-")) / "flow.json"
     path.write_text(json.dumps(flow))
     lfx = str(Path(sys.executable).with_name("lfx"))
@@ -361,7 +361,7 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
         assert "PROBE" in out.stdout, out.stdout + out.stderr
 
     def real_run() -> None:
-        assert run_flow(flow, "probe")["text"] == "PROBE"
+        assert run_flow(flow, "probe").text == "PROBE"
 
     return warm, timed(cold_run, 3), timed(real_run, 3)
 
@@ -423,7 +423,7 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
 
         def one() -> None:
             run = run_flow(flow, "ping", env=env, allow_hosts=[llm.url])
-            assert run["text"] == "pong", run
+            assert run.text == "pong", run
 
         runs = timed(one, n)
     knock = build_flow(
@@ -433,8 +433,8 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
     ).flow
     run = run_flow(knock, "x")
     kernel.shutdown()
-    assert run["text"].startswith("HTTPError") and run["refused"], run
-    return runs, float(run["refused"][0]["after_s"]), float(run["text"].split()[1])
+    assert run.text.startswith("HTTPError") and run.refused, run
+    return runs, float(run.refused[0].after_s), float(run.text.split()[1])
 
 
 def _adversarial_inputs(size: int = 1_000_000) -> dict[str, str]:

@@ -37,7 +37,9 @@ _LAZY = {
     "avalidate_component": "lfassist_jupyter.sandbox.client",
     "build_flow": "lfassist_jupyter.flows.spec",
     "validate_flow": "lfassist_jupyter.flows.validate",
-    "run_flow": "lfassist_jupyter.flows.local",
+    "run_flow": "lfassist_jupyter.flows.local",  # the real run; the probe run is SandboxValidator.probe_run_sync
+    "FlowRun": "lfassist_jupyter.sandbox.answers",
+    "RealRun": "lfassist_jupyter.sandbox.answers",
     "SandboxValidator": "lfassist_jupyter.sandbox.client",
     "ChainValidator": "lfassist_jupyter.validation.chain",
     "LangflowClient": "lfassist_jupyter.langflow.client",

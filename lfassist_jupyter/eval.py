@@ -36,12 +36,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lfassist_jupyter.errors import ConfigError, LfAssistError
 from lfassist_jupyter.settings import Settings, bounds, help_text
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.sandbox.answers import ComponentRun, FlowRun
 
 MAX_CASES = 1000
 OUTPUT_PREVIEW = 200  # characters of a check's output kept in the report
@@ -187,7 +190,7 @@ class CheckRunner(Protocol):
 
     def run_component(self, code: str, input_text: str) -> str: ...
 
-    def run_flow(self, flow: dict[str, Any], input_text: str) -> str: ...
+    def probe_run(self, flow: dict[str, Any], input_text: str) -> str: ...
 
 
 class CheckError(LfAssistError):
@@ -206,20 +209,17 @@ class SandboxCheckRunner:
         answer = default_validator().run_component_sync(code, input_text, timeout=self.timeout)
         return _answer_text(answer)
 
-    def run_flow(self, flow: dict[str, Any], input_text: str) -> str:
+    def probe_run(self, flow: dict[str, Any], input_text: str) -> str:
         from lfassist_jupyter.sandbox.client import default_validator
 
-        answer = default_validator().run_flow_sync(flow, input_text, timeout=self.timeout)
+        answer = default_validator().probe_run_sync(flow, input_text, timeout=self.timeout)
         return _answer_text(answer)
 
 
-def _answer_text(answer: Any) -> str:
-    if not isinstance(answer, dict):
-        raise CheckError("the sandbox gave no answer")
-    if not answer.get("ok", False):
-        raise _RunFailed(str(answer.get("error") or "the run failed"))
-    text = answer.get("text")
-    return text if isinstance(text, str) else json.dumps(text, default=str)
+def _answer_text(answer: ComponentRun | FlowRun) -> str:
+    if not answer.ok:
+        raise _RunFailed(str(answer.error or "the run failed"))
+    return answer.text or ""
 
 
 class _RunFailed(Exception):
@@ -303,7 +303,7 @@ async def run_case(case: Case, assistant: Any, runner: CheckRunner) -> CaseResul
             if case.kind == "component":
                 text = await asyncio.to_thread(runner.run_component, result.code, case.check.input)
             else:
-                text = await asyncio.to_thread(runner.run_flow, flow, case.check.input)
+                text = await asyncio.to_thread(runner.probe_run, flow, case.check.input)
         except _RunFailed as exc:
             out.reason = f"the check run failed: {exc}"
         except Exception as exc:  # the sandbox itself failed: not the model's fault

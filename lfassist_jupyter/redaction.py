@@ -7,8 +7,10 @@ and a user may paste a key into a prompt.  Everything we show or log goes throug
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+from typing import Any
 
 SECRET_ENV_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
@@ -81,3 +83,44 @@ def redact_fragments(text: str, values: tuple[str | None, ...]) -> str:
         last = end
     out.append(text[last:])
     return "".join(out)
+
+
+def _encoded_forms(secret: str) -> list[str]:
+    """Hex and base64 spellings of ``secret``, as they would appear inside a longer text.
+
+    base64 of a substring depends on its offset modulo 3, so each of the three alignments
+    gets its stable middle part (the first and last groups mix in neighbouring bytes).
+    """
+    raw = secret.encode()
+    forms = [raw.hex(), raw.hex().upper()]
+    for pad in range(3):
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            text = enc(b"\0" * pad + raw).decode().rstrip("=")
+            core = text[4 if pad else 0 : -4]
+            if len(core) >= 8:
+                forms.append(core)
+    return forms
+
+
+def redact_text(text: str, extra: tuple[str, ...] = ()) -> str:
+    """``redact`` plus the hex, base64 and reversed forms of secret environment values (and of
+    ``extra``: keys given to a real run that are not in this process's environment), and their
+    fragments: what comes back from generated code may have disguised a key on purpose."""
+    if not text:
+        return text
+    for value in secret_values(extra):
+        if len(value) >= 8:
+            for form in (*_encoded_forms(value), *_encoded_forms(value[::-1]), value[::-1]):
+                text = text.replace(form, "***")
+    return redact_fragments(redact(text, extra), extra)  # a passed key split or reversed, too
+
+
+def redact_tree(obj: Any) -> Any:
+    """``redact_text`` on every string of a JSON-like tree (an answer from the sandbox)."""
+    if isinstance(obj, str):
+        return redact_text(obj)
+    if isinstance(obj, dict):
+        return {k: redact_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_tree(v) for v in obj]
+    return obj

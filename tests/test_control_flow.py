@@ -107,7 +107,7 @@ async def test_a_wiring_mistake_is_repaired_and_the_probe_run_answers_like_lfx(
     repaired_edges = {line.strip() for line in result.spec.splitlines() if "->" in line}
     assert {line.strip() for line in right.splitlines()} <= repaired_edges
     # The probe run ran the loop (or took the branch) and answers what lfx answers for the flow.
-    assert result.run["ok"] and result.run["text"] == expected[spec][PROBE_TEXT]
+    assert result.run.ok and result.run.text == expected[spec][PROBE_TEXT]
     assert lfx_run(result.flow, PROBE_TEXT) == expected[spec][PROBE_TEXT]
     assert lfx_run(result.flow, "Goodbye") == expected[spec]["Goodbye"]
 
@@ -162,7 +162,7 @@ def test_assist_repairs_a_loop_in_a_notebook(flow_ip, llm, monkeypatch, expected
     )
     result = flow_ip.run_cell_magic("assist", "", "a flow that wraps each chunk of the text in <>")
     assert result.kind == "flow" and result.ok, result.error
-    assert result.run["text"] == expected[LOOP][PROBE_TEXT]
+    assert result.run.text == expected[LOOP][PROBE_TEXT]
     assert "B.parsed_text -> L.item" in result.spec and "B.parsed_text -> L.data" not in result.spec
     assert len(llm.requests) == 3
     # The write prompt showed the loop's feedback handle and the canonical loop example.
@@ -186,7 +186,7 @@ def test_repair_flow_fixes_a_loop_in_flow_json(sandbox, expected, mistake):
     repaired = repair_flow(raw)
     assert [c.kind for c in repaired.changes] and {c.kind for c in repaired.changes} == {"edge"}
     assert validate_flow(repaired.flow).is_valid
-    assert sandbox.run_flow_sync(repaired.flow, PROBE_TEXT)["text"] == expected[LOOP][PROBE_TEXT]
+    assert sandbox.probe_run_sync(repaired.flow, PROBE_TEXT).text == expected[LOOP][PROBE_TEXT]
     assert lfx_run(repaired.flow, "Goodbye") == expected[LOOP]["Goodbye"]
 
 
@@ -211,9 +211,9 @@ async def test_a_model_in_the_loop_body_is_stubbed_and_the_loop_still_runs(llm, 
     llm.queue(intent("build_flow"), plan("LoopComponent", "LanguageModelComponent"), spec_reply(spec))
     result = await make_assistant("openai").arun("summarise each chunk with an LLM")
     assert result.ok, result.error
-    assert [s["name"] for s in result.run["stubbed"]] == ["Language Model"]
+    assert [s.name for s in result.run.stubbed] == ["Language Model"]
     # The stub echoed each chunk: the body ran once per item, inside the loop.
-    assert result.run["text"].splitlines() == [
+    assert result.run.text.splitlines() == [
         "[stub Language Model] <Hello! This>",
         "[stub Language Model] <is a probe>",
         "[stub Language Model] <run.>",

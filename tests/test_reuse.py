@@ -111,7 +111,7 @@ async def test_a_flow_of_the_session_is_reused_with_the_requests_value(llm, make
     assert result.ok, result.error
     assert node_types(result.flow) == node_types(echo.flow) and result.flow["name"] == "Echo QA"
     assert "B.template: Reply to: {question}" in result.spec
-    assert result.run["text"] == lfx_run(result.flow, PROBE_TEXT) == f"Reply to: {PROBE_TEXT}"
+    assert result.run.text == lfx_run(result.flow, PROBE_TEXT) == f"Reply to: {PROBE_TEXT}"
     assert result.outcome.reused["name"] == "Echo QA" and "Started from the flow 'Echo QA'" in result.result
     assert "B.template = 'Reply to: {question}'" in result.result  # the extracted value is shown
     assert assistant.session.last_flow.flow["name"] == "Echo QA"  # it is the current flow now
@@ -161,7 +161,7 @@ async def test_a_langflow_template_is_loaded_and_edited(llm, make_assistant):
     assert "B: Prompt Template" in write_prompt and "tools_metadata" not in write_prompt
     assert result.ok, result.error
     assert set(node_types(template)) <= set(node_types(result.flow)) and "Text Operations" in node_types(result.flow)
-    assert result.run["text"] == lfx_run(result.flow, PROBE_TEXT) == f"ANSWER THIS: {PROBE_TEXT}".upper()
+    assert result.run.text == lfx_run(result.flow, PROBE_TEXT) == f"ANSWER THIS: {PROBE_TEXT}".upper()
     assert result.outcome.reused == {"name": "Basic Prompting", "where": "Langflow template", "inputs": []}
 
 
@@ -172,7 +172,7 @@ async def test_a_langflow_flow_runs_on_the_requests_text(llm, make_assistant):
     llm.queue(intent("build_flow"), reuse_plan("shouter", inputs={"input": "make me loud"}))
     result = await assistant.arun("a flow that shouts 'make me loud'")
     assert len(llm.requests) == 2 and result.ok, result.error
-    assert node_types(result.flow) == node_types(stored) and result.run["text"] == "MAKE ME LOUD"
+    assert node_types(result.flow) == node_types(stored) and result.run.text == "MAKE ME LOUD"
     assert "with 'make me loud'" in result.result and "the chat input = 'make me loud'" in result.result
 
 

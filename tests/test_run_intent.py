@@ -32,7 +32,7 @@ async def test_run_names_a_flow_of_the_session_and_runs_it_not_the_current_one(l
 
     assert len(llm.requests) == calls + 1  # the classification only: nothing is generated
     assert result.kind == "flow" and result.ok, result.error
-    assert result.run["ok"] and result.run["text"] == lfx_run(shouter.flow, "quiet please") == "QUIET PLEASE"
+    assert result.run.ok and result.run.text == lfx_run(shouter.flow, "quiet please") == "QUIET PLEASE"
     assert "Shouter" in result.result and "QUIET PLEASE" in result.result and "probe run" in result.result
     # A run is not an edit: the current flow is still the last one built.
     assert assistant.session.last_flow.flow["name"] == "Echo QA"
@@ -44,7 +44,7 @@ async def test_run_a_saved_flow_file(llm, make_assistant, tmp_path, monkeypatch)
     llm.queue(intent("run_flow", "run echo_qa.json with 'what is up?'"))  # no flow/input fields: read from the text
     result = await make_assistant("anthropic").arun("run echo_qa.json with 'what is up?'")
     assert result.ok, result.error
-    assert result.run["text"] == "Answer this: what is up?" == lfx_run(build_flow(ECHO).flow, "what is up?")
+    assert result.run.text == "Answer this: what is up?" == lfx_run(build_flow(ECHO).flow, "what is up?")
     assert "echo_qa.json" in result.result
 
 
@@ -66,7 +66,7 @@ def test_assist_run_in_a_notebook(flow_ip, llm, monkeypatch):
     flow_ip.rl_next_input = None
     llm.queue(run_intent("", "hello there"))
     result = flow_ip.run_cell_magic("assist", "--quiet", "run it on hello there")
-    assert result.ok and result.run["text"] == "Answer this: hello there"
+    assert result.ok and result.run.text == "Answer this: hello there"
     assert flow_ip.rl_next_input is None  # a run inserts no cell
 
 

@@ -14,7 +14,8 @@ import pytest
 from components import DATA_LIST_BUG, GOOD, WRONG_IMPORT
 
 from lfassist_jupyter import validate_component
-from lfassist_jupyter.sandbox.client import SandboxValidator, scrubbed_env
+from lfassist_jupyter.sandbox.client import SandboxValidator
+from lfassist_jupyter.sandbox.zygote import scrubbed_env
 
 HEAD = """\
 from lfx.custom.custom_component.component import Component
@@ -201,10 +202,10 @@ def test_worker_environment_has_no_secrets(monkeypatch, tmp_path):
     try:
         dump = component("import os, json\nreturn Message(text=json.dumps(dict(os.environ)))")
         run = validator.run_component_sync(dump, "x")
-        assert run["ok"], run["error"]
-        seen = json.loads(run["text"])
+        assert run.ok, run.error
+        seen = json.loads(run.text)
         assert "OPENAI_API_KEY" not in seen and "MY_SERVICE_TOKEN" not in seen
-        assert "should-never-leak" not in run["text"]
+        assert "should-never-leak" not in run.text
         assert seen["HOME"] != os.environ["HOME"]  # a private HOME
         assert validator.validate_sync(dump).is_valid
     finally:

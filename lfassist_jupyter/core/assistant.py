@@ -229,7 +229,7 @@ class Assistant:
         """The sandbox that probe-runs flows: the validator itself, one in its chain, or the default."""
         candidates = [self.validator, *getattr(self.validator, "validators", [])]
         for candidate in candidates:
-            if hasattr(candidate, "run_flow_sync") and hasattr(candidate, "component_template_sync"):
+            if hasattr(candidate, "probe_run_sync") and hasattr(candidate, "component_template_sync"):
                 return candidate
         from lfassist_jupyter.sandbox.client import default_validator
 

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from lfassist_jupyter.sandbox.answers import FlowRun
+
 Step = Literal[
     "generating_component",  # a component request was recognised; generation starts
     "generating",  # a question is being answered
@@ -107,7 +109,7 @@ class CompleteData(_Event):
     # Flows only (absent for components and answers, so their wire JSON is the spec's):
     flow: dict[str, Any] | None = None  # the Langflow flow JSON (importable in Langflow's UI)
     spec: str | None = None  # the flow in lfx's compact spec
-    run: dict[str, Any] | None = None  # the probe run: {ok, text, error, stubbed, outputs, seconds}
+    run: FlowRun | None = None  # the probe run: {ok, text, error, stubbed, outputs, seconds} on the wire
 
 
 class CompleteEvent(_Event):

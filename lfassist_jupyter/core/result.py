@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lfassist_jupyter.core.events import CompleteData, Event
 from lfassist_jupyter.core.intent import GENERATE_COMPONENT, INTENT_KIND, QUESTION, ResultKind
 from lfassist_jupyter.flows.models import FlowReport
+from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.validation.report import ValidationReport
 
 if TYPE_CHECKING:
@@ -115,8 +116,8 @@ class FlowOutcome(_Outcome):
     error: str | None = None
     report: FlowReport | None = None
     """``validate_flow``'s verdict on the last attempt (errors, and ``needs`` for a real run)."""
-    run: dict[str, Any] | None = None
-    """The probe run: ``{ok, text, error, stubbed: [{node, name, reason}], outputs, seconds}``."""
+    run: FlowRun | None = None
+    """The probe run (its text, what was stubbed, or why it failed)."""
     components: list[ComponentOutcome] = Field(default_factory=list)
     """Custom components generated for this flow (each validated like any component)."""
     notes: list[str] = Field(default_factory=list)
@@ -173,7 +174,7 @@ class AssistResult:
     """A flow result's Langflow flow JSON."""
     spec: str | None = None
     """A flow result's spec (lfx's compact format)."""
-    run: dict[str, Any] | None = field(default=None, repr=False)
+    run: FlowRun | None = field(default=None, repr=False)
     """A flow result's probe run (``ok``, ``text``, ``stubbed``...)."""
     flow_report: FlowReport | None = field(default=None, repr=False)
     """A flow result's ``validate_flow`` report (errors and ``needs``)."""

@@ -17,7 +17,7 @@ Public API::
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
     flow_picture(flow) -> FlowPicture                                 # inline SVG, _repr_html_
-    run_flow(flow, text, *, env=None, allow_hosts=(), timeout=300) -> dict  # a real run: allowed keys, fenced network
+    run_flow(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # the real run: keys, fenced net
 """
 
 from __future__ import annotations

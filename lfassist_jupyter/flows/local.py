@@ -35,9 +35,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.sandbox.answers import RealRun
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
@@ -281,19 +284,23 @@ def run_flow(
     env: Mapping[str, str] | Iterable[str] | None = None,
     allow_hosts: Iterable[str] = (),
     timeout: float = 300.0,
-) -> dict[str, Any]:
-    """Run ``flow`` for real on ``input_text``: models are called, with the keys you allowed.
+) -> RealRun:
+    """The **real run**: run ``flow`` on ``input_text`` with its models called, using the keys you allowed.
+
+    This is not the probe run every flow the assistant builds gets (``SandboxValidator.probe_run_sync``,
+    or ``%%assist_flow --run``: models stubbed, no keys, no network); it is the step you take when
+    the flow is ready for real input.
 
     ``flow`` is flow JSON, a ``.json`` file or spec text.  ``env`` is what you allow: a dict of
     variables, or a list of names taken from this environment (``env=["OPENAI_API_KEY"]``); the
     run gets only the allowed variables that the flow's key fields name.  A wanted variable you
     did not allow is a ``ConfigError`` naming it -- ``run_plan(flow)`` shows them first, with the
     hosts it may reach: its model providers' and ``allow_hosts`` (``"host"``, ``"host:port"`` or
-    a URL; a local or private address only when you name it).  Returns the probe run's shape,
-    ``{"ok", "text", "component", "error", "seconds"}``, plus ``"real": True``, ``"variables"``
-    (the names passed, never their values), ``"hosts"`` (the allow-list), ``"refused"`` (the
-    connections the fence refused: ``{"host", "port", "reason", "after_s"}``) and
-    ``"isolation"``.  A failing flow is reported, not raised.
+    a URL; a local or private address only when you name it).  Returns a ``RealRun``: the probe
+    run's fields (``ok``, ``text``, ``error``, ``seconds``) plus ``component``, ``variables`` (the
+    names passed, never their values), ``hosts`` (the allow-list), ``refused`` (the connections
+    the fence refused: host, port, reason, after_s) and ``isolation``.  A failing flow is
+    reported, not raised.
     """
     from .catalog import default_catalog
     from .validate import _load, validate_flow

@@ -77,25 +77,25 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
         control = infer_control_flow(spec_text, catalog)
         spec_text = control.spec
     answer = sandbox.build_flow_sync(spec_text, extra=catalog.added, repair=repair)
-    if answer.get("error"):
-        error = FlowProblem(code="structure", message=f"The flow could not be built: {answer['error']}")
+    if answer.error:
+        error = FlowProblem(code="structure", message=f"The flow could not be built: {answer.error}")
         return BuildResult(ok=False, spec=spec_text, errors=[error])
     errors = [
-        FlowProblem.model_validate({**e, "code": e["code"] if e["code"] in _ERROR_CODES else "structure"})
-        for e in answer.get("errors") or []
+        FlowProblem.model_validate({**e.model_dump(), "code": e.code if e.code in _ERROR_CODES else "structure"})
+        for e in answer.errors
     ]
     kinds = ("port", "component", "value", "quote")
-    changes = [Change.model_validate(c) for c in answer.get("changes") or [] if c.get("kind") in kinds]
+    changes = [Change.model_validate(c.model_dump()) for c in answer.changes if c.kind in kinds]
     if control is not None:
         changes[:0], errors[:0] = control.changes, control.errors
     return BuildResult(
-        ok=bool(answer.get("ok")) and not errors and answer.get("flow") is not None,
-        flow=answer.get("flow"),
+        ok=answer.ok and not errors and answer.flow is not None,
+        flow=answer.flow,
         spec=spec_text,
         errors=errors,
-        warnings=list(answer.get("warnings") or []),
+        warnings=list(answer.warnings),
         changes=changes,
-        node_ids=dict(answer.get("node_ids") or {}),
+        node_ids=dict(answer.node_ids),
     )
 
 

@@ -198,10 +198,12 @@ def parse_run_response(flow_id: str, payload: Any) -> FlowRunResult:
     return FlowRunResult(flow_id=flow_id, text=text, outputs=outputs, session_id=payload.get("session_id"))
 
 
-async def run_flow(
+async def run_on_server(
     client: LangflowClient, flow_id: str, input_text: str, *, timeout: float = RUN_TIMEOUT
 ) -> FlowRunResult:
-    """Run a stored flow on ``input_text`` (chat in, chat out) and return what it answered."""
+    """The **run on the server**: Langflow runs a stored flow on ``input_text`` (chat in, chat out),
+    with its own variables and network, and this returns what it answered.  Not the probe run
+    (``SandboxValidator.probe_run_sync``) nor the real local run (``lfassist_jupyter.run_flow``)."""
     response = await client._request(
         "POST",
         f"/api/v1/run/{flow_id}",
@@ -247,10 +249,10 @@ def register_flow_sync(client: LangflowClient, flow: dict[str, Any], name: str |
     return _sync(register_flow(client, flow, name))
 
 
-def run_flow_sync(
+def run_on_server_sync(
     client: LangflowClient, flow_id: str, input_text: str, *, timeout: float = RUN_TIMEOUT
 ) -> FlowRunResult:
-    return _sync(run_flow(client, flow_id, input_text, timeout=timeout))
+    return _sync(run_on_server(client, flow_id, input_text, timeout=timeout))
 
 
 def list_flows_sync(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:

@@ -1,7 +1,11 @@
 """The one door: every process this project starts to run lfx or component code.
 
-- ``client``: ``SandboxValidator`` (the zygote's owner in the kernel), ``validate_component``,
-  redaction, the answer schemas and the scrubbed environment.
+- ``client``: ``SandboxValidator`` (validation, the probe run, builds, templates, the catalogue:
+  what each request means), ``validate_component``, ``default_validator``.
+- ``zygote``: ``ZygoteProcess``, the process under ``SandboxValidator``: spawn, restart, the line
+  protocol with its deadlines and caps, the scrubbed environment.
+- ``answers``: the typed answers (``FlowRun``, ``RealRun``, ``ComponentRun``, ``FlowBuild``, the
+  reference) -- pydantic only, so core and the views import them without any process code.
 - ``_isolation``: bubblewrap command lines and the probe that says full or reduced isolation.
 - ``local_run``: the real local run of a flow (a process of its own behind ``_egress``, the
   kernel-side network fence), started by ``flows.local`` once the plan is allowed.

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.redaction import redact_text
 from lfassist_jupyter.sandbox import _isolation
-from lfassist_jupyter.sandbox.client import redact_text, scrubbed_env
+from lfassist_jupyter.sandbox.answers import RealRun, Refused
 from lfassist_jupyter.sandbox.egress import EgressProxy
+from lfassist_jupyter.sandbox.zygote import scrubbed_env
 
 if TYPE_CHECKING:
     from lfassist_jupyter.flows.local import RunPlan
@@ -31,7 +33,7 @@ RUNNER = Path(__file__).with_name("_local_runner.py")
 MAX_ANSWER_BYTES = 1_000_000
 
 
-def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> dict[str, Any]:
+def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> RealRun:
     """Run the prepared ``flow`` in a process of its own with only ``plan``'s variables and hosts.
 
     The caller (``flows.local.run_flow``) has loaded, validated and planned the flow; this is the
@@ -97,34 +99,38 @@ def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) ->
     def clean(text: Any) -> str:
         return redact_text(str(text or ""), extra=tuple(variables.values()))[:20_000]
 
-    result: dict[str, Any] = {"ok": False, "text": "", "component": None, "error": None}
     if timed_out:
-        result["error"] = f"the run did not finish within {timeout:g} s and was stopped."
+        answered: dict[str, Any] = {"error": f"the run did not finish within {timeout:g} s and was stopped."}
     else:
-        try:
-            parsed = json.loads(answer) if answer else None
-        except json.JSONDecodeError:
-            parsed = None
-        if isinstance(parsed, dict):
-            result.update(
-                ok=parsed.get("ok") is True,
-                text=clean(parsed.get("text")),
-                component=clean(parsed.get("component")) or None,
-                error=clean(parsed.get("error")) or None,
-            )
-        else:
-            last = log_tail.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-            result["error"] = clean(f"the run ended without an answer ({last[0]}).")
+        answered = _answer(answer, log_tail, proc.returncode, clean)
     fenced = "network through the allow-list only" if mode == "full" else "the network is NOT fenced"
-    result.update(
-        real=True,
+    where = dict(
         variables=sorted(variables),
         hosts=[str(h) for h in plan.hosts],
-        refused=[{**r, "host": clean(r["host"])} for r in proxy.refused],
+        refused=[Refused.model_validate({**r, "host": clean(r["host"])}) for r in proxy.refused],
         isolation=f"bubblewrap ({fenced})" if mode == "full" else f"process only ({reason}; {fenced})",
         seconds=time.perf_counter() - started,
     )
-    return result
+    if answered.get("ok"):
+        return RealRun(**answered, **where)
+    return RealRun.failed(answered.get("error") or "the run failed.", component=answered.get("component"), **where)
+
+
+def _answer(answer: str, log_tail: str, returncode: int | None, clean: Any) -> dict[str, Any]:
+    """The runner's answer line as ``RealRun`` fields, every text redacted and capped."""
+    try:
+        parsed = json.loads(answer) if answer else None
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        last = log_tail.strip().splitlines()[-1:] or [f"exit code {returncode}"]
+        return {"error": clean(f"the run ended without an answer ({last[0]}).")}
+    return {
+        "ok": parsed.get("ok") is True,
+        "text": clean(parsed.get("text")),
+        "component": clean(parsed.get("component")) or None,
+        "error": clean(parsed.get("error")) or None,
+    }
 
 
 def _read_capped(path: str, *, tail: bool = False) -> str:

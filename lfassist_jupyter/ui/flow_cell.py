@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError, LfAssistError
+from lfassist_jupyter.sandbox.answers import FlowRun
 
 if TYPE_CHECKING:
     from lfassist_jupyter.flows import FlowReport
@@ -33,8 +34,8 @@ class FlowView:
     flow: dict[str, Any] | None
     spec: str | None = None
     report: FlowReport | None = None
-    run: dict[str, Any] | None = None
-    """The sandbox probe run: ``{"ok", "text", "error", "stubbed", "outputs"}``."""
+    run: FlowRun | None = None
+    """The probe run (``--run``, models stubbed) or the real run (``--run-local``, a ``RealRun``)."""
     run_input: str | None = None
     registered: RegisteredFlow | None = None
     server_run: FlowRunResult | None = None
@@ -129,9 +130,9 @@ def probe_run(workspace: Workspace, view: FlowView, text: str) -> None:
     """Run the flow in the sandbox on ``text`` (models stubbed); the result goes on the view."""
     view.run_input = text
     if view.flow is None:
-        view.run = {"ok": False, "error": "there is no flow to run.", "stubbed": [], "text": None}
+        view.run = FlowRun.failed("there is no flow to run.")
         return
-    view.run = workspace.probe_run_flow(view.flow, text)
+    view.run = workspace.probe_run(view.flow, text)
 
 
 def local_run(

@@ -620,9 +620,7 @@ class AssistMagics(Magics):
             raise UsageError(str(exc)) from exc
         if args.out:
             self.shell.user_ns[args.out] = view
-        failed = (
-            not view.ok or (view.run is not None and not view.run.get("ok")) or any(ok is False for _, ok in view.notes)
-        )
+        failed = not view.ok or (view.run is not None and not view.run.ok) or any(ok is False for _, ok in view.notes)
         if args.quiet and not failed:
             return None
         return view

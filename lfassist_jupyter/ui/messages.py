@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from lfassist_jupyter.core.events import ATTEMPT_STEPS, ProgressEvent, step_label
 from lfassist_jupyter.core.session import Session, Turn
+from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.validation.report import FieldSummary, ValidationReport
 
 MessageKind = Literal["text", "component", "failure", "flow", "cancelled", "error"]
@@ -230,7 +231,7 @@ def flow_message(
     flow: dict[str, Any] | None,
     spec: str | None,
     report: Any = None,
-    run: dict[str, Any] | None = None,
+    run: FlowRun | None = None,
     validated: bool | None = None,
     attempts: int | None = None,
     error: str | None = None,

@@ -210,7 +210,8 @@ class ChatPanel(anywidget.AnyWidget):
             "retry": lambda: self.retry(str(content.get("id", ""))),
             "save_flow": lambda: self.save_flow(str(content.get("id", ""))),
             "register_flow": lambda: self.register_flow(str(content.get("id", ""))),
-            "run_flow": lambda: self.run_flow(str(content.get("id", "")), str(content.get("text") or "")),
+            # the JS message keeps its wire name "run_flow"; it asks for a probe run
+            "run_flow": lambda: self.probe_run(str(content.get("id", "")), str(content.get("text") or "")),
             "undo_flow": self.undo_flow,
         }.get(kind)
         if handler is None:
@@ -454,7 +455,7 @@ class ChatPanel(anywidget.AnyWidget):
 
         return asyncio.run_coroutine_threadsafe(go(), get_loop())
 
-    def run_flow(self, message_id: str, text: str = "") -> Future[None] | None:
+    def probe_run(self, message_id: str, text: str = "") -> Future[None] | None:
         """**Run**: a probe run in the sandbox (models stubbed); the output is the notice."""
         from lfassist_jupyter.ui.flow_cell import PROBE_INPUT
         from lfassist_jupyter.ui.render.flow import run_lines
@@ -465,7 +466,7 @@ class ChatPanel(anywidget.AnyWidget):
         probe = text.strip() or PROBE_INPUT
 
         def job() -> str:
-            run = self.workspace.probe_run_flow(flow, probe)
+            run = self.workspace.probe_run(flow, probe)
             return " · ".join(line for line, _ in run_lines(run, probe))
 
         self.notice = f"Running the flow on {probe!r} in the sandbox..."

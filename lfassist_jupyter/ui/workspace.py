@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.settings import Settings
 
 if TYPE_CHECKING:
@@ -217,23 +218,15 @@ class Workspace:
 
     def run_registered_flow(self, flow_id: str, input_text: str) -> FlowRunResult:
         """Blocking: run a flow stored in the connected Langflow on ``input_text``."""
-        from lfassist_jupyter.langflow.flows import run_flow_sync
+        from lfassist_jupyter.langflow.flows import run_on_server_sync
 
-        return run_flow_sync(self._client(), flow_id, input_text)
+        return run_on_server_sync(self._client(), flow_id, input_text)
 
-    def probe_run_flow(self, flow: dict[str, Any], input_text: str) -> dict[str, Any]:
-        """Probe-run ``flow`` in the sandbox (models stubbed, no keys, no network); never raises.
-
-        Returns the sandbox's dict: ``{"ok", "text", "error", "stubbed", "outputs"}``."""
-        runner = getattr(self.local_validator(), "run_flow_sync", None)
+    def probe_run(self, flow: dict[str, Any], input_text: str) -> FlowRun:
+        """Probe-run ``flow`` in the sandbox (models stubbed, no keys, no network); never raises."""
+        runner = getattr(self.local_validator(), "probe_run_sync", None)
         if runner is None:  # a test's stub validator, or an older sandbox
-            return {
-                "ok": False,
-                "text": None,
-                "error": "This validator cannot run flows.",
-                "stubbed": [],
-                "outputs": [],
-            }
+            return FlowRun.failed("This validator cannot run flows.")
         return runner(flow, input_text)
 
     @staticmethod

@@ -34,6 +34,7 @@ from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome
 from lfassist_jupyter.errors import ProviderError
 from lfassist_jupyter.flows.models import FlowReport, Need
+from lfassist_jupyter.sandbox.answers import FlowRun
 
 PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
@@ -47,7 +48,7 @@ PLAN_TOKENS = 600
 class FlowSandbox(Protocol):
     """What the pipeline needs from the sandbox (``SandboxValidator`` has both)."""
 
-    def run_flow_sync(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> dict[str, Any]: ...
+    def probe_run_sync(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun: ...
 
     def component_template_sync(self, code: str, timeout: float | None = None) -> dict[str, Any]: ...
 
@@ -331,7 +332,7 @@ class FlowPipeline:
         flow: dict[str, Any] | None = None
         spec: str | None = None
         report: FlowReport | None = None
-        run: dict[str, Any] | None = None
+        run: FlowRun | None = None
         notes: list[str] = []
         error: str | None = None
         for attempt in range(1, max_attempts + 1):
@@ -375,10 +376,10 @@ class FlowPipeline:
                 if not problems:
                     progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")
                     run = await self._probe(flow)
-                    if not run.get("ok"):
-                        report.needs += file_needs(flow, str(run.get("error") or ""))
-                    if not run.get("ok") and not report.needs:
-                        problems = [f"flow: the probe run failed: {run.get('error')}"]
+                    if not run.ok:
+                        report.needs += file_needs(flow, str(run.error or ""))
+                    if not run.ok and not report.needs:
+                        problems = [f"flow: the probe run failed: {run.error}"]
             if not problems and flow is not None:
                 progress("flow_validated", attempt, "Flow validated.")
                 log_event(logging.INFO, "assistant.flow.validated", request_id=request.request_id, attempts=attempt)
@@ -425,15 +426,13 @@ class FlowPipeline:
             return None, [str(e) for e in built.errors] or ["The spec has no usable node."], notes
         return built, [], notes
 
-    async def _probe(self, flow: dict[str, Any]) -> dict[str, Any]:
+    async def _probe(self, flow: dict[str, Any]) -> FlowRun:
         if self.sandbox is None:
-            return {"ok": False, "text": None, "error": "No sandbox to probe-run the flow in.", "stubbed": []}
-        run = await asyncio.to_thread(self.sandbox.run_flow_sync, flow, self.probe_text, self.probe_timeout)
-        if run.get("ok") and not str(run.get("text") or "").strip():
-            # An empty answer is not a pass: no Chat Output was reached, or a loop body never ran.
-            why = "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
-            run = {**run, "ok": False, "error": why}
-        return run
+            return FlowRun.failed("No sandbox to probe-run the flow in.")
+        run = await asyncio.to_thread(self.sandbox.probe_run_sync, flow, self.probe_text, self.probe_timeout)
+        return run.require_answer(
+            "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
+        )
 
     @staticmethod
     def _interfaces(catalog: Any, chosen: list[str], custom: list[str]) -> str:
@@ -490,7 +489,7 @@ class FlowPipeline:
         attempts: int,
         error: str | None,
         report: FlowReport | None,
-        run: dict[str, Any] | None,
+        run: FlowRun | None,
         notes: list[str],
         components: list[ComponentOutcome],
         *,
@@ -534,7 +533,7 @@ def summary(
     attempts: int,
     error: str | None,
     report: FlowReport | None,
-    run: dict[str, Any] | None,
+    run: FlowRun | None,
     components: list[ComponentOutcome],
     *,
     validate: bool = True,
@@ -556,13 +555,12 @@ def summary(
     else:
         parts.append(f"It did not validate after {attempts} attempt{'s' * (attempts > 1)}: {error}")
     if run is not None:
-        if run.get("ok"):
-            parts.append(f"The probe run with {PROBE_TEXT!r} answered {str(run.get('text') or '')[:200]!r}.")
+        if run.ok:
+            parts.append(f"The probe run with {PROBE_TEXT!r} answered {str(run.text or '')[:200]!r}.")
         else:
-            parts.append(f"The probe run failed: {run.get('error')}")
-        stubbed = run.get("stubbed") or []
-        if stubbed:
-            what = ", ".join(f"{s['name']} ({s['reason']})" for s in stubbed)
+            parts.append(f"The probe run failed: {run.error}")
+        if run.stubbed:
+            what = ", ".join(f"{s.name} ({s.reason})" for s in run.stubbed)
             parts.append(f"Stubbed in the probe run (no keys or network in the sandbox): {what}.")
     if report is not None and report.needs:
         needs = "; ".join(n.message for n in report.needs[:6])

@@ -22,6 +22,7 @@ from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.intent import RUN_FLOW, parse_run_request
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import FlowOutcome
+from lfassist_jupyter.sandbox.answers import FlowRun
 
 MAX_FLOW_FILE = 20_000_000
 
@@ -51,7 +52,7 @@ class RunFlowPipeline:
 
     Args:
         session: the conversation (its flows and restore points are searched first).
-        sandbox: runs the probe (``SandboxValidator.run_flow_sync``).
+        sandbox: runs the probe (``SandboxValidator.probe_run_sync``).
         flow_name: the flow as the user named it ("" / None: the current flow).
         input_text: the text to run it on (None: read from the request).
         langflow: a connected ``LangflowClient``, searched by flow name last.
@@ -99,25 +100,23 @@ class RunFlowPipeline:
             message = f"{label} ({where}) was not run: it does not validate: {error}"
             return FlowOutcome(result=message, intent=RUN_FLOW, flow=found, report=report, error=error)
         sink(ProgressEvent(step="running_flow", attempt=1, max_attempts=1, message="Probe run (models stubbed)..."))
-        run = await asyncio.to_thread(self.sandbox.run_flow_sync, found, text, self.timeout)
-        if run.get("ok") and not str(run.get("text") or "").strip():
-            run = {**run, "ok": False, "error": "the probe run answered nothing (no Chat Output was reached)"}
+        run: FlowRun = await asyncio.to_thread(self.sandbox.probe_run_sync, found, text, self.timeout)
+        run = run.require_answer("the probe run answered nothing (no Chat Output was reached)")
         parts = [f"Ran {label} ({where}) on {text[:200]!r} in the sandbox (a probe run: models stubbed)."]
-        if run.get("ok"):
-            parts.append(f"It answered {str(run.get('text'))[:500]!r}.")
+        if run.ok:
+            parts.append(f"It answered {str(run.text)[:500]!r}.")
         else:
-            parts.append(f"The run failed: {run.get('error')}")
-        stubbed = run.get("stubbed") or []
-        if stubbed:
-            parts.append("Stubbed: " + ", ".join(f"{s['name']} ({s['reason']})" for s in stubbed) + ".")
+            parts.append(f"The run failed: {run.error}")
+        if run.stubbed:
+            parts.append("Stubbed: " + ", ".join(f"{s.name} ({s.reason})" for s in run.stubbed) + ".")
             parts.append('For a real run with its models: `%%assist_flow --run-local "TEXT"` on its spec.')
         return FlowOutcome(
             result=" ".join(parts),
             intent=RUN_FLOW,
             flow=found,
-            validated=bool(run.get("ok")),
+            validated=run.ok,
             attempts=1,
-            error=None if run.get("ok") else str(run.get("error")),
+            error=None if run.ok else str(run.error),
             report=report,
             run=run,
         )

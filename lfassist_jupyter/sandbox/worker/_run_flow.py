@@ -94,5 +94,5 @@ def register(ops: dict, facts: dict) -> None:
             return {"ok": False, "error": "lfx built no template for the component."}
         return {"ok": True, "template": template}
 
-    ops["run_flow"] = run_flow
+    ops["probe_run"] = run_flow
     ops["component_template"] = component_template

@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from lfassist_jupyter.sandbox.answers import FlowRun, RealRun
+
 from .markdown import code_block
 from .style import CARD, LINE_COLOR, Line
 from .style import badge as badge_html
@@ -36,29 +38,26 @@ def flow_name(flow: dict[str, Any] | None, default: str = "Flow") -> str:
     return str((flow or {}).get("name") or default) if isinstance(flow, dict) else default
 
 
-def run_lines(run: dict[str, Any] | None, input_text: str | None = None) -> list[Line]:
-    """A probe run (the sandbox's dict) or a real run as (line, ok) pairs: the verdict, the output,
-    what was stubbed, or for a real run where it ran and which variables it was given."""
-    if not run:
+def run_lines(run: FlowRun | None, input_text: str | None = None) -> list[Line]:
+    """A probe run or a real run (``RealRun``) as (line, ok) pairs: the verdict, the output, what
+    was stubbed, or for a real run where it ran and which variables it was given."""
+    if run is None:
         return []
     on = f" on {input_text!r}" if input_text else ""
-    kind = "Real run" if run.get("real") else "Probe run"
-    if run.get("ok"):
-        lines: list[Line] = [(f"{kind}{on}: {run.get('text')!r}", True)]
+    kind = "Real run" if isinstance(run, RealRun) else "Probe run"
+    if run.ok:
+        lines: list[Line] = [(f"{kind}{on}: {run.text!r}", True)]
     else:
-        lines = [(f"{kind}{on} failed: {str(run.get('error') or 'unknown error').splitlines()[0][:300]}", False)]
-    if run.get("real"):
-        given = ", ".join(run.get("variables") or []) or "none"
-        lines.append((f"Ran on this machine, isolation: {run.get('isolation')}; variables given: {given}", None))
-        refused = run.get("refused") or []
-        if refused:
-            shown = ", ".join(f"{r.get('host')}:{r.get('port')} ({r.get('reason')})" for r in refused[:5])
-            more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+        lines = [(f"{kind}{on} failed: {str(run.error or 'unknown error').splitlines()[0][:300]}", False)]
+    if isinstance(run, RealRun):
+        given = ", ".join(run.variables) or "none"
+        lines.append((f"Ran on this machine, isolation: {run.isolation}; variables given: {given}", None))
+        if run.refused:
+            shown = ", ".join(f"{r.host}:{r.port} ({r.reason})" for r in run.refused[:5])
+            more = f" and {len(run.refused) - 5} more" if len(run.refused) > 5 else ""
             lines.append((f"Refused by the network fence: {shown}{more}", False))
-    stubbed = run.get("stubbed") or []
-    if stubbed:
-        names = ", ".join(f"{s.get('name') or s.get('node')} ({s.get('reason')})" for s in stubbed)
-        lines.append((f"Stubbed in the sandbox (no keys, no network): {names}", None))
+    if run.stubbed:
+        lines.append((f"Stubbed in the sandbox (no keys, no network): {run.stubbed_names()}", None))
     return lines
 
 
@@ -99,7 +98,7 @@ def flow_html(
     flow: dict[str, Any] | None,
     *,
     report: FlowReport | None = None,
-    run: dict[str, Any] | None = None,
+    run: FlowRun | None = None,
     run_input: str | None = None,
     title: str | None = None,
     badge: Line | None = None,
@@ -125,7 +124,7 @@ def flow_text(
     flow: dict[str, Any] | None,
     *,
     report: FlowReport | None = None,
-    run: dict[str, Any] | None = None,
+    run: FlowRun | None = None,
     run_input: str | None = None,
     title: str | None = None,
     notes: list[Line] | None = None,

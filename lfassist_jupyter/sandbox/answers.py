@@ -1,0 +1,187 @@
+"""What the sandbox answers, as typed values: the schemas each answer from the zygote is checked
+against, and the runs that travel up to the views.
+
+A probe run (``SandboxValidator.probe_run_sync``: models stubbed, no keys, no network) is a
+``FlowRun``; a real run (``lfassist_jupyter.run_flow``: models called with the keys the user
+allowed) is a ``RealRun``, a ``FlowRun`` that also says where it ran, with which variables and
+which connections the fence refused.  Both travel typed from the sandbox to the views; they become
+JSON only at an edge (the ``complete`` event's wire form, a stored session).  A failed run has one
+constructor, ``FlowRun.failed`` (``RealRun.failed``, ``ComponentRun.failed``, ``FlowBuild.failed``),
+so every layer that must answer "no run" says it the same way.
+
+Light on purpose: pydantic and nothing else, so core, flows and the views import these types
+without importing the sandbox's process code.  The length caps are for what comes back from a
+child that ran untrusted code; the kernel's own values fit them easily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+CATALOG_CAP = 64 * 1024 * 1024  # the inflated component catalogue (lfx 1.13's is 2 MB)
+FLOW_CAP = 64 * 1024 * 1024  # an inflated built flow
+CATALOG_MAX_ENTRIES = 5000
+_Run = TypeVar("_Run", bound="FlowRun")
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+class Stubbed(BaseModel):
+    """A node the probe run replaced by a deterministic stub (a model, a keyed API), and why."""
+
+    node: str = Field(max_length=200)
+    name: str = Field(max_length=200)
+    reason: str = Field(max_length=200)
+
+
+class FlowOutput(BaseModel):
+    component: str = Field(default="", max_length=200)
+    text: str = ""
+
+
+class FlowRun(BaseModel):
+    """A probe run's answer: the flow's chat output for one input text, and what was stubbed.
+
+    ``ok`` False carries the reason in ``error`` (the flow failed, or the sandbox could not run
+    it); a run never raises.  Build a failed one with ``FlowRun.failed``."""
+
+    ok: bool
+    text: str | None = None
+    error: str | None = None
+    stubbed: list[Stubbed] = Field(default_factory=list, max_length=500)
+    outputs: list[FlowOutput] = Field(default_factory=list, max_length=100)
+    seconds: float | None = None
+
+    @classmethod
+    def failed(cls: type[_Run], error: str, *, stubbed: Iterable[Stubbed] = (), **fields: Any) -> _Run:
+        """The one way to say a run did not go through: ``ok`` False with the reason."""
+        return cls(ok=False, error=str(error), stubbed=list(stubbed), **fields)
+
+    def require_answer(self, why: str) -> FlowRun:
+        """This run, or a failed one when it "succeeded" with no text: an empty answer is not a
+        pass (no Chat Output was reached, or a loop body never ran)."""
+        if not self.ok or str(self.text or "").strip():
+            return self
+        return self.failed(why, stubbed=self.stubbed, outputs=self.outputs, seconds=self.seconds)
+
+    def stubbed_names(self) -> str:
+        """``"OpenAI (a model), Tavily (an API key)"``: the stubs for a sentence."""
+        return ", ".join(f"{s.name or s.node} ({s.reason})" for s in self.stubbed)
+
+
+class Refused(BaseModel):
+    """A connection the real run's network fence refused."""
+
+    host: str
+    port: int | None = None
+    reason: str = ""
+    after_s: float | None = None
+
+
+class RealRun(FlowRun):
+    """A real run's answer (``lfassist_jupyter.run_flow``): a ``FlowRun`` (nothing is stubbed)
+    plus where it ran and what it was given: the names of the variables passed (never their
+    values), the allow-list, the connections the fence refused and the isolation."""
+
+    real: Literal[True] = True
+    component: str | None = None
+    variables: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=list)
+    refused: list[Refused] = Field(default_factory=list)
+    isolation: str = ""
+
+
+class ComponentRun(BaseModel):
+    """What ``run_component`` answers: the first output's text for one input text."""
+
+    ok: bool
+    text: str | None = None
+    error: str | None = None
+    output: str | None = None
+
+    @classmethod
+    def failed(cls, error: str) -> ComponentRun:
+        return cls(ok=False, error=str(error))
+
+
+# -- builds -------------------------------------------------------------------------------
+
+
+class BuildError(BaseModel):
+    code: str = Field(max_length=40)
+    node: str | None = Field(default=None, max_length=500)
+    node_id: str | None = Field(default=None, max_length=500)
+    field: str | None = Field(default=None, max_length=500)
+    message: str = Field(max_length=20_000)
+    fix: str = Field(default="", max_length=20_000)
+
+
+class BuildChange(BaseModel):
+    kind: str = Field(max_length=40)
+    node: str = Field(default="", max_length=500)
+    field: str | None = Field(default=None, max_length=500)
+    before: Any = None
+    after: Any = None
+    message: str = Field(max_length=2_000)
+
+
+class FlowBuild(BaseModel):
+    """What ``build_flow_sync`` answers: the flow lfx built from a spec, and every problem on the way.
+
+    ``error`` (with ``ok`` False and no flow) is the sandbox's own failure (a timeout, a crash)."""
+
+    ok: bool
+    flow: dict[str, Any] | None = None
+    spec: str = ""
+    errors: list[BuildError] = Field(default_factory=list, max_length=5_000)
+    warnings: list[str] = Field(default_factory=list, max_length=5_000)
+    changes: list[BuildChange] = Field(default_factory=list, max_length=5_000)
+    node_ids: dict[str, str] = Field(default_factory=dict)
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str | None, *, spec: str = "") -> FlowBuild:
+        return cls(ok=False, spec=spec, error=error)
+
+
+# -- facts the zygote computed before any request ----------------------------------------
+
+
+class ReferenceInput(BaseModel):
+    name: str = Field(max_length=80)
+    params: list[str] = Field(default_factory=list, max_length=80)
+    doc: str = Field(default="", max_length=300)
+    fields: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=120)
+    """Every keyword the class accepts (the repair pass tells a misspelt keyword from a real one)."""
+
+
+class Reference(BaseModel):
+    """The lfx reference for prompts and the repair pass, as the zygote computed it before any fork."""
+
+    lfx_version: str | None = Field(default=None, max_length=40)
+    common_params: list[str] = Field(default_factory=list, max_length=40)
+    inputs: list[ReferenceInput] = Field(default_factory=list, max_length=300)
+    component_attrs: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=1000)
+    """Attributes and methods of lfx's ``Component``: names an input must not take."""
+    imports: dict[Annotated[str, Field(max_length=80)], Annotated[str, Field(max_length=120)]] = Field(
+        default_factory=dict, max_length=500
+    )
+    """symbol -> the lfx module it is imported from (lfx.io's exports, the schema types, Component)."""
+
+
+def check_catalog(registry: Any) -> dict[str, dict[str, Any]]:
+    """The catalogue's shape: ``{type name: node template with a 'template' dict}``, bounded."""
+    if not isinstance(registry, dict) or not registry or len(registry) > CATALOG_MAX_ENTRIES:
+        raise ValueError("not a component catalogue")
+    for name, entry in registry.items():
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise ValueError("a catalogue entry has no usable name")
+        if not isinstance(entry, dict) or not isinstance(entry.get("template"), dict):
+            raise ValueError(f"catalogue entry {name[:80]!r} has no template")
+        if not isinstance(entry.get("outputs", []), list):
+            raise ValueError(f"catalogue entry {name[:80]!r} has no outputs list")
+    return registry
