@@ -20,7 +20,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from lfassist_jupyter.core.session import SessionStore
     from lfassist_jupyter.langflow.client import LangflowClient, RegisteredComponent
     from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
+    from lfassist_jupyter.sandbox.answers import FlowRun
     from lfassist_jupyter.ui.messages import PanelMessage
     from lfassist_jupyter.validation.ports import ComponentValidator
 
@@ -226,6 +226,8 @@ class Workspace:
         """Probe-run ``flow`` in the sandbox (models stubbed, no keys, no network); never raises."""
         runner = getattr(self.local_validator(), "probe_run_sync", None)
         if runner is None:  # a test's stub validator, or an older sandbox
+            from lfassist_jupyter.sandbox.answers import FlowRun  # pydantic: not at %load_ext
+
             return FlowRun.failed("This validator cannot run flows.")
         return runner(flow, input_text)
 
