@@ -2,7 +2,7 @@
 
 Pure data work on the flow JSON, done in the kernel (``SandboxValidator.probe_run_sync``)
 before the flow goes through the sandbox's door; the run itself is lfx's runner in a
-sandboxed child (``sandbox/worker/_run_flow.py``). In the sandbox there are no keys and no
+sandboxed child (``sandbox/worker/_probe_run.py``). In the sandbox there are no keys and no
 network, so a component that calls a model or a keyed API cannot run; it is replaced, in a
 copy of the flow, by a stub component with the same ports whose outputs echo their inputs
 deterministically (``[stub Language Model] <prompt text>``). Everything else runs for real,

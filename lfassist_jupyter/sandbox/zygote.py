@@ -44,10 +44,10 @@ from lfassist_jupyter.validation.report import ValidationReport
 
 WORKER_DIR = Path(__file__).with_name("worker")  # bound read-only into bwrap as a whole
 WORKER_SCRIPT = WORKER_DIR / "_worker.py"
-# Sibling op scripts the worker imports by path (stdlib + lfx only).
+# Op modules of the worker package, loaded in the zygote (stdlib + lfx only).
 OP_MODULES: tuple[Path, ...] = (
     WORKER_DIR / "_run_component.py",
-    WORKER_DIR / "_run_flow.py",
+    WORKER_DIR / "_probe_run.py",
     WORKER_DIR / "_flow_ops.py",
 )
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer

@@ -12,7 +12,7 @@ and imports its siblings once, in the zygote, before the first fork:
 - ``_serve``: the fork server (a spare child per request, capped answers, kill and wipe);
 - ``_validate`` with ``_checks``, ``_smoke`` and ``_packages``: the ``validate`` op;
 - ``_reference``: facts about lfx for the prompts, sent with "ready";
-- op modules ``_run_component``, ``_run_flow``, ``_flow_ops`` (named by the kernel's config).
+- op modules ``_run_component``, ``_probe_run``, ``_flow_ops`` (named by the kernel's config).
 
 The kernel imports only ``flow_kit`` and ``policy`` from here (pure rules and data, no lfx).
 """

@@ -31,7 +31,7 @@ OBSERVED: dict = {"network": False, "violations": [], "refused": []}
 
 # The op registry.  Each op runs in a fresh child with the audit hook armed; its answer
 # must be a JSON object.  Extension point: a sibling module named in CONFIG["op_modules"]
-# defines ``register(ops, facts)`` and adds e.g. ``ops["run_flow"] = ...`` (see
+# defines ``register(ops, facts)`` and adds e.g. ``ops["probe_run"] = ...`` (see
 # ``_run_component.py`` for the pattern); the zygote imports it once, before any fork.
 OPS: dict = {}
 # Trusted facts: answers an op module provides (a value, or a function the zygote calls once

@@ -50,7 +50,7 @@ first fork, so every child inherits them and imports nothing more:
 
 Ops: ``OPS`` maps an op name to ``fn(request) -> dict`` run in a fresh child.  Op modules
 listed in the config's ``op_modules`` (stdlib + lfx only: ``_run_component.py``,
-``_run_flow.py``, ``_flow_ops.py``) are imported in the zygote before the first fork and
+``_probe_run.py``, ``_flow_ops.py``) are imported in the zygote before the first fork and
 register more ops with ``register(OPS, FACTS)``; the parent binds this directory read-only
 into the sandbox.  ``reference`` is computed in the zygote before any generated code ever
 ran and sent with the "ready" message.  An op module may also put *facts* in ``FACTS``

@@ -1,9 +1,9 @@
-"""Worker ops ``run_flow`` (a flow, headless, on one input text) and ``component_template``.
+"""Worker ops ``probe_run`` (a flow, headless, on one input text) and ``component_template``.
 
 An op module of the worker package (stdlib + lfx only), imported in the zygote before its
 first fork; the op runs in a fresh, sandboxed child like every validation.
 
-The kernel side (``SandboxValidator.run_flow_sync``) has already replaced the flow's model
+The kernel side (``SandboxValidator.probe_run_sync``) has already replaced the flow's model
 and keyed-API nodes by deterministic stubs (``flows/run.py``'s ``stub_flow``: plain data
 work, no code runs there), so this child needs no key and no network. Whatever the flow
 does, the answer is ``{"ok", "text", "error", "outputs"}``: a flow that raises is a failed
@@ -28,9 +28,9 @@ def _text_of(value: object) -> str:
 
 
 def register(ops: dict, facts: dict) -> None:
-    """Add ``run_flow`` and ``component_template`` to the worker's op registry."""
+    """Add ``probe_run`` and ``component_template`` to the worker's op registry."""
 
-    def run_flow(req: dict) -> dict:
+    def probe_run(req: dict) -> dict:
         import asyncio
         import json
         import time
@@ -94,5 +94,5 @@ def register(ops: dict, facts: dict) -> None:
             return {"ok": False, "error": "lfx built no template for the component."}
         return {"ok": True, "template": template}
 
-    ops["probe_run"] = run_flow
+    ops["probe_run"] = probe_run
     ops["component_template"] = component_template
