@@ -62,7 +62,6 @@ from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
 from lfassist_jupyter.providers.base import Provider
 from lfassist_jupyter.redaction import redact
 from lfassist_jupyter.validation.ports import ComponentValidator
-from lfassist_jupyter.validation.report import ValidationReport
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.flow.pipeline import FlowPipeline
@@ -134,9 +133,6 @@ class Assistant:
         self.reuse = True
         """Reuse before generate: a component request that a built-in lfx component covers is
         answered with that component (no generation call); "generate anyway" still generates."""
-        self.last_outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = None
-        self.last_record: RequestRecord | None = None
-        """The metrics record of the last request (calls, tokens, duration), for views and evals."""
         self._inflight: tuple[asyncio.AbstractEventLoop, asyncio.Task[None]] | None = None
         self._lock = threading.Lock()
 
@@ -165,12 +161,6 @@ class Assistant:
         if self._session is None or self._session.id != self.session_id:
             self._session = self.session_store.load(self.session_id) if self.session_store else Session(self.session_id)
         return self._session
-
-    @property
-    def last_report(self) -> ValidationReport | None:
-        """The validation report of the last component request's last attempt, for views."""
-        outcome = self.last_outcome
-        return outcome.report if isinstance(outcome, ComponentOutcome) else None
 
     def new_session(self) -> str:
         """Start a fresh conversation (the old one stays on disk)."""
@@ -437,18 +427,13 @@ class Assistant:
                 raise
             if builder.result().status == "running":
                 builder.add(CancelledEvent(message="Request cancelled"))
-        return self._finish_result(builder)
+        return builder.result()
 
     async def arun(self, prompt: str) -> AssistResult:
+        """The request's result, built from its events (the async twin of ``run``)."""
         builder = ResultBuilder(session_id=self.session_id)
         async for event in self.stream(prompt):
             builder.add(event)
-        return self._finish_result(builder)
-
-    def _finish_result(self, builder: ResultBuilder) -> AssistResult:
-        if builder.result().status == "complete":
-            builder.attach(self.last_outcome)
-        builder.result().usage = self.last_record
         return builder.result()
 
     # -- one request -----------------------------------------------------------------
@@ -459,7 +444,8 @@ class Assistant:
         record = METRICS.start()
 
         def counted(event: Event) -> None:
-            # The request's terminal event closes its metrics record, whichever path sent it.
+            # The request's terminal event closes its metrics record, whichever path sent it,
+            # and carries it: views read the request's cost from the stream, not from here.
             if event.event == "complete":
                 data = event.data
                 METRICS.finish(record, "complete", validated=data.validated, attempts=data.validation_attempts)
@@ -467,9 +453,10 @@ class Assistant:
                 METRICS.finish(record, "error", error_type=record.error_type or record.provider_error or "Error")
             elif event.event == "cancelled":
                 METRICS.finish(record, "cancelled")
+            if event.event in TERMINAL_EVENTS:
+                event = event.model_copy(update={"usage": record})
             emit(event)
 
-        self.last_record = record
         try:
             await self._handle(prompt, counted, request_id, t0, record)
         except asyncio.CancelledError:
@@ -500,7 +487,6 @@ class Assistant:
     async def _handle(
         self, prompt: str, emit: Callable[[Event], None], request_id: str, t0: float, record: RequestRecord
     ) -> None:
-        self.last_outcome = None
         clean = clean_prompt(prompt, self.max_prompt_chars)
         if not clean.text:
             record.kind, record.error_type = "refused", "EmptyPrompt"
@@ -635,8 +621,7 @@ class Assistant:
         warnings: list[str],
         emit: Callable[[Event], None],
     ) -> None:
-        self.last_outcome = outcome
-        emit(CompleteEvent(data=outcome.complete_data(warnings or None)))
+        emit(CompleteEvent(data=outcome.complete_data(warnings or None), outcome=outcome))
 
     async def _classify(
         self, provider: Provider, text: str, *, has_component: bool, has_flow: bool = False, builtins: str | None = None
