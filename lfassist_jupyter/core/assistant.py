@@ -584,8 +584,10 @@ class Assistant:
         if unsaved := self._save_session():  # saved before "complete", so a failure can be told
             clean.warnings.append(unsaved)
         self._complete(outcome, clean.warnings, emit)
-        validated = bool(getattr(outcome, "validated", False))
-        self._log_completed(request_id, t0, validated=validated, attempts=getattr(outcome, "attempts", 0))
+        if isinstance(outcome, AnswerOutcome):
+            self._log_completed(request_id, t0, validated=False, attempts=0)
+        else:
+            self._log_completed(request_id, t0, validated=outcome.validated, attempts=outcome.attempts)
 
     def _record(self, session: Session, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome) -> None:
         """The assistant's turn of the conversation, written from the outcome (only here)."""
@@ -617,7 +619,7 @@ class Assistant:
         elif isinstance(outcome, FlowOutcome) and outcome.error is not None and outcome.result == outcome.error:
             return  # the provider failed before any flow: nothing was said
         else:  # an answer; an offered built-in keeps its name, so "generate anyway" knows what was offered
-            builtin = getattr(outcome, "builtin", None)
+            builtin = outcome.builtin if isinstance(outcome, AnswerOutcome) else None
             turn = Turn(role="assistant", content=outcome.result, kind="answer", class_name=builtin and builtin.name)
         session.add(turn, window=self.history_window)
 

@@ -266,8 +266,11 @@ class FlowPipeline:
         made = self.session_component
         if made is not None and made.name not in catalog:
             template = self._session_template(made)
-            if template is not None:
-                catalog.add(made.name, template)
+            try:
+                if template is not None:
+                    catalog.add(made.name, dict(template))
+            except ValueError as exc:
+                log.warning("Catalogue entry %s skipped: %s", made.name, exc)
         for name, template in custom_templates(self.current_flow).items():
             if name not in catalog:
                 catalog.add(name, template)
