@@ -69,11 +69,12 @@ def prompt_chars(system: str, messages: list[dict[str, str]]) -> int:
     return len(system or "") + sum(len(str(m.get("content") or "")) for m in messages)
 
 
-async def _metered(record: RequestRecord, stream: AsyncIterator[str], *, chars: int, provider: Any) -> Any:
+async def _metered(record: RequestRecord, stream: AsyncIterator[str], *, chars: int, usage: list[Any]) -> Any:
     """Pass a provider's stream through, counting the call once it ends (or is abandoned).
 
-    The provider's ``last_usage`` is read at the end because the SDKs report usage in the
-    last chunk; a call that fails still counts as a call (it was made, and may be billed)."""
+    ``usage`` is what this call's ``on_usage`` received, read at the end because the SDKs
+    report usage with the last chunk; a call that fails still counts as a call (it was made,
+    and may be billed)."""
     try:
         async for chunk in stream:
             yield chunk
@@ -81,7 +82,7 @@ async def _metered(record: RequestRecord, stream: AsyncIterator[str], *, chars: 
         record.provider_error = type(exc).__name__
         raise
     finally:
-        record.add_call(prompt_chars=chars, usage=getattr(provider, "last_usage", None))
+        record.add_call(prompt_chars=chars, usage=usage[-1] if usage else None)
 
 
 class MeteredProvider:
@@ -99,8 +100,16 @@ class MeteredProvider:
         return getattr(self._inner, name)
 
     def stream(self, *, system: str, messages: list[dict[str, str]], **kwargs: Any) -> AsyncIterator[str]:
-        inner = self._inner.stream(system=system, messages=messages, **kwargs)
-        return _metered(self._record, inner, chars=prompt_chars(system, messages), provider=self._inner)
+        usage: list[Any] = []  # this call's, reported through the call: the provider keeps none
+        outer = kwargs.pop("on_usage", None)
+
+        def seen(reported: Any) -> None:
+            usage.append(reported)
+            if outer is not None:
+                outer(reported)
+
+        inner = self._inner.stream(system=system, messages=messages, on_usage=seen, **kwargs)
+        return _metered(self._record, inner, chars=prompt_chars(system, messages), usage=usage)
 
     async def complete(self, **kwargs: Any) -> str:
         return "".join([chunk async for chunk in self.stream(**kwargs)])

@@ -49,6 +49,25 @@ async def test_component_success_sequence_and_wire_shape(llm, make_assistant, ki
     )
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_the_terminal_event_carries_the_outcome_and_cost_off_the_wire(llm, make_assistant, kind):
+    """A view learns everything from the stream: the complete event holds the typed outcome (its
+    validation report) and the request's metrics record; neither is in the spec's wire JSON."""
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    assistant = make_assistant(kind)
+    final = (await collect(assistant, "a component that uppercases text"))[-1]
+    assert set(final.model_dump()) == {"event", "data"} and "outcome" not in final.model_dump_json()
+    assert final.outcome.kind == "component" and final.outcome.report.is_valid
+    assert [o.name for o in final.outcome.report.outputs] == ["output"]
+    assert final.usage.status == "complete" and final.usage.model_calls == 2
+    assert final.usage.prompt_tokens == 22  # the fake server reports 11 per call, through the call
+    assert not any(name.startswith("last_") for name in vars(assistant))  # no side state to read back
+    llm.queue(Status(500, "down"))
+    error = (await collect(assistant, "a component that lowercases text"))[-1]
+    assert error.event == "error" and error.usage.status == "error" and error.usage.model_calls == 1
+    assert set(error.model_dump()) == {"event", "message"}
+
+
 async def test_intent_uses_fast_model_and_generation_uses_main_model(llm, make_assistant):
     llm.queue(intent("generate_component"), fenced(GOOD))
     await collect(make_assistant("openai"), "uppercase component")

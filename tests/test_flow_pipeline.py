@@ -255,6 +255,48 @@ async def test_a_component_made_earlier_in_the_session_is_offered_to_the_flow(ll
     assert result.outcome.components == []  # reused, not generated again: 2 model calls after classification
 
 
+async def test_a_flow_pipeline_is_assembled_without_a_sandbox_call(llm, make_assistant, sandbox, monkeypatch):
+    """Assembly reads memory only: the session component's node template is built inside the
+    request's run, through the sandbox port, once (the next flow request reuses it)."""
+    from lfassist_jupyter.validation.chain import ChainValidator
+
+    assistant = make_assistant("openai")
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    assert (await assistant.arun("a component that uppercases text")).validated
+    built: list[str] = []
+    real = sandbox.component_template_sync
+
+    def template(code, timeout=None):
+        built.append(code)
+        return real(code, timeout)
+
+    monkeypatch.setattr(sandbox, "component_template_sync", template)
+    pipeline = assistant.flow_pipeline()
+    assert built == [] and pipeline.session_component.name == "UppercaseComponent" and pipeline.sandbox is sandbox
+    upper_spec = (
+        "nodes:\n  A: ChatInput\n  U: UppercaseComponent\n  C: ChatOutput\n"
+        "edges:\n  A.message -> U.input_text\n  U.output -> C.input_value\n"
+    )
+    llm.queue(intent("build_flow"), plan("ChatInput", "UppercaseComponent", "ChatOutput"), spec_reply(upper_spec))
+    result = await assistant.arun("now use it in a chat flow")
+    assert result.ok and lfx_run(result.flow, "loud") == "LOUD", result.error
+    assert GOOD in built  # built during the run, in the sandbox
+    built.clear()
+    again = assistant.flow_pipeline()
+    assert built == [] and "template" in again.templates[GOOD]  # kept for the next flow request
+
+    class Server:  # a validator that runs no flow (a Langflow server's)
+        async def validate(self, code):
+            raise AssertionError
+
+        async def reference(self):
+            return None
+
+    chain = ChainValidator(Server(), sandbox)
+    assert chain.flow_sandbox is sandbox  # declared by the chain, not probed for by the assistant
+    assert make_assistant("openai", validator=chain).flow_pipeline().sandbox is sandbox
+
+
 async def test_server_components_join_the_catalogue_within_the_prompt_budget(llm, make_assistant):
     base = default_catalog().registry["ChatOutput"]
     server = {f"ServerWidget{i}": {**base, "description": f"Server component number {i}."} for i in range(400)}

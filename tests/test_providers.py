@@ -31,19 +31,21 @@ def provider_for(kind, llm, **kw):
     return create_provider(kind, api_key=KEY, base_url=base, http_retries=kw.pop("http_retries", 0), **kw)
 
 
-async def drain(provider, model="m"):
-    return [c async for c in provider.stream(system="sys", messages=[{"role": "user", "content": "hi"}], model=model)]
+async def drain(provider, model="m", **kwargs):
+    messages = [{"role": "user", "content": "hi"}]
+    return [c async for c in provider.stream(system="sys", messages=messages, model=model, **kwargs)]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_streams_text_in_chunks_with_usage(llm, kind):
     llm.queue(Reply("Hello from the fake model!", chunk=4))
     provider = provider_for(kind, llm)
-    chunks = await drain(provider)
+    usage = []
+    chunks = await drain(provider, on_usage=usage.append)  # the call reports what it cost
     assert "".join(chunks) == "Hello from the fake model!"
     assert len(chunks) >= 6
-    assert provider.last_usage is not None and provider.last_usage.input_tokens == 11
-    assert provider.last_usage.output_tokens >= 6
+    assert len(usage) == 1 and usage[0].input_tokens == 11
+    assert usage[0].output_tokens >= 6
     req = llm.requests[0]
     assert req.body["stream"] is True and req.body["model"] == "m"
     if kind == "openai":

@@ -366,7 +366,9 @@ def test_each_answer_shows_its_model_calls_tokens_and_seconds(panel, llm):
     view(panel, {"type": "send", "text": "a component that uppercases text"})
     wait_idle(panel)
     card = panel.messages[-1]
-    record = panel._assistant.last_record  # the engine's metrics record of this request
+    from lfassist_jupyter.metrics import METRICS
+
+    record = METRICS.records[-1]  # the engine's metrics record of this request
     assert record.model_calls == 2 and record.prompt_tokens == 22  # the fake server reports 11 per call
     tokens = record.prompt_tokens + record.completion_tokens
     assert card["usage"].startswith(f"2 model calls · {tokens} tokens (22 in, {record.completion_tokens} out) · ")

@@ -61,8 +61,8 @@ from lfassist_jupyter.errors import LfAssistError, ProviderError
 from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
 from lfassist_jupyter.providers.base import Provider
 from lfassist_jupyter.redaction import redact
-from lfassist_jupyter.validation.ports import ComponentValidator
-from lfassist_jupyter.validation.report import ValidationReport
+from lfassist_jupyter.validation.chain import ChainValidator
+from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.flow.pipeline import FlowPipeline
@@ -125,7 +125,9 @@ class Assistant:
         self.max_tokens = max_tokens
         self._session: Session | None = None
         self._pipelines: dict[str, Pipeline] = {}
-        self._templates: dict[str, dict[str, Any]] = {}  # component code -> its node template
+        self._templates: dict[str, dict[str, Any]] = {}
+        """Node templates by component code, filled by flow pipelines as they run: the session's
+        last component is used flow after flow, and building its template costs a sandbox child."""
         self.flow_components: dict[str, Any] | None = None
         """Extra flow catalogue entries (name -> node template, or Langflow's ``/api/v1/all``
         answer): a workspace connected to Langflow sets the server's components here."""
@@ -134,9 +136,6 @@ class Assistant:
         self.reuse = True
         """Reuse before generate: a component request that a built-in lfx component covers is
         answered with that component (no generation call); "generate anyway" still generates."""
-        self.last_outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None = None
-        self.last_record: RequestRecord | None = None
-        """The metrics record of the last request (calls, tokens, duration), for views and evals."""
         self._inflight: tuple[asyncio.AbstractEventLoop, asyncio.Task[None]] | None = None
         self._lock = threading.Lock()
 
@@ -166,12 +165,6 @@ class Assistant:
             self._session = self.session_store.load(self.session_id) if self.session_store else Session(self.session_id)
         return self._session
 
-    @property
-    def last_report(self) -> ValidationReport | None:
-        """The validation report of the last component request's last attempt, for views."""
-        outcome = self.last_outcome
-        return outcome.report if isinstance(outcome, ComponentOutcome) else None
-
     def new_session(self) -> str:
         """Start a fresh conversation (the old one stays on disk)."""
         self.session_id = new_session_id()
@@ -197,17 +190,24 @@ class Assistant:
 
     def flow_pipeline(self, intent: str = "build_flow") -> FlowPipeline:
         """The flow pipeline for one request: this assistant's validator, sandbox and attempts,
-        the extra catalogue (``flow_components``, plus components made in this session) and
-        the session's last flow, which a follow-up edits."""
-        from lfassist_jupyter.core.flow.pipeline import FlowPipeline
+        the extra catalogue (``flow_components``), the session's last validated component (its
+        node template is built when the pipeline runs) and the session's last flow, which a
+        follow-up edits.  Assembly reads memory only: no sandbox call, so no thread is needed."""
+        from lfassist_jupyter.core.flow.pipeline import FlowPipeline, SessionComponent
 
         last = self.session.last_flow
+        turn = self.session.last_component
+        made = None
+        if turn is not None and turn.validated and turn.class_name:
+            made = SessionComponent(turn.class_name, turn.content)
         return FlowPipeline(
             self.validator,
             self.max_retries,
             intent=intent,
             sandbox=self._flow_sandbox(),
-            extra_components=self._session_components(),
+            extra_components=self._extra_components(),
+            session_component=made,
+            templates=self._templates,
             current_flow=last.flow if last else None,
             current_spec=last.content if last else None,
             flows=self._session_flows(),
@@ -225,54 +225,50 @@ class Assistant:
                 out.append(turn.flow)
         return out
 
-    def _flow_sandbox(self) -> Any:
-        """The sandbox that probe-runs flows: the validator itself, one in its chain, or the default."""
-        candidates = [self.validator, *getattr(self.validator, "validators", [])]
-        for candidate in candidates:
-            if hasattr(candidate, "probe_run_sync") and hasattr(candidate, "component_template_sync"):
-                return candidate
+    def _validator_sandbox(self) -> FlowSandbox | None:
+        """The sandbox among this assistant's validators: the validator itself when it is one
+        (``SandboxValidator``), a chain's declared ``flow_sandbox``, else None."""
+        validator = self.validator
+        if isinstance(validator, ChainValidator):
+            return validator.flow_sandbox
+        return validator if isinstance(validator, FlowSandbox) else None
+
+    def _flow_sandbox(self) -> FlowSandbox:
+        """The sandbox that builds and probe-runs flows: the validators', else the default one
+        (made, not started: it starts on its first call, inside a request)."""
+        sandbox = self._validator_sandbox()
+        if sandbox is not None:
+            return sandbox
         from lfassist_jupyter.sandbox.client import default_validator
 
         return default_validator()
 
-    def _session_components(self) -> dict[str, Any] | None:
-        """``flow_components`` plus the session's last validated component, as a catalogue entry
-        (its node template built in the sandbox), so "now use it in a flow" finds it."""
-        extra: dict[str, Any] = {}
+    def _extra_components(self) -> dict[str, Any] | None:
+        """``flow_components`` as flat catalogue entries (name -> node template); Langflow's
+        ``/api/v1/all`` answer (category -> name -> template) is flattened."""
         components = self.flow_components or {}
         if components and all(isinstance(v, dict) and "template" not in v for v in components.values()):
+            extra: dict[str, Any] = {}
             for group in components.values():
                 extra.update({k: v for k, v in group.items() if isinstance(v, dict)})
-        else:
-            extra.update(components)
-        turn = self.session.last_component
-        if turn is not None and turn.validated and turn.class_name and turn.class_name not in extra:
-            template = self._templates.get(turn.content)
-            if template is None:
-                made = self._flow_sandbox().component_template_sync(turn.content)
-                template = made["template"] if made.get("ok") else None
-                if template is not None:
-                    self._templates = {turn.content: template}  # the last one is the one reused
-            if template is not None:
-                extra[turn.class_name] = template
-        return extra or None
+            return extra or None
+        return dict(components) or None
 
     def _builtin_catalog(self) -> Any:
         """The bundled components the classifier may offer instead of generating one: the
         catalogue of the sandbox in this assistant's validator chain (cached by the validator),
-        None without one (reuse is then skipped: it never starts a sandbox of its own)."""
-        if not self.reuse:
+        None without one (reuse is then skipped: it never starts a sandbox of its own).
+        Blocking (the first call asks the sandbox): the request calls it in a thread."""
+        sandbox = self._validator_sandbox() if self.reuse else None
+        if sandbox is None:
             return None
-        for candidate in [self.validator, *getattr(self.validator, "validators", [])]:
-            if hasattr(candidate, "flow_catalog_sync"):
-                from lfassist_jupyter.flows import default_catalog
+        from lfassist_jupyter.flows import default_catalog
 
-                try:
-                    return default_catalog(candidate)
-                except Exception as exc:  # no lfx in the worker: classify without the catalogue
-                    log.info("No built-in catalogue for reuse: %s", exc)
-                    return None
-        return None
+        try:
+            return default_catalog(sandbox)
+        except Exception as exc:  # no lfx in the worker: classify without the catalogue
+            log.info("No built-in catalogue for reuse: %s", exc)
+            return None
 
     def _generate_followup(self, text: str) -> str | None:
         """For a bare "generate anyway" after a built-in was offered: the request it refers to."""
@@ -288,6 +284,8 @@ class Assistant:
         return None
 
     def pipeline_for(self, intent: str) -> Pipeline:
+        """The pipeline for ``intent``: a registered one, else the built-in.  Pure assembly from
+        this assistant's settings and memory; whatever needs the sandbox happens in its ``run``."""
         if intent in self._pipelines:
             return self._pipelines[intent]
         if intent == GENERATE_COMPONENT:
@@ -331,8 +329,7 @@ class Assistant:
                 data = json.loads(flow)
             except ValueError as exc:
                 raise ConfigError(f"The flow is not valid JSON: {exc}") from exc
-        sandbox = self._flow_sandbox()  # the catalogue comes from the sandbox that builds and runs flows
-        catalog = default_catalog(sandbox if hasattr(sandbox, "flow_catalog_sync") else None)
+        catalog = default_catalog(self._flow_sandbox())  # the sandbox that builds and runs flows gives it
         if isinstance(data, str):
             try:
                 built = build_flow(data, catalog=catalog)
@@ -437,18 +434,13 @@ class Assistant:
                 raise
             if builder.result().status == "running":
                 builder.add(CancelledEvent(message="Request cancelled"))
-        return self._finish_result(builder)
+        return builder.result()
 
     async def arun(self, prompt: str) -> AssistResult:
+        """The request's result, built from its events (the async twin of ``run``)."""
         builder = ResultBuilder(session_id=self.session_id)
         async for event in self.stream(prompt):
             builder.add(event)
-        return self._finish_result(builder)
-
-    def _finish_result(self, builder: ResultBuilder) -> AssistResult:
-        if builder.result().status == "complete":
-            builder.attach(self.last_outcome)
-        builder.result().usage = self.last_record
         return builder.result()
 
     # -- one request -----------------------------------------------------------------
@@ -459,7 +451,8 @@ class Assistant:
         record = METRICS.start()
 
         def counted(event: Event) -> None:
-            # The request's terminal event closes its metrics record, whichever path sent it.
+            # The request's terminal event closes its metrics record, whichever path sent it,
+            # and carries it: views read the request's cost from the stream, not from here.
             if event.event == "complete":
                 data = event.data
                 METRICS.finish(record, "complete", validated=data.validated, attempts=data.validation_attempts)
@@ -467,9 +460,10 @@ class Assistant:
                 METRICS.finish(record, "error", error_type=record.error_type or record.provider_error or "Error")
             elif event.event == "cancelled":
                 METRICS.finish(record, "cancelled")
+            if event.event in TERMINAL_EVENTS:
+                event = event.model_copy(update={"usage": record})
             emit(event)
 
-        self.last_record = record
         try:
             await self._handle(prompt, counted, request_id, t0, record)
         except asyncio.CancelledError:
@@ -500,7 +494,6 @@ class Assistant:
     async def _handle(
         self, prompt: str, emit: Callable[[Event], None], request_id: str, t0: float, record: RequestRecord
     ) -> None:
-        self.last_outcome = None
         clean = clean_prompt(prompt, self.max_prompt_chars)
         if not clean.text:
             record.kind, record.error_type = "refused", "EmptyPrompt"
@@ -575,11 +568,10 @@ class Assistant:
             self._log_completed(request_id, t0, validated=False, attempts=0)
             return
         try:
-            # Built in a thread: a flow pipeline reads the session's components (a sandbox call).
             if intent.intent == RUN_FLOW and RUN_FLOW not in self._pipelines:
-                pipeline = await asyncio.to_thread(self.run_pipeline, intent)
+                pipeline = self.run_pipeline(intent)
             else:
-                pipeline = await asyncio.to_thread(self.pipeline_for, intent.intent)
+                pipeline = self.pipeline_for(intent.intent)
             outcome = await pipeline.run(request, emit)
         except ProviderError as exc:
             session.turns.pop()  # the request was not answered; do not remember it as asked
@@ -592,8 +584,10 @@ class Assistant:
         if unsaved := self._save_session():  # saved before "complete", so a failure can be told
             clean.warnings.append(unsaved)
         self._complete(outcome, clean.warnings, emit)
-        validated = bool(getattr(outcome, "validated", False))
-        self._log_completed(request_id, t0, validated=validated, attempts=getattr(outcome, "attempts", 0))
+        if isinstance(outcome, AnswerOutcome):
+            self._log_completed(request_id, t0, validated=False, attempts=0)
+        else:
+            self._log_completed(request_id, t0, validated=outcome.validated, attempts=outcome.attempts)
 
     def _record(self, session: Session, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome) -> None:
         """The assistant's turn of the conversation, written from the outcome (only here)."""
@@ -625,7 +619,7 @@ class Assistant:
         elif isinstance(outcome, FlowOutcome) and outcome.error is not None and outcome.result == outcome.error:
             return  # the provider failed before any flow: nothing was said
         else:  # an answer; an offered built-in keeps its name, so "generate anyway" knows what was offered
-            builtin = getattr(outcome, "builtin", None)
+            builtin = outcome.builtin if isinstance(outcome, AnswerOutcome) else None
             turn = Turn(role="assistant", content=outcome.result, kind="answer", class_name=builtin and builtin.name)
         session.add(turn, window=self.history_window)
 
@@ -635,8 +629,7 @@ class Assistant:
         warnings: list[str],
         emit: Callable[[Event], None],
     ) -> None:
-        self.last_outcome = outcome
-        emit(CompleteEvent(data=outcome.complete_data(warnings or None)))
+        emit(CompleteEvent(data=outcome.complete_data(warnings or None), outcome=outcome))
 
     async def _classify(
         self, provider: Provider, text: str, *, has_component: bool, has_flow: bool = False, builtins: str | None = None

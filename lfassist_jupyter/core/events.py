@@ -4,15 +4,38 @@ Each event is a pydantic model discriminated by ``event``; ``model_dump()`` is e
 the JSON the spec puts on the wire (optional fields that are unset are left out, as the
 spec's examples do), so a view can forward events to JavaScript or an SSE client as is.
 ``attempt`` is 1-based everywhere, unlike Langflow which mixes 0- and 1-based counters.
+
+The stream carries the whole result: the terminal event also holds what is not spec data
+but a view needs -- the typed outcome behind ``complete`` (its validation report, generated
+components, probe run) and the request's metrics record (calls, tokens, seconds) on every
+terminal event.  Those fields are excluded from ``model_dump()``, so the wire stays the
+spec's, and a view never has to read them back from the ``Assistant``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import Field, InstanceOf
 
-from lfassist_jupyter.sandbox.answers import FlowRun
+from lfassist_jupyter.core.result import Outcome
+from lfassist_jupyter.core.wire import CompleteData, WireModel
+from lfassist_jupyter.metrics import RequestRecord
+
+__all__ = [
+    "ATTEMPT_STEPS",
+    "STEP_LABELS",
+    "TERMINAL_EVENTS",
+    "CancelledEvent",
+    "CompleteData",
+    "CompleteEvent",
+    "ErrorEvent",
+    "Event",
+    "ProgressEvent",
+    "Step",
+    "TokenEvent",
+    "step_label",
+]
 
 Step = Literal[
     "generating_component",  # a component request was recognised; generation starts
@@ -68,17 +91,7 @@ def step_label(step: str) -> str:
     return STEP_LABELS.get(step, step)
 
 
-class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    @model_serializer(mode="wrap")
-    def _drop_unset_optionals(self, handler: Any) -> dict[str, Any]:
-        # The spec's optional keys are absent, not null, when they do not apply.
-        data = handler(self)
-        return {k: v for k, v in data.items() if v is not None}
-
-
-class ProgressEvent(_Event):
+class ProgressEvent(WireModel):
     event: Literal["progress"] = "progress"
     step: Step
     attempt: int = Field(ge=1)
@@ -90,41 +103,33 @@ class ProgressEvent(_Event):
     changes: list[str] | None = None  # "repairing": one line per change
 
 
-class TokenEvent(_Event):
+class TokenEvent(WireModel):
     event: Literal["token"] = "token"
     chunk: str
 
 
-class CompleteData(_Event):
-    result: str
-    validated: bool
-    class_name: str | None = None
-    component_code: str | None = None
-    validation_attempts: int = 0
-    # Extensions of the spec, present only when they apply:
-    validation_error: str | None = None  # why the last attempt failed (validated is False)
-    intent: str | None = None  # one of intent.INTENTS
-    warnings: list[str] | None = None  # e.g. "your request was truncated"
-    repairs: list[str] | None = None  # what the zero-call repair pass changed in the validated code
-    # Flows only (absent for components and answers, so their wire JSON is the spec's):
-    flow: dict[str, Any] | None = None  # the Langflow flow JSON (importable in Langflow's UI)
-    spec: str | None = None  # the flow in lfx's compact spec
-    run: FlowRun | None = None  # the probe run: {ok, text, error, stubbed, outputs, seconds} on the wire
-
-
-class CompleteEvent(_Event):
+class CompleteEvent(WireModel):
     event: Literal["complete"] = "complete"
     data: CompleteData
+    outcome: Outcome | None = Field(default=None, exclude=True, repr=False)
+    """The pipeline's typed outcome (reports, custom components, the probe run): what a view
+    draws beyond the spec's ``data``.  Not on the wire."""
+    usage: InstanceOf[RequestRecord] | None = Field(default=None, exclude=True, repr=False)
+    """The request's metrics record (calls, tokens, seconds), closed: for views, not on the wire."""
 
 
-class ErrorEvent(_Event):
+class ErrorEvent(WireModel):
     event: Literal["error"] = "error"
     message: str
+    usage: InstanceOf[RequestRecord] | None = Field(default=None, exclude=True, repr=False)
+    """The request's metrics record (calls, tokens, seconds), closed: for views, not on the wire."""
 
 
-class CancelledEvent(_Event):
+class CancelledEvent(WireModel):
     event: Literal["cancelled"] = "cancelled"
     message: str | None = None
+    usage: InstanceOf[RequestRecord] | None = Field(default=None, exclude=True, repr=False)
+    """The request's metrics record (calls, tokens, seconds), closed: for views, not on the wire."""
 
 
 Event = Annotated[

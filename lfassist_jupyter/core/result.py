@@ -6,8 +6,9 @@ returns one, the assistant writes the conversation from it and turns it into the
 spec's.
 
 ``AssistResult`` is what views and blocking callers get: one object, not a stream.  It is
-assembled from the events (so what a view shows live and what it gets at the end never
-disagree), plus the outcome and its validation report, which events do not carry.
+assembled from the events alone (``ResultBuilder``), so what a view shows live and what it
+gets at the end never disagree: the ``complete`` event carries the outcome and its
+validation report, and every terminal event the request's metrics record.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lfassist_jupyter.core.events import CompleteData, Event
 from lfassist_jupyter.core.intent import GENERATE_COMPONENT, INTENT_KIND, QUESTION, ResultKind
+from lfassist_jupyter.core.wire import CompleteData
 from lfassist_jupyter.flows.models import FlowReport
 from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.validation.report import ValidationReport
 
 if TYPE_CHECKING:
+    from lfassist_jupyter.core.events import Event
     from lfassist_jupyter.langflow.client import RegisteredComponent
     from lfassist_jupyter.metrics import RequestRecord
 
@@ -220,6 +222,8 @@ class AssistResult:
 
 
 class ResultBuilder:
+    """Folds a request's events into its ``AssistResult``: the events are the whole story."""
+
     def __init__(self, session_id: str | None = None) -> None:
         self._r = AssistResult(session_id=session_id)
         self._tokens: list[str] = []
@@ -253,17 +257,22 @@ class ResultBuilder:
             if r.kind == "flow":
                 r.flow, r.spec, r.run = d.flow, d.spec, d.run
                 r.code = r.class_name = None  # set from the outcome: only one generated component counts
+            self._attach(event.outcome)
+            r.usage = event.usage
         elif event.event == "error":
             r.status = "error"
             r.error = event.message
             r.result = "".join(self._tokens)
+            r.usage = event.usage
         elif event.event == "cancelled":
             r.status = "cancelled"
             r.error = event.message or "Request cancelled"
             r.result = "".join(self._tokens)
+            r.usage = event.usage
 
-    def attach(self, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None) -> None:
-        """The outcome behind the ``complete`` event, and its report (events do not carry it)."""
+    def _attach(self, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome | None) -> None:
+        """What the ``complete`` event's outcome adds to its spec data: the reports, and the one
+        custom component a flow generated (its code is the result's ``code``)."""
         self._r.outcome = outcome
         if isinstance(outcome, ComponentOutcome):
             self._r.report = outcome.report

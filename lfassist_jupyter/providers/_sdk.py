@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from lfassist_jupyter.providers.base import IDLE_TIMEOUT, Provider, check_base_url, check_timeout, env_timeout
+from lfassist_jupyter.providers.base import (
+    IDLE_TIMEOUT,
+    Provider,
+    UsageSink,
+    check_base_url,
+    check_timeout,
+    env_timeout,
+)
 
 
 @dataclass
@@ -61,12 +68,18 @@ class SDKProvider(Provider):
         model: str,
         max_tokens: int = 4096,
         temperature: float = 0.2,
+        on_usage: UsageSink | None = None,
     ) -> AsyncIterator[str]:
         where = f" at {self.base_url}" if self.base_url else ""
 
         def attempt(name: str) -> AsyncIterator[str]:
             raw = self._raw_stream(
-                system=system, messages=messages, model=name, max_tokens=max_tokens, temperature=temperature
+                system=system,
+                messages=messages,
+                model=name,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                on_usage=on_usage,
             )
             return self._guarded(raw, timeout=self.timeout, where=where)
 
@@ -74,6 +87,14 @@ class SDKProvider(Provider):
 
     @abstractmethod
     def _raw_stream(
-        self, *, system: str, messages: list[dict[str, str]], model: str, max_tokens: int, temperature: float
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, str]],
+        model: str,
+        max_tokens: int,
+        temperature: float,
+        on_usage: UsageSink | None,
     ) -> AsyncIterator[str]:
-        """The reply's text as the SDK delivers it; ``stream`` adds the deadlines and caps."""
+        """The reply's text as the SDK delivers it, its usage to ``on_usage``; ``stream`` adds
+        the deadlines and caps."""

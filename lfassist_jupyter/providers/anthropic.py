@@ -9,7 +9,7 @@ from typing import Any
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
 from lfassist_jupyter.providers._sdk import SDKProvider
-from lfassist_jupyter.providers.base import Usage
+from lfassist_jupyter.providers.base import Usage, UsageSink
 
 
 @dataclass
@@ -36,12 +36,12 @@ class AnthropicProvider(SDKProvider):
         model: str,
         max_tokens: int = 4096,
         temperature: float = 0.2,
+        on_usage: UsageSink | None = None,
     ) -> AsyncIterator[str]:
         # The 2.x SDK and current Claude models take no sampling parameters: temperature is ignored.
         client = self._get_client()
         import anthropic
 
-        self.last_usage = None
         try:
             async with client.messages.stream(
                 model=model, system=system, messages=messages, max_tokens=max_tokens
@@ -54,8 +54,8 @@ class AnthropicProvider(SDKProvider):
                     elif event.type == "message_stop":
                         finished = True
                 final = stream.current_message_snapshot
-                if final is not None and final.usage is not None:
-                    self.last_usage = Usage(final.usage.input_tokens or 0, final.usage.output_tokens or 0)
+                if final is not None and final.usage is not None and on_usage is not None:
+                    on_usage(Usage(final.usage.input_tokens or 0, final.usage.output_tokens or 0))
             if not finished:
                 raise cut_stream_error(self.display_name, self.name)
         except sdk_errors(anthropic.APIError) as exc:

@@ -1,9 +1,11 @@
 """The provider contract: stream text for a system prompt and a list of messages.
 
 Providers implement one method, ``stream``; everything else (retry on validation,
-memory, events) lives in the engine.  SDK exceptions are translated into our
-``ProviderError`` tree at this boundary (``raise ... from exc``), with messages that
-say what to do and never carry a key.
+memory, events) lives in the engine.  What a call cost comes back through the call itself
+(``on_usage``), never as state on the provider: one provider serves concurrent requests
+(the panel and a cell), and a shared "last usage" would bill one request for another's call.
+SDK exceptions are translated into our ``ProviderError`` tree at this boundary
+(``raise ... from exc``), with messages that say what to do and never carry a key.
 """
 
 from __future__ import annotations
@@ -99,8 +101,15 @@ async def _within(seconds: float):  # type: ignore[no-untyped-def]
 
 @dataclass
 class Usage:
+    """The tokens one model call used, as the provider's API reported them."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+UsageSink = Callable[[Usage], None]
+"""Called by ``Provider.stream`` with the call's usage, once the API reports it (the SDKs send
+it with the last chunk); a provider that cannot tell never calls it."""
 
 
 @dataclass
@@ -139,7 +148,6 @@ class Provider(ABC):
     default_model: str = ""
     fast_model: str = ""
     models: list[ModelInfo] = field(default_factory=list)
-    last_usage: Usage | None = None
     substitutions: dict[str, str] = field(default_factory=dict)
     """Models this provider did not know, and the model of its own list used instead (sticky:
     once ``gpt-4o`` is gone, every later call goes straight to its substitute)."""
@@ -155,8 +163,10 @@ class Provider(ABC):
         model: str,
         max_tokens: int = 4096,
         temperature: float = 0.2,
+        on_usage: UsageSink | None = None,
     ) -> AsyncIterator[str]:
-        """Yield the reply's text as it arrives.  Closing the iterator closes the HTTP stream."""
+        """Yield the reply's text as it arrives.  Closing the iterator closes the HTTP stream.
+        ``on_usage`` receives the call's token usage when the provider reports it."""
 
     async def _guarded(self, chunks: AsyncIterator[str], *, timeout: float, where: str = "") -> AsyncIterator[str]:
         """``chunks`` with a deadline to the first text, a silence limit between pieces, a

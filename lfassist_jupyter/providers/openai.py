@@ -9,7 +9,7 @@ from typing import Any
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
 from lfassist_jupyter.providers._sdk import SDKProvider
-from lfassist_jupyter.providers.base import Usage
+from lfassist_jupyter.providers.base import Usage, UsageSink
 
 
 @dataclass
@@ -50,11 +50,11 @@ class OpenAIProvider(SDKProvider):
         model: str,
         max_tokens: int = 4096,
         temperature: float = 0.2,
+        on_usage: UsageSink | None = None,
     ) -> AsyncIterator[str]:
         client = self._get_client()
         import openai
 
-        self.last_usage = None
         try:
             response = await client.chat.completions.create(
                 model=model,
@@ -65,8 +65,8 @@ class OpenAIProvider(SDKProvider):
             finished = False
             async with response:  # closes the HTTP stream on cancel or early exit
                 async for chunk in response:
-                    if getattr(chunk, "usage", None):
-                        self.last_usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                    if getattr(chunk, "usage", None) and on_usage is not None:
+                        on_usage(Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0))
                     for choice in chunk.choices or ():
                         finished = finished or choice.finish_reason is not None
                         text = getattr(choice.delta, "content", None)

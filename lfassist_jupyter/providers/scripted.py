@@ -31,7 +31,7 @@ from lfassist_jupyter.errors import (
     ProviderRateLimitError,
     ProviderTimeoutError,
 )
-from lfassist_jupyter.providers.base import ModelInfo, Provider
+from lfassist_jupyter.providers.base import ModelInfo, Provider, UsageSink
 
 _ERRORS: dict[str, ProviderError] = {
     "rate_limit": ProviderRateLimitError("Rate limit exceeded at Scripted. Please wait a moment and try again."),
@@ -86,6 +86,7 @@ class ScriptedProvider(Provider):
         model: str,
         max_tokens: int = 4096,
         temperature: float = 0.2,
+        on_usage: UsageSink | None = None,  # scripted replies cost no tokens: never called
     ) -> AsyncIterator[str]:
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         self.calls.append({"system": system, "messages": [dict(m) for m in messages], "model": model})

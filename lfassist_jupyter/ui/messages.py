@@ -174,7 +174,7 @@ def cancelled_message(text: str = "", note: str | None = None) -> PanelMessage:
 
 
 def usage_line(record: Any, model: str | None = None) -> str | None:
-    """The request's cost, from its metrics record (``Assistant.last_record``, ``AssistResult.usage``):
+    """The request's cost, from its metrics record (a terminal event's ``usage``, ``AssistResult.usage``):
     "2 model calls · 1,234 tokens (1,000 in, 234 out) · 3.4 s · gpt-4o".  None without a record."""
     if record is None:
         return None

@@ -321,20 +321,20 @@ class ChatPanel(anywidget.AnyWidget):
         if event.event == "error":
             self._append(error_message(event.message).model_copy(update={"notes": notes}))
             return
-        record = getattr(assistant, "last_record", None)
-        model = getattr(record, "model", "") or ""
+        record = event.usage  # the request's metrics record travels with its terminal event
+        model = record.model if record is not None else ""
         model = getattr(provider, "substitutions", {}).get(model, model)
         decorations = {"usage": usage_line(record, model), "notes": notes}
         data = event.data
         if data.warnings:  # e.g. "this conversation is not being saved": never silent
             self.notice = " ".join(data.warnings)
+        outcome = event.outcome  # the typed outcome behind the spec data: its report is drawn too
         flow, spec = getattr(data, "flow", None), getattr(data, "spec", None)
         if flow is not None or spec:
-            outcome = getattr(assistant, "last_outcome", None)
             message = flow_message(
                 flow=flow,
                 spec=spec,
-                report=getattr(outcome, "report", None),
+                report=outcome.report if outcome is not None and outcome.kind == "flow" else None,
                 run=getattr(data, "run", None),
                 validated=data.validated,
                 attempts=data.validation_attempts,
@@ -353,7 +353,7 @@ class ChatPanel(anywidget.AnyWidget):
                     attempts=data.validation_attempts,
                     error=data.validation_error,
                     steps=[s.label for s in steps],
-                    report=assistant.last_report,
+                    report=outcome.report if outcome is not None and outcome.kind == "component" else None,
                     repairs=data.repairs,
                 ).model_copy(update=decorations)
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lfassist_jupyter.validation.ports import ComponentValidator, Reference
+from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox, Reference
 from lfassist_jupyter.validation.report import ValidationReport
 
 
@@ -14,12 +14,19 @@ class ChainValidator:
     ``False``; ``True`` needs at least one that saw it build and none that saw it fail; a
     validator that did not ask lfx (``None``) changes nothing.  A later validator that fails
     without a verdict of its own (the Langflow server's build error) also means "does not build"
-    when it failed in the runtime phase, where building happens."""
+    when it failed in the runtime phase, where building happens.
 
-    def __init__(self, *validators: ComponentValidator | None) -> None:
+    ``flow_sandbox`` is the sandbox that builds and probe-runs this chain's flows: the one given,
+    else the first validator that is a ``FlowSandbox`` (the local sandbox; a Langflow server
+    validates components but runs no probe), else None."""
+
+    def __init__(self, *validators: ComponentValidator | None, flow_sandbox: FlowSandbox | None = None) -> None:
         self.validators: list[ComponentValidator] = [v for v in validators if v is not None]
         if not self.validators:
             raise ValueError("ChainValidator needs at least one validator")
+        if flow_sandbox is None:
+            flow_sandbox = next((v for v in self.validators if isinstance(v, FlowSandbox)), None)
+        self.flow_sandbox: FlowSandbox | None = flow_sandbox
 
     async def validate(self, code: str) -> ValidationReport:
         merged: ValidationReport | None = None

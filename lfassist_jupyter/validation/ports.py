@@ -1,9 +1,13 @@
 """The ports: what a pipeline needs from the outside world, declared in one place.
 
 A pipeline never knows *how* code is checked or run; it talks to these protocols.
-``SandboxValidator`` (sandbox/client.py), ``LangflowValidator`` (langflow/validator.py)
-and ``ChainValidator`` (validation/chain.py) are ``ComponentValidator``s; ``Catalog`` and
-``FlowRunner`` are the ports the flow pipeline will use (kept minimal until it lands).
+``ComponentValidator`` checks component code: ``SandboxValidator`` (sandbox/client.py),
+``LangflowValidator`` (langflow/validator.py) and ``ChainValidator`` (validation/chain.py)
+are ones.  ``FlowSandbox`` is what the flow pipelines use: the catalogue, node templates
+for generated code, building and probe-running flows -- everything that runs lfx, which
+happens behind the sandbox's door and never in the kernel.  ``SandboxValidator`` is one,
+and a ``ChainValidator`` names the one in its chain (``flow_sandbox``), so the assistant
+never has to guess which of its validators can run a flow.
 
 Only the standard library and ``validation.report`` are imported here, so every layer
 (core, langflow, views) can depend on this module without pulling anything heavy in.
@@ -11,10 +15,12 @@ Only the standard library and ``validation.report`` are imported here, so every 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lfassist_jupyter.validation.report import ValidationReport
+
+if TYPE_CHECKING:  # the answers' types (pydantic models); the protocol itself needs none of them
+    from lfassist_jupyter.sandbox.answers import FlowBuild, FlowRun
 
 Reference = dict[str, Any]
 """What the installed lfx offers (version, input and output classes), for the generation prompt."""
@@ -38,15 +44,30 @@ Validator = ComponentValidator
 
 
 @runtime_checkable
-class Catalog(Protocol):
-    """The components a flow can use: name -> the node template Langflow builds for it."""
+class FlowSandbox(Protocol):
+    """The sandbox as the flow pipelines see it.  Each call blocks (a sandboxed child does the
+    work), so a pipeline makes them from its async run through ``asyncio.to_thread``, never
+    while it is assembled; none raises for a bad flow or code: the answer says what failed."""
 
-    async def components(self) -> Mapping[str, Mapping[str, Any]]: ...
+    def flow_catalog_sync(self) -> dict[str, dict[str, Any]]:
+        """lfx's bundled components, ``{type: node template}`` (cached by the sandbox)."""
+        ...
 
+    def component_template_sync(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+        """``{"ok": True, "template": ...}``: the node template lfx builds for generated code."""
+        ...
 
-@runtime_checkable
-class FlowRunner(Protocol):
-    """Runs a flow (Langflow JSON) with one input and returns its output text; raises
-    ``LfAssistError`` subclasses with a readable message when it cannot."""
+    def build_flow_sync(
+        self,
+        spec: str,
+        *,
+        extra: dict[str, dict[str, Any]] | None = None,
+        repair: bool = True,
+        timeout: float | None = None,
+    ) -> FlowBuild:
+        """Langflow flow JSON from spec text, built by lfx's builder (``flows.build_flow``)."""
+        ...
 
-    async def run(self, flow: Mapping[str, Any], input_value: str) -> str: ...
+    def probe_run_sync(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun:
+        """The probe run: ``flow`` run on ``input_text`` with its models stubbed."""
+        ...

@@ -280,29 +280,7 @@ def validate_static(code: str, *, security: SecurityMode | bool = "reject") -> V
             _check_class_lightly(cls, report)
 
         if mode != "off":
-            report.phases_run.append("security")
-            issues = security_findings(tree)
-            if issues and mode == "reject":
-                items = "; ".join(f"line {line}: {text}" for line, text in issues[:5])
-                report.findings.append(
-                    Finding(
-                        severity="error",
-                        phase="security",
-                        rule="security",
-                        message=f"Unsafe code is not allowed in a component: {items}. Remove these calls.",
-                        line=issues[0][0],
-                    )
-                )
-            for line, text in issues if mode == "report" else ():
-                report.findings.append(
-                    Finding(
-                        severity="policy",
-                        phase="security",
-                        rule="security",
-                        message=f"Line {line}: {text}. Langflow allows it; validation runs it only in the sandbox.",
-                        line=line,
-                    )
-                )
+            _security_phase(tree, mode, report)
     except (MemoryError, RecursionError) as exc:
         report.findings.append(
             Finding(
@@ -312,6 +290,34 @@ def validate_static(code: str, *, security: SecurityMode | bool = "reject") -> V
             )
         )
     return done()
+
+
+def _security_phase(tree: ast.Module, mode: SecurityMode, report: ValidationReport) -> None:
+    """The security phase: unsafe calls are one error (``reject``: generated code must not
+    make them) or ``policy`` findings (``report``: the user's own code, which Langflow runs)."""
+    report.phases_run.append("security")
+    issues = security_findings(tree)
+    if issues and mode == "reject":
+        items = "; ".join(f"line {line}: {text}" for line, text in issues[:5])
+        report.findings.append(
+            Finding(
+                severity="error",
+                phase="security",
+                rule="security",
+                message=f"Unsafe code is not allowed in a component: {items}. Remove these calls.",
+                line=issues[0][0],
+            )
+        )
+    for line, text in issues if mode == "report" else ():
+        report.findings.append(
+            Finding(
+                severity="policy",
+                phase="security",
+                rule="security",
+                message=f"Line {line}: {text}. Langflow allows it; validation runs it only in the sandbox.",
+                line=line,
+            )
+        )
 
 
 def _check_class_lightly(cls: ast.ClassDef, report: ValidationReport) -> None:

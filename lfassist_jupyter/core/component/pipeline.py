@@ -16,6 +16,7 @@ call it for a custom node of a flow.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
@@ -43,6 +44,27 @@ def check_max_retries(value: object) -> int:
     return value
 
 
+@dataclass
+class _Job:
+    """One request's state across its attempts (PocketFlow's shared store, for one request)."""
+
+    request: Request
+    sink: Sink
+    max_attempts: int
+    reference: Reference | None
+    """The installed lfx, for the generation prompt and the repair pass."""
+    messages: list[dict[str, str]]
+    """The conversation for the next attempt: grows by the reply and the error on each retry."""
+    code: str | None = None
+    """The latest code the model wrote (an attempt without code keeps the one before)."""
+    class_name: str | None = None
+    report: ValidationReport | None = None
+    """The validation report of the latest attempt."""
+
+    def progress(self, step: str, attempt: int, message: str, **extra: Any) -> None:
+        self.sink(ProgressEvent(step=step, attempt=attempt, max_attempts=self.max_attempts, message=message, **extra))
+
+
 class ComponentPipeline:
     """Generates one Langflow custom component and repairs it until it validates.
 
@@ -59,19 +81,12 @@ class ComponentPipeline:
         self.repair = repair
 
     async def run(self, request: Request, sink: Sink) -> ComponentOutcome:
+        """Attempts until one validates (or is repaired), the attempts run out, or a failure
+        no retry can fix; each attempt is generate -> extract -> validate -> repair."""
         validate = self.max_retries > 0
-        max_attempts = self.max_retries if validate else 1
-        reference = await self._reference()
-        system = generation_system_prompt(reference)
-        messages = list(request.messages)
-        code: str | None = None
-        class_name: str | None = None
-        report: ValidationReport | None = None
-
-        def progress(step: str, attempt: int, message: str, **extra: Any) -> None:
-            sink(ProgressEvent(step=step, attempt=attempt, max_attempts=max_attempts, message=message, **extra))
-
-        for attempt in range(1, max_attempts + 1):
+        job = _Job(request, sink, self.max_retries or 1, await self._reference(), list(request.messages))
+        system = generation_system_prompt(job.reference)
+        for attempt in range(1, job.max_attempts + 1):
             log_event(
                 logging.INFO,
                 "assistant.generation.attempt",
@@ -80,131 +95,112 @@ class ComponentPipeline:
                 max_retries=self.max_retries,
             )
             first = "Generating component..."
-            progress(
+            job.progress(
                 "generating_component",
                 attempt,
-                first if attempt == 1 else f"Generating a fix (attempt {attempt} of {max_attempts})...",
+                first if attempt == 1 else f"Generating a fix (attempt {attempt} of {job.max_attempts})...",
             )
             try:
-                reply = await self._generate(request, system, messages)
+                reply = await self._generate(request, system, job.messages)
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return ComponentOutcome(
                     result=exc.friendly,
-                    code=code,
-                    class_name=class_name,
+                    code=job.code,
+                    class_name=job.class_name,
                     attempts=attempt - 1 if validate else 0,
                     error=exc.friendly,
-                    report=report,
+                    report=job.report,
                 )
-            progress("generation_complete", attempt, "Generation complete.")
-            progress("extracting_code", attempt, "Extracting code...")
+            job.progress("generation_complete", attempt, "Generation complete.")
+            job.progress("extracting_code", attempt, "Extracting code...")
             new_code = extract_component_code(reply)
             if new_code is None and attempt == 1:
                 # The model answered in prose (e.g. asked for details): show it as is.
                 return ComponentOutcome(result=reply)
             if new_code is not None:
-                code, class_name = new_code, guess_class_name(new_code)
+                job.code, job.class_name = new_code, guess_class_name(new_code)
             if not validate:
-                return ComponentOutcome(result=reply, code=code, class_name=class_name)
-            progress(
-                "validating",
-                attempt,
-                f"Validating (attempt {attempt} of {max_attempts})...",
-                class_name=class_name,
-            )
-            if new_code is None:
-                report = ValidationReport(is_valid=False, phase="static", error=NO_CODE_ERROR)
-            else:
-                report = await self._validate(new_code)
-                class_name = report.class_name or class_name
-            if report.is_valid:
-                log_event(
-                    logging.INFO,
-                    "assistant.validation.success",
-                    request_id=request.request_id,
-                    class_name=class_name,
-                    attempts=attempt,
-                )
-                progress("validated", attempt, f"{class_name} validated.", class_name=class_name)
-                return ComponentOutcome(
-                    result=reply, code=code, class_name=class_name, validated=True, attempts=attempt, report=report
-                )
-            error = report.error or "Validation failed."
-            progress(
-                "validation_failed",
-                attempt,
-                f"Validation failed ({report.phase}).",
-                error=error,
-                class_name=class_name,
-                component_code=code,
-            )
-            repaired = await self._repair(new_code, report, reference, progress, attempt) if new_code else None
-            if repaired is not None:
-                log_event(
-                    logging.INFO,
-                    "assistant.validation.repaired",
-                    request_id=request.request_id,
-                    class_name=repaired.report.class_name or class_name,
-                    attempts=attempt,
-                    changes=len(repaired.changes),
-                )
-                class_name = repaired.report.class_name or class_name
-                progress("validated", attempt, f"{class_name} validated.", class_name=class_name)
-                return ComponentOutcome(
-                    result=reply.replace(new_code or "", repaired.code) if new_code else reply,
-                    code=repaired.code,
-                    class_name=class_name,
-                    validated=True,
-                    attempts=attempt,
-                    report=repaired.report,
-                    repairs=repaired.changes,
-                )
-            if attempt == max_attempts or not report.retryable:
-                log_event(
-                    logging.ERROR,
-                    "assistant.validation.exhausted",
-                    request_id=request.request_id,
-                    error=error,
-                    attempts=attempt,
-                    code_snippet=(code or "")[:200],
-                )
-                plural = "s" * (attempt > 1)
-                return ComponentOutcome(
-                    result=f"The component could not be validated after {attempt} attempt{plural}: {error}",
-                    code=code,
-                    class_name=class_name,
-                    attempts=attempt,
-                    error=error,
-                    report=report,
-                )
-            log_event(
-                logging.WARNING,
-                "assistant.validation.failed",
-                request_id=request.request_id,
-                error=error,
-                attempt=attempt,
-                class_name=class_name,
-            )
-            sink(
-                ProgressEvent(
-                    step="retrying",
-                    attempt=attempt + 1,
-                    max_attempts=max_attempts,
-                    message=f"Retrying with the error as context (attempt {attempt + 1} of {max_attempts})...",
-                )
-            )
-            messages = [
-                *messages,
-                {"role": "assistant", "content": reply},
-                {
-                    "role": "user",
-                    "content": retry_message(
-                        error=error, code=code or reply, attempt=attempt, max_attempts=max_attempts
-                    ),
-                },
-            ]
+                return ComponentOutcome(result=reply, code=job.code, class_name=job.class_name)
+            outcome = await self._check(job, attempt, reply, new_code)
+            if outcome is not None:
+                return outcome
+            self._retry(job, attempt, reply)
         raise AssertionError("unreachable: the last attempt always returns")  # pragma: no cover
+
+    async def _check(self, job: _Job, attempt: int, reply: str, new_code: str | None) -> ComponentOutcome | None:
+        """Validate this attempt's code; on failure the zero-call repair pass, then the verdict.
+        The outcome when the request is done (validated, repaired or out of attempts), else None."""
+        job.progress(
+            "validating",
+            attempt,
+            f"Validating (attempt {attempt} of {job.max_attempts})...",
+            class_name=job.class_name,
+        )
+        if new_code is None:
+            report = ValidationReport(is_valid=False, phase="static", error=NO_CODE_ERROR)
+        else:
+            report = await self._validate(new_code)
+            job.class_name = report.class_name or job.class_name
+        job.report = report
+        request_id = job.request.request_id
+        if report.is_valid:
+            log_event(logging.INFO, "assistant.validation.success", request_id=request_id,
+                      class_name=job.class_name, attempts=attempt)  # fmt: skip
+            job.progress("validated", attempt, f"{job.class_name} validated.", class_name=job.class_name)
+            return ComponentOutcome(
+                result=reply, code=job.code, class_name=job.class_name, validated=True, attempts=attempt, report=report
+            )
+        error = report.error or "Validation failed."
+        job.progress(
+            "validation_failed",
+            attempt,
+            f"Validation failed ({report.phase}).",
+            error=error,
+            class_name=job.class_name,
+            component_code=job.code,
+        )
+        repaired = await self._repair(new_code, report, job.reference, job.progress, attempt) if new_code else None
+        if repaired is not None:
+            class_name = repaired.report.class_name or job.class_name
+            log_event(logging.INFO, "assistant.validation.repaired", request_id=request_id, class_name=class_name,
+                      attempts=attempt, changes=len(repaired.changes))  # fmt: skip
+            job.progress("validated", attempt, f"{class_name} validated.", class_name=class_name)
+            return ComponentOutcome(
+                result=reply.replace(new_code or "", repaired.code) if new_code else reply,
+                code=repaired.code,
+                class_name=class_name,
+                validated=True,
+                attempts=attempt,
+                report=repaired.report,
+                repairs=repaired.changes,
+            )
+        if attempt == job.max_attempts or not report.retryable:
+            log_event(logging.ERROR, "assistant.validation.exhausted", request_id=request_id, error=error,
+                      attempts=attempt, code_snippet=(job.code or "")[:200])  # fmt: skip
+            plural = "s" * (attempt > 1)
+            return ComponentOutcome(
+                result=f"The component could not be validated after {attempt} attempt{plural}: {error}",
+                code=job.code,
+                class_name=job.class_name,
+                attempts=attempt,
+                error=error,
+                report=report,
+            )
+        return None
+
+    def _retry(self, job: _Job, attempt: int, reply: str) -> None:
+        """Another attempt follows: the model gets its reply back with the error and the code."""
+        error = (job.report.error if job.report else None) or "Validation failed."
+        log_event(logging.WARNING, "assistant.validation.failed", request_id=job.request.request_id, error=error,
+                  attempt=attempt, class_name=job.class_name)  # fmt: skip
+        job.progress(
+            "retrying",
+            attempt + 1,
+            f"Retrying with the error as context (attempt {attempt + 1} of {job.max_attempts})...",
+        )
+        retry = retry_message(error=error, code=job.code or reply, attempt=attempt, max_attempts=job.max_attempts)
+        job.messages = [*job.messages, {"role": "assistant", "content": reply}, {"role": "user", "content": retry}]
 
     async def _generate(self, request: Request, system: str, messages: list[dict[str, str]]) -> str:
         chunks = request.provider.stream(

@@ -21,9 +21,11 @@ and returns a ``FlowOutcome``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_max_retries
 from lfassist_jupyter.core.events import ProgressEvent
@@ -35,6 +37,7 @@ from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome
 from lfassist_jupyter.errors import ProviderError
 from lfassist_jupyter.flows.models import FlowReport, Need
 from lfassist_jupyter.sandbox.answers import FlowRun
+from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox
 
 PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
@@ -43,14 +46,6 @@ MAX_CUSTOM_NODES = 2
 MAX_CHOSEN = 14
 """At most this many full interfaces go into the write prompt (it stays within 16 KB)."""
 PLAN_TOKENS = 600
-
-
-class FlowSandbox(Protocol):
-    """What the pipeline needs from the sandbox (``SandboxValidator`` has both)."""
-
-    def probe_run_sync(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun: ...
-
-    def component_template_sync(self, code: str, timeout: float | None = None) -> dict[str, Any]: ...
 
 
 def custom_templates(flow: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -160,6 +155,41 @@ def _spec_types(spec: str | None, catalog: Any) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class SessionComponent:
+    """A component validated earlier in the conversation, which "now use it in a flow" means:
+    its class name and code.  Its node template is built in the sandbox when the pipeline runs."""
+
+    name: str
+    code: str
+
+
+@dataclass
+class _Plan:
+    """What the plan step decided for one request (PocketFlow's shared store, for one node)."""
+
+    chosen: list[str]
+    """Catalogue names to give the write prompt full interfaces of."""
+    new: list[dict[str, str]]
+    """Custom components to generate: ``{name, description}``."""
+    current_spec: str | None
+    """The spec the write prompt edits: the current flow's, or a reused flow's."""
+    prebuilt: str | None = None
+    """A reused flow's spec as a reply, when nothing is to change (no write call)."""
+
+
+@dataclass
+class _Attempt:
+    """The products of the latest write/build/check attempt (the outcome describes the last one)."""
+
+    flow: dict[str, Any] | None = None
+    spec: str | None = None
+    report: FlowReport | None = None
+    run: FlowRun | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+    error: str | None = None
+
+
 class FlowPipeline:
     """Builds one Langflow flow from a request, validated and probe-run.
 
@@ -167,10 +197,15 @@ class FlowPipeline:
         validator: the component validator (for custom nodes, through ``ComponentPipeline``).
         max_retries: total attempts (0..10); 0 builds once and skips validation and the probe run.
         intent: ``build_flow`` or ``component_then_flow`` (the latter always makes a custom node).
-        sandbox: runs the probe run and builds custom node templates (``SandboxValidator``).
+        sandbox: the ``FlowSandbox`` port: the catalogue, custom node templates, builds and the
+            probe run (``SandboxValidator``).
         extra_components: more catalogue entries, name -> node template (components of a
-            connected Langflow server, or made in this session); Langflow's ``GET /api/v1/all``
-            shape (category -> name -> template) is accepted too.
+            connected Langflow server); Langflow's ``GET /api/v1/all`` shape (category -> name
+            -> template) is accepted too.
+        session_component: the conversation's last validated component, added to the catalogue
+            (its template built in the sandbox during ``run``), so "now use it in a flow" finds it.
+        templates: node templates by component code, a cache the caller keeps across requests
+            (building one costs a sandbox child); the last one built replaces the others.
         current_flow: the flow a follow-up edits (Langflow JSON); its spec goes into the prompts.
         flows: the user's flows (this conversation's), which the plan may reuse instead of
             writing a new one; ``langflow`` (a connected client) adds the server's flows and
@@ -181,12 +216,14 @@ class FlowPipeline:
 
     def __init__(
         self,
-        validator: Any,
+        validator: ComponentValidator | None,
         max_retries: int = 3,
         *,
         intent: str = "build_flow",
         sandbox: FlowSandbox | None = None,
         extra_components: Mapping[str, Any] | None = None,
+        session_component: SessionComponent | None = None,
+        templates: dict[str, dict[str, Any]] | None = None,
         current_flow: Mapping[str, Any] | None = None,
         current_spec: str | None = None,
         probe_timeout: float = 30.0,
@@ -198,6 +235,8 @@ class FlowPipeline:
         self.intent = intent
         self.sandbox = sandbox
         self.extra_components = extra_components
+        self.session_component = session_component
+        self.templates = {} if templates is None else templates
         self.current_flow = dict(current_flow) if current_flow else None
         self.current_spec = current_spec
         self.probe_timeout = probe_timeout
@@ -209,11 +248,12 @@ class FlowPipeline:
     # -- the catalogue ---------------------------------------------------------------------
 
     def catalog(self) -> Any:
-        """lfx's bundled components, plus the extra ones and the current flow's custom nodes."""
+        """lfx's bundled components, plus the extra ones, the session's component and the
+        current flow's custom nodes.  Blocking (it asks the sandbox): ``run`` calls it in a thread."""
         from lfassist_jupyter.flows import default_catalog
 
         # The sandbox that probe-runs the flow also gives the catalogue and builds the flow.
-        catalog = default_catalog(self.sandbox if hasattr(self.sandbox, "flow_catalog_sync") else None)
+        catalog = default_catalog(self.sandbox)
         extra = self.extra_components or {}
         if extra and all(isinstance(v, Mapping) and "template" not in v for v in extra.values()):
             catalog.add_all({k: dict(v) for k, v in extra.items()})  # Langflow's /api/v1/all shape
@@ -224,29 +264,74 @@ class FlowPipeline:
                         catalog.add(str(name), dict(template))
                     except ValueError as exc:
                         log.warning("Catalogue entry %s skipped: %s", name, exc)
+        made = self.session_component
+        if made is not None and made.name not in catalog:
+            template = self._session_template(made)
+            try:
+                if template is not None:
+                    catalog.add(made.name, dict(template))
+            except ValueError as exc:
+                log.warning("Catalogue entry %s skipped: %s", made.name, exc)
         for name, template in custom_templates(self.current_flow).items():
             if name not in catalog:
                 catalog.add(name, template)
         return catalog
 
+    def _session_template(self, made: SessionComponent) -> dict[str, Any] | None:
+        """The node template of the session's component: cached, else built in the sandbox."""
+        template = self.templates.get(made.code)
+        if template is None and self.sandbox is not None:
+            answer = self.sandbox.component_template_sync(made.code)
+            template = answer["template"] if answer.get("ok") else None
+            if template is not None:  # the last one is the one reused
+                self.templates.clear()
+                self.templates[made.code] = template
+        return template
+
     # -- one request -----------------------------------------------------------------------
 
     async def run(self, request: Request, sink: Sink) -> FlowOutcome:
-        validate = self.max_retries > 0
-        max_attempts = self.max_retries if validate else 1
-
-        def progress(step: str, attempt: int, message: str, **extra: Any) -> None:
-            sink(ProgressEvent(step=step, attempt=attempt, max_attempts=max_attempts, message=message, **extra))
-
+        """Plan, make the custom nodes, then write, build, validate and probe-run with repairs."""
         catalog = await asyncio.to_thread(self.catalog)
         current_spec = self.current_spec
         if self.current_flow and not current_spec:
             from lfassist_jupyter.flows import flow_to_spec
 
             current_spec = await asyncio.to_thread(flow_to_spec, self.current_flow, catalog=catalog)
+        plan = await self._plan(request, sink, catalog, current_spec)
+        if isinstance(plan, FlowOutcome):
+            return plan
+        components: list[ComponentOutcome] = []
+        custom_names: list[str] = []
+        # Custom nodes, through the component pipeline (validated like any component).
+        for item in plan.new[:MAX_CUSTOM_NODES]:
+            outcome, key, error = await self._custom_node(request, sink, catalog, item)
+            components.append(outcome)
+            if key is None:
+                return FlowOutcome(
+                    result=f"The custom component {item['name']} could not be made: {error}",
+                    intent=self.intent,
+                    error=error,
+                    components=components,
+                )
+            custom_names.append(key)
+            if key not in plan.chosen:
+                plan.chosen.append(key)
+        return await self._write_and_check(request, sink, catalog, plan, components, custom_names)
 
-        # 1. Plan: the light catalogue and the user's flows; the model names what it needs, or a flow to reuse.
-        progress("planning_flow", 1, "Choosing components...")
+    def _progress(self, sink: Sink) -> Callable[..., None]:
+        """``progress(step, attempt, message, **extra)``: one progress event of this request."""
+        max_attempts = self.max_retries or 1
+
+        def progress(step: str, attempt: int, message: str, **extra: Any) -> None:
+            sink(ProgressEvent(step=step, attempt=attempt, max_attempts=max_attempts, message=message, **extra))
+
+        return progress
+
+    async def _plan(self, request: Request, sink: Sink, catalog: Any, current_spec: str | None) -> _Plan | FlowOutcome:
+        """Step 1: the light catalogue and the user's flows go to the model, which names the
+        components it needs, the custom ones to make, or a flow to reuse."""
+        self._progress(sink)("planning_flow", 1, "Choosing components...")
         from lfassist_jupyter.core import reuse
 
         candidates = await reuse.gather_flows(self.flows, self.langflow) if self.flows or self.langflow else []
@@ -264,131 +349,119 @@ class FlowPipeline:
             log_request_error(request.request_id, exc)
             return FlowOutcome(result=exc.friendly, intent=self.intent, error=exc.friendly)
         chosen, new = _parse_plan(plan_reply, catalog)
-        reused: dict[str, Any] | None = None
-        prebuilt: str | None = None
-        name, change, inputs = reuse.parse_reuse(plan_reply)
-        candidate = reuse.match_candidate(name, candidates) if name else None
-        loaded = await reuse.load_candidate(candidate, self.langflow) if candidate else None
-        if candidate is not None and isinstance(loaded, dict) and isinstance(loaded.get("data", loaded), dict):
-            # Reuse before generate: the flow becomes the one this request edits.
-            from lfassist_jupyter.flows import flow_to_spec
-
-            loaded = without_secrets(loaded)
-            for key, template in custom_templates(loaded).items():
-                if key not in catalog:
-                    catalog.add(key, template)
-            try:
-                normalised = reuse.normalise_flow(loaded, catalog)
-                spec_text = await asyncio.to_thread(flow_to_spec, normalised, catalog=catalog)
-            except Exception as exc:  # a flow our spec writer cannot read: plan a new one
-                log.info("The flow %s could not be reused: %s", candidate.name, exc)
-                spec_text = None
-            if spec_text:
-                current_spec, shown, chat_text = reuse.apply_inputs(spec_text, inputs, catalog)
-                if chat_text:
-                    self.probe_text = chat_text
-                reused = {"name": candidate.name, "where": candidate.where, "inputs": shown}
-                if not change and not new:
-                    prebuilt = f"```\n{current_spec}```"  # nothing to change: no write call
-                log_event(logging.INFO, "assistant.flow.reused", request_id=request.request_id, where=candidate.where)
-        self._reused = reused
-        for key in _spec_types(current_spec, catalog):
-            if key not in chosen:
-                chosen.append(key)
-        if self.intent == COMPONENT_THEN_FLOW and not new:
-            new = [{"name": "CustomStep", "description": request.text}]
+        plan = _Plan(chosen=chosen, new=new, current_spec=current_spec)
+        await self._reuse(request, plan_reply, candidates, catalog, plan)
+        for key in _spec_types(plan.current_spec, catalog):
+            if key not in plan.chosen:
+                plan.chosen.append(key)
+        if self.intent == COMPONENT_THEN_FLOW and not plan.new:
+            plan.new = [{"name": "CustomStep", "description": request.text}]
         log_event(
             logging.INFO,
             "assistant.flow.planned",
             request_id=request.request_id,
-            components=",".join(chosen)[:300],
-            custom=",".join(n["name"] for n in new)[:200],
+            components=",".join(plan.chosen)[:300],
+            custom=",".join(n["name"] for n in plan.new)[:200],
         )
+        return plan
 
-        # 2. Custom nodes, through the component pipeline (validated like any component).
-        components: list[ComponentOutcome] = []
-        custom_names: list[str] = []
-        for item in new[:MAX_CUSTOM_NODES]:
-            outcome, key, error = await self._custom_node(request, sink, catalog, item)
-            components.append(outcome)
-            if key is None:
-                return FlowOutcome(
-                    result=f"The custom component {item['name']} could not be made: {error}",
-                    intent=self.intent,
-                    error=error,
-                    components=components,
-                )
-            custom_names.append(key)
-            if key not in chosen:
-                chosen.append(key)
+    async def _reuse(self, request: Request, plan_reply: str, candidates: list[Any], catalog: Any, plan: _Plan) -> None:
+        """Reuse before generate: when the plan names one of the user's flows, that flow (its
+        inputs set from the request) becomes the one this request edits."""
+        from lfassist_jupyter.core import reuse
 
-        # 3. Write, build, validate, probe-run; repair with the top errors.
-        interfaces = self._interfaces(catalog, chosen, custom_names)
+        self._reused = None
+        name, change, inputs = reuse.parse_reuse(plan_reply)
+        candidate = reuse.match_candidate(name, candidates) if name else None
+        loaded = await reuse.load_candidate(candidate, self.langflow) if candidate else None
+        if candidate is None or not isinstance(loaded, dict) or not isinstance(loaded.get("data", loaded), dict):
+            return
+        from lfassist_jupyter.flows import flow_to_spec
+
+        loaded = without_secrets(loaded)
+        for key, template in custom_templates(loaded).items():
+            if key not in catalog:
+                catalog.add(key, template)
+        try:
+            normalised = reuse.normalise_flow(loaded, catalog)
+            spec_text = await asyncio.to_thread(flow_to_spec, normalised, catalog=catalog)
+        except Exception as exc:  # a flow our spec writer cannot read: plan a new one
+            log.info("The flow %s could not be reused: %s", candidate.name, exc)
+            return
+        if not spec_text:
+            return
+        plan.current_spec, shown, chat_text = reuse.apply_inputs(spec_text, inputs, catalog)
+        if chat_text:
+            self.probe_text = chat_text
+        self._reused = {"name": candidate.name, "where": candidate.where, "inputs": shown}
+        if not change and not plan.new:
+            plan.prebuilt = f"```\n{plan.current_spec}```"  # nothing to change: no write call
+        log_event(logging.INFO, "assistant.flow.reused", request_id=request.request_id, where=candidate.where)
+
+    async def _write_and_check(
+        self,
+        request: Request,
+        sink: Sink,
+        catalog: Any,
+        plan: _Plan,
+        components: list[ComponentOutcome],
+        custom_names: list[str],
+    ) -> FlowOutcome:
+        """Step 3: write, build, validate, probe-run; repair with the top errors, up to
+        ``max_retries`` attempts (0: build once, unchecked)."""
+        validate = self.max_retries > 0
+        max_attempts = self.max_retries if validate else 1
+        progress = self._progress(sink)
+        interfaces = self._interfaces(catalog, plan.chosen, custom_names)
         first = {
             "role": "user",
-            "content": prompts.write_message(request.text, interfaces, current_spec, custom_names),
+            "content": prompts.write_message(request.text, interfaces, plan.current_spec, custom_names),
         }
         messages = [first]
-        flow: dict[str, Any] | None = None
-        spec: str | None = None
-        report: FlowReport | None = None
-        run: FlowRun | None = None
-        notes: list[str] = []
-        error: str | None = None
+        last = _Attempt()
         for attempt in range(1, max_attempts + 1):
             if attempt == 1:
                 progress("generating_flow", attempt, "Writing the flow...")
             try:
-                reply = prebuilt if attempt == 1 and prebuilt else await self._generate(request, messages)
+                reply = plan.prebuilt if attempt == 1 and plan.prebuilt else await self._generate(request, messages)
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return FlowOutcome(
                     result=exc.friendly,
                     intent=self.intent,
-                    flow=flow,
-                    spec=spec,
+                    flow=last.flow,
+                    spec=last.spec,
                     attempts=attempt - 1,
                     error=exc.friendly,
-                    report=report,
-                    run=run,
+                    report=last.report,
+                    run=last.run,
                     components=components,
                 )
             progress("building_flow", attempt, "Building the flow with lfx...")
-            built, problems, notes = await asyncio.to_thread(self._build, reply, catalog)
-            report = run = None  # the outcome describes the last attempt
+            built, problems, last.notes = await asyncio.to_thread(self._build, reply, catalog)
+            last.report = last.run = None  # the outcome describes the last attempt
             if built is None and not problems:
                 if attempt == 1:
                     # No spec at all: the model answered in prose (e.g. asked which model to use).
                     return FlowOutcome(result=reply, intent=self.intent, components=components)
                 problems = ["flow: the reply held no spec (a fenced block with 'nodes:' and 'edges:')."]
             if built is not None:
-                flow, spec = built.flow, built.spec
+                last.flow, last.spec = built.flow, built.spec
                 if not built.ok:
                     problems = [str(e) for e in built.errors]
-            if not validate and flow is not None:
-                return self._finish(flow, spec, False, attempt, None, None, None, notes, components, validate=False)
-            if flow is not None and not problems:
-                progress("validating_flow", attempt, f"Validating the flow (attempt {attempt} of {max_attempts})...")
-                from lfassist_jupyter.flows import validate_flow
-
-                report = await asyncio.to_thread(validate_flow, flow, catalog=catalog)
-                problems = [str(e) for e in report.errors]
-                if not problems:
-                    progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")
-                    run = await self._probe(flow)
-                    if not run.ok:
-                        report.needs += file_needs(flow, str(run.error or ""))
-                    if not run.ok and not report.needs:
-                        problems = [f"flow: the probe run failed: {run.error}"]
-            if not problems and flow is not None:
+            if not validate and last.flow is not None:
+                return self._finish(last, False, attempt, components, validate=False)
+            if last.flow is not None and not problems:
+                problems = await self._check(last, catalog, progress, attempt, max_attempts)
+            if not problems and last.flow is not None:
                 progress("flow_validated", attempt, "Flow validated.")
                 log_event(logging.INFO, "assistant.flow.validated", request_id=request.request_id, attempts=attempt)
-                return self._finish(flow, spec, True, attempt, None, report, run, notes, components)
-            error = "; ".join(problems[:5]) or "The flow could not be built."
-            progress("flow_failed", attempt, "The flow did not validate.", error=error)
-            log_event(
-                logging.WARNING, "assistant.flow.failed", request_id=request.request_id, error=error, attempt=attempt
-            )
+                last.error = None
+                return self._finish(last, True, attempt, components)
+            last.error = "; ".join(problems[:5]) or "The flow could not be built."
+            progress("flow_failed", attempt, "The flow did not validate.", error=last.error)
+            log_event(logging.WARNING, "assistant.flow.failed", request_id=request.request_id, error=last.error,
+                      attempt=attempt)  # fmt: skip
             if attempt == max_attempts:
                 break
             progress(
@@ -396,13 +469,34 @@ class FlowPipeline:
                 attempt + 1,
                 f"Repairing the flow with the errors as context (attempt {attempt + 1} of {max_attempts})...",
             )
-            hint = self._hint(problems, catalog, chosen)
+            hint = self._hint(problems, catalog, plan.chosen)
             messages = [
                 first,
                 {"role": "assistant", "content": reply},
                 {"role": "user", "content": prompts.repair_message(problems[:5], attempt, max_attempts, hint)},
             ]
-        return self._finish(flow, spec, False, max_attempts, error, report, run, notes, components, validate=validate)
+        return self._finish(last, False, max_attempts, components, validate=validate)
+
+    async def _check(
+        self, last: _Attempt, catalog: Any, progress: Callable[..., None], attempt: int, max_attempts: int
+    ) -> list[str]:
+        """``validate_flow``, then the probe run; the problems a repair round gets (none: valid).
+        A probe run that failed only for a file the user must give is a need, not a problem."""
+        assert last.flow is not None
+        flow = last.flow
+        progress("validating_flow", attempt, f"Validating the flow (attempt {attempt} of {max_attempts})...")
+        from lfassist_jupyter.flows import validate_flow
+
+        report = last.report = await asyncio.to_thread(validate_flow, flow, catalog=catalog)
+        problems = [str(e) for e in report.errors]
+        if not problems:
+            progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")
+            run = last.run = await self._probe(flow)
+            if not run.ok:
+                report.needs += file_needs(flow, str(run.error or ""))
+            if not run.ok and not report.needs:
+                problems = [f"flow: the probe run failed: {run.error}"]
+        return problems
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -483,19 +577,15 @@ class FlowPipeline:
 
     def _finish(
         self,
-        flow: dict[str, Any] | None,
-        spec: str | None,
+        last: _Attempt,
         validated: bool,
         attempts: int,
-        error: str | None,
-        report: FlowReport | None,
-        run: FlowRun | None,
-        notes: list[str],
         components: list[ComponentOutcome],
         *,
         validate: bool = True,
     ) -> FlowOutcome:
-        text = summary(flow, validated, attempts, error, report, run, components, validate=validate)
+        flow, run = last.flow, last.run
+        text = summary(flow, validated, attempts, last.error, last.report, run, components, validate=validate)
         if run is not None and self.probe_text != PROBE_TEXT:
             text = text.replace(f"with {PROBE_TEXT!r}", f"with {self.probe_text[:200]!r}")
         if self._reused is not None and flow is not None:
@@ -507,14 +597,14 @@ class FlowPipeline:
             reused=self._reused if flow is not None else None,
             intent=self.intent,
             flow=flow,
-            spec=spec,
+            spec=last.spec,
             validated=validated,
             attempts=attempts if validate else 0,
-            error=error,
-            report=report,
+            error=last.error,
+            report=last.report,
             run=run,
             components=components,
-            notes=notes,
+            notes=last.notes,
         )
 
 

@@ -23,6 +23,7 @@ from lfassist_jupyter.core.intent import RUN_FLOW, parse_run_request
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import FlowOutcome
 from lfassist_jupyter.sandbox.answers import FlowRun
+from lfassist_jupyter.validation.ports import FlowSandbox
 
 MAX_FLOW_FILE = 20_000_000
 
@@ -52,7 +53,7 @@ class RunFlowPipeline:
 
     Args:
         session: the conversation (its flows and restore points are searched first).
-        sandbox: runs the probe (``SandboxValidator.probe_run_sync``).
+        sandbox: the ``FlowSandbox`` port: its catalogue validates the flow, its probe run (``probe_run_sync``) runs it.
         flow_name: the flow as the user named it ("" / None: the current flow).
         input_text: the text to run it on (None: read from the request).
         langflow: a connected ``LangflowClient``, searched by flow name last.
@@ -62,7 +63,7 @@ class RunFlowPipeline:
     def __init__(
         self,
         session: Any,
-        sandbox: Any,
+        sandbox: FlowSandbox,
         *,
         flow_name: str | None = None,
         input_text: str | None = None,
