@@ -47,6 +47,9 @@ class RequestRecord:
     prompt_chars: int = 0
     error_type: str | None = None
     provider_error: str | None = field(default=None, repr=False)  # the type of a provider call's failure
+    fallbacks: list[Any] = field(default_factory=list, repr=False)
+    """The model substitutions the provider made during this request (``ModelFallback``: names
+    only), so every view can say which model really answered without asking the provider."""
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
     def add_call(self, *, prompt_chars: int, usage: Any = None) -> None:
@@ -69,7 +72,14 @@ def prompt_chars(system: str, messages: list[dict[str, str]]) -> int:
     return len(system or "") + sum(len(str(m.get("content") or "")) for m in messages)
 
 
-async def _metered(record: RequestRecord, stream: AsyncIterator[str], *, chars: int, usage: list[Any]) -> Any:
+async def _metered(
+    record: RequestRecord,
+    stream: AsyncIterator[str],
+    *,
+    chars: int,
+    usage: list[Any],
+    on_end: Callable[[], None] | None = None,
+) -> Any:
     """Pass a provider's stream through, counting the call once it ends (or is abandoned).
 
     ``usage`` is what this call's ``on_usage`` received, read at the end because the SDKs
@@ -83,6 +93,8 @@ async def _metered(record: RequestRecord, stream: AsyncIterator[str], *, chars: 
         raise
     finally:
         record.add_call(prompt_chars=chars, usage=usage[-1] if usage else None)
+        if on_end is not None:
+            on_end()
 
 
 class MeteredProvider:
@@ -108,8 +120,21 @@ class MeteredProvider:
             if outer is not None:
                 outer(reported)
 
+        known = getattr(self._inner, "fallbacks", None)
+        before = len(known) if isinstance(known, list) else 0
+
+        def settled() -> None:
+            """The call is over: note the model substitutions it made (the provider keeps its whole
+            history) and which model really answers the requested name from now on."""
+            record = self._record
+            if isinstance(known, list):
+                record.fallbacks.extend(known[before:])
+            substitutions = getattr(self._inner, "substitutions", None)
+            if isinstance(substitutions, dict):
+                record.model = substitutions.get(record.model, record.model)
+
         inner = self._inner.stream(system=system, messages=messages, on_usage=seen, **kwargs)
-        return _metered(self._record, inner, chars=prompt_chars(system, messages), usage=usage)
+        return _metered(self._record, inner, chars=prompt_chars(system, messages), usage=usage, on_end=settled)
 
     async def complete(self, **kwargs: Any) -> str:
         return "".join([chunk async for chunk in self.stream(**kwargs)])

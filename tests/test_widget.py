@@ -3,6 +3,7 @@ sessions, and no secrets in the synced state (which is what a saved notebook sto
 
 from __future__ import annotations
 
+import html
 import json
 import time
 
@@ -412,6 +413,13 @@ def test_model_fallback_through_the_assistant(make_assistant, llm):
     assert [r.body["model"] for r in llm.requests] == ["gpt-4o-mini", "gpt-4o", "gpt-4o-mini"]
     assert assistant.provider.substitutions == {"gpt-4o": "gpt-4o-mini"}
     assert all(r.path.endswith("/chat/completions") for r in llm.requests)  # never another provider
+    # What %%assist shows (the result's HTML and text) says which model answered, as the panel does.
+    assert result.usage.model == "gpt-4o-mini"
+    for shown in (html.unescape(result._repr_html_()), repr(result)):
+        assert "'gpt-4o'" in shown and "'gpt-4o-mini'" in shown and "%assist models" in shown
+    llm.queue(intent("question"), "Fine.")
+    later = assistant.run("What is a Message?")
+    assert later.usage.fallbacks == [] and "%assist models" not in repr(later)  # said once
     # A model the provider does not list is the user's choice: an error, not a silent substitute.
     assistant = make_assistant("openai", model="my-finetune")
     llm.queue(intent("generate_component"), Status(404, "no such model"))

@@ -270,10 +270,6 @@ class ChatPanel(anywidget.AnyWidget):
         steps: list[ProgressStep] = []
         try:
             assistant = self._get_assistant()
-            try:
-                fallbacks_before = len(assistant.provider.fallbacks)
-            except Exception:  # no provider: the engine's error event says why
-                fallbacks_before = 0
             async for event in assistant.stream(text):
                 if event.event == "token":
                     tokens.append(event.chunk)
@@ -287,7 +283,7 @@ class ChatPanel(anywidget.AnyWidget):
                     wire = [s.model_dump() for s in steps]
                     self.progress = {"steps": wire, "current": wire[-1]}
                 else:
-                    self._finish(event, "".join(tokens), steps, assistant, fallbacks_before)
+                    self._finish(event, "".join(tokens), steps, assistant)
         except asyncio.CancelledError:  # stopped before the engine took the request
             self._append(cancelled_message())
         except Exception as exc:  # the panel must always leave the busy state
@@ -308,10 +304,9 @@ class ChatPanel(anywidget.AnyWidget):
         text: str,
         steps: list[ProgressStep],
         assistant: Assistant,
-        fallbacks_before: int = 0,
     ) -> None:
-        provider = getattr(assistant, "_provider", None)
-        fallbacks = list(getattr(provider, "fallbacks", []))[fallbacks_before:]
+        record = event.usage  # the request's metrics record travels with its terminal event
+        fallbacks = record.fallbacks if record is not None else []  # the models substituted meanwhile
         notes = [f.message for f in fallbacks] or None
         if fallbacks:  # the selector shows the model actually in use from now on
             self._use_model(f"{fallbacks[-1].provider}:{fallbacks[-1].used}")
@@ -321,9 +316,7 @@ class ChatPanel(anywidget.AnyWidget):
         if event.event == "error":
             self._append(error_message(event.message).model_copy(update={"notes": notes}))
             return
-        record = event.usage  # the request's metrics record travels with its terminal event
-        model = record.model if record is not None else ""
-        model = getattr(provider, "substitutions", {}).get(model, model)
+        model = record.model if record is not None else ""  # the model that answered (after a fallback)
         decorations = {"usage": usage_line(record, model), "notes": notes}
         data = event.data
         if data.warnings:  # e.g. "this conversation is not being saved": never silent

@@ -4,6 +4,7 @@ card, a flow card, an answer, or one line for a cancelled or failed request."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .component import fields_table, io_lines, io_text
@@ -19,7 +20,30 @@ def _attempts(result: AssistResult) -> str:
     return f"{result.attempts} attempt{'s' * (result.attempts != 1)}"
 
 
+def fallback_notes(result: AssistResult) -> list[str]:
+    """The model substitutions made during the request (its metrics record has them): a cell
+    says which model really answered, as the panel does."""
+    return [f.message for f in getattr(result.usage, "fallbacks", None) or []]
+
+
+def _with_notes(result: AssistResult, body: str, render: Callable[[str], str]) -> str:
+    notes = fallback_notes(result)
+    return "".join(render(n) for n in notes) + body if notes else body
+
+
 def result_markdown(result: AssistResult) -> str:
+    return _with_notes(result, _markdown(result), lambda n: f"ℹ️ {inert_markdown(n)}\n\n")
+
+
+def result_html(result: AssistResult) -> str:
+    return _with_notes(result, _html(result), lambda n: f'<div style="opacity:.8">ℹ️ {html.escape(n)}</div>')
+
+
+def result_text(result: AssistResult) -> str:
+    return _with_notes(result, _text(result), lambda n: f"Note: {n}\n")
+
+
+def _markdown(result: AssistResult) -> str:
     if result.status == "cancelled":
         return "⏹ Request cancelled."
     if result.status == "error":
@@ -40,7 +64,7 @@ def result_markdown(result: AssistResult) -> str:
     return "\n\n".join(parts)
 
 
-def result_html(result: AssistResult) -> str:
+def _html(result: AssistResult) -> str:
     if result.status == "cancelled":
         return f'<div style="{CARD}">⏹ Request cancelled.</div>'
     if result.status == "error":
@@ -69,9 +93,9 @@ def result_html(result: AssistResult) -> str:
     return "".join(parts)
 
 
-def result_text(result: AssistResult) -> str:
+def _text(result: AssistResult) -> str:
     if result.status != "complete":
-        return result_markdown(result)
+        return _markdown(result)
     if result.kind == "flow":
         return flow_result_text(result)
     if result.kind != "component" or not result.code:
