@@ -343,6 +343,7 @@ async def arun_suite(
     provider: str | None = None,
     model: str | None = None,
     max_retries: int = 3,
+    intent_model: str | None = None,
     runner: CheckRunner | None = None,
     assistant_factory: Callable[..., Any] | None = None,
     on_progress: Callable[[int, int, CaseResult | None, Case | None], None] | None = None,
@@ -352,7 +353,8 @@ async def arun_suite(
 
     factory = assistant_factory or Assistant
     runner = runner or SandboxCheckRunner()
-    first = factory(provider=provider, model=model, max_retries=max_retries, session_store=False)
+    options = {"model": model, "max_retries": max_retries, "intent_model": intent_model, "session_store": False}
+    first = factory(provider=provider, **options)
     chosen = first.provider  # raises ConfigError with the fix when nothing is configured
     suite = SuiteResult(
         provider=chosen.name,
@@ -363,9 +365,7 @@ async def arun_suite(
     for i, case in enumerate(cases):
         if on_progress:
             on_progress(i, len(cases), None, case)
-        assistant = (
-            first if i == 0 else factory(provider=chosen, model=model, max_retries=max_retries, session_store=False)
-        )
+        assistant = first if i == 0 else factory(provider=chosen, **options)
         suite.cases.append(await run_case(case, assistant, runner))
         if on_progress:
             on_progress(i + 1, len(cases), suite.cases[-1], None)
@@ -418,6 +418,7 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--provider", default=settings.provider, help=setting("provider"))
     parser.add_argument("--model", default=settings.model, help=setting("model"))
     parser.add_argument("--max-retries", type=int, default=settings.max_retries, help=setting("max_retries"))
+    parser.add_argument("--intent-model", default=settings.intent_model, help=setting("intent_model"))
     parser.add_argument("--json", metavar="OUT", help="also write the results, totals and versions as JSON")
     parser.add_argument("-k", metavar="TEXT", help="only the cases whose name contains TEXT")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any case fails, not only when one errors")
@@ -456,7 +457,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not low <= args.max_retries <= high:
             raise ConfigError(f"--max-retries must be between {low} and {high}.")
         suite = run_suite(
-            cases, provider=args.provider, model=args.model, max_retries=args.max_retries, on_progress=_Bar()
+            cases,
+            provider=args.provider,
+            model=args.model,
+            max_retries=args.max_retries,
+            intent_model=args.intent_model,
+            on_progress=_Bar(),
         )
         print(suite.table())
         if args.json:

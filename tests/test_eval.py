@@ -186,7 +186,8 @@ NEVER_VALID = '[[case]]\nname = "never_valid"\nrequest = "a component that conve
 
 @pytest.mark.slow
 def test_assist_eval_uses_the_notebooks_config_max_retries(llm, monkeypatch, tmp_path):
-    """``%config AssistMagics.max_retries = 1`` reaches ``%assist eval``: one generation, not three."""
+    """``%config AssistMagics.max_retries = 1`` reaches ``%assist eval``: one generation, not three;
+    so does the model that classifies requests (``intent_model``)."""
     from IPython.core.interactiveshell import InteractiveShell
 
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
@@ -199,6 +200,7 @@ def test_assist_eval_uses_the_notebooks_config_max_retries(llm, monkeypatch, tmp
     shell.run_line_magic("load_ext", "lfassist_jupyter")
     try:
         shell.run_line_magic("config", "AssistMagics.max_retries = 1")
+        shell.run_line_magic("config", "AssistMagics.intent_model = 'my-router'")
         suite = shell.run_line_magic("assist", f"eval {cases}")
         again = shell.run_line_magic("assist", f"eval {cases} --max-retries 2")  # the flag still wins
     finally:
@@ -206,6 +208,7 @@ def test_assist_eval_uses_the_notebooks_config_max_retries(llm, monkeypatch, tmp
         InteractiveShell.clear_instance()
     (case,) = suite.cases
     assert case.status == "fail" and case.attempts == 1 and case.model_calls == 2
+    assert llm.requests[0].body["model"] == "my-router" and llm.requests[1].body["model"] != "my-router"
     assert again.cases[0].attempts == 2
 
 

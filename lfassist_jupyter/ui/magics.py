@@ -64,9 +64,9 @@ HELP = """\
 %assist panel [--main]   the chat panel, docked in JupyterLab's right sidebar (--main: a tab); again: focus it.
                          Also in the command palette: "Langflow Assistant: Open". Inline where there is no shell
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
-%assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N]
+%assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N] [--intent-model M]
                          run eval cases and check each result by running it in the sandbox
-                         (defaults: this notebook's %config AssistMagics provider, model, max_retries)
+                         (defaults: this notebook's %config AssistMagics provider, model, max_retries, intent_model)
 %assist help             this text
 %%assist_validate        validate the component code in the cell body (same validator)
   --fix                  repair mechanical mistakes (no model call): show the repaired code and the changes
@@ -331,7 +331,8 @@ class AssistMagics(Magics):
             args = parser.parse_args(shlex.split(rest))
         except SystemExit as exc:  # argparse already printed the usage line
             raise UsageError(
-                "usage: %assist eval CASES.toml [--provider P] [--model M] [--max-retries N] [--json OUT] [-k TEXT]"
+                "usage: %assist eval CASES.toml [--provider P] [--model M] [--max-retries N] [--intent-model M] "
+                "[--json OUT] [-k TEXT]"
             ) from exc
         except ValueError as exc:
             raise UsageError(f"Could not parse the options: {exc}") from exc
@@ -341,6 +342,7 @@ class AssistMagics(Magics):
                 provider=args.provider,
                 model=args.model,
                 max_retries=args.max_retries,
+                intent_model=args.intent_model,
                 on_progress=EvalProgress(rich=self._rich),
             )
             if args.json:

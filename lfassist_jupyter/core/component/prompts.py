@@ -2,7 +2,7 @@
 
 The list of input classes and their parameters is not written by hand: the validation
 worker introspects ``lfx.io`` in the interpreter that will validate the code and hands
-us a *reference* (see ``sandbox/worker/_worker.py``), so the prompt never drifts from the
+us a *reference* (see ``sandbox/worker/_reference.py``), so the prompt never drifts from the
 library.  ``FALLBACK_REFERENCE`` is used only when no worker can describe lfx (a custom
 validator, or lfx missing), and says so in the prompt.
 """
