@@ -100,7 +100,7 @@ def cold(n: int) -> list[float]:
     for _ in range(n):
         validator = SandboxValidator()
         t0 = time.perf_counter()
-        validator.validate_sync(GOOD, smoke=False)
+        validator.validate(GOOD, smoke=False)
         times.append((time.perf_counter() - t0) * 1000)
         validator.close()
     return times
@@ -111,11 +111,11 @@ def first_after_idle() -> tuple[float, float]:
     validator = SandboxValidator()
     t0 = time.perf_counter()
     validator.start()  # what %load_ext does
-    validator.reference_sync()  # returns when the zygote is ready
+    validator.reference()  # returns when the zygote is ready
     ready = (time.perf_counter() - t0) * 1000
     time.sleep(max(0.0, 3 - ready / 1000))
     t0 = time.perf_counter()
-    report = validator.validate_sync(GOOD)
+    report = validator.validate(GOOD)
     elapsed = (time.perf_counter() - t0) * 1000
     assert report.is_valid, report.error
     validator.close()
@@ -153,8 +153,8 @@ def reduced_warm(n: int) -> list[float]:
     os.environ["LFASSIST_SANDBOX"] = "reduced"
     try:
         validator = SandboxValidator()
-        validator.validate_sync(GOOD)
-        return timed(lambda: validator.validate_sync(GOOD, smoke=False), n)
+        validator.validate(GOOD)
+        return timed(lambda: validator.validate(GOOD, smoke=False), n)
     finally:
         os.environ.pop("LFASSIST_SANDBOX", None)
         validator.close()
@@ -196,7 +196,7 @@ def langflow_server(n: int) -> list[float] | None:
     server = Server(Path(tempfile.mkdtemp(prefix="lfassist-bench-")))
     try:
         server.wait()
-        client = LangflowClient(url=server.url).connect_sync()
+        client = LangflowClient(url=server.url).connect()
         with httpx.Client(base_url=server.url, headers={"x-api-key": client.api_key}, timeout=30) as http:
             http.post("/api/v1/custom_component", json={"code": GOOD}).raise_for_status()
             return timed(lambda: http.post("/api/v1/custom_component", json={"code": GOOD}).raise_for_status(), n)
@@ -350,8 +350,8 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
     from lfassist_jupyter.flows.local import run_flow
 
     flow = build_flow(UPPER_SPEC).flow
-    assert validator.probe_run_sync(flow, "warm up").text == "WARM UP"
-    warm = timed(lambda: validator.probe_run_sync(flow, "probe"), n)
+    assert validator.probe_run(flow, "warm up").text == "WARM UP"
+    warm = timed(lambda: validator.probe_run(flow, "probe"), n)
     path = Path(tempfile.mkdtemp(prefix="lfassist-bench-")) / "flow.json"
     path.write_text(json.dumps(flow))
     lfx = str(Path(sys.executable).with_name("lfx"))
@@ -408,8 +408,8 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
     from lfassist_jupyter.flows.local import run_flow
 
     catalog = default_catalog()
-    catalog.add("ChatModel", validator.component_template_sync(OPENAI_CHAT_MODEL)["template"])
-    catalog.add("Knock", validator.component_template_sync(_BENCH_KNOCK)["template"])
+    catalog.add("ChatModel", validator.component_template(OPENAI_CHAT_MODEL)["template"])
+    catalog.add("Knock", validator.component_template(_BENCH_KNOCK)["template"])
     kernel = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     threading.Thread(target=kernel.serve_forever, daemon=True).start()
     with FakeLLM() as llm:
@@ -535,7 +535,7 @@ def repair_savings(validator: SandboxValidator) -> dict:
     repaired = [i for i in failed_first if with_pass[i] == (1, True)]
     ours = len(REPAIRABLE) + len(TO_MODEL)  # the cases after these were written before the pass existed
     # The pass itself on the repairable mistakes (parse + fixes, no validation).
-    reference = validator.reference_sync()
+    reference = validator.reference()
     pass_ms: list[float] = []
     for code, _ in REPAIRABLE.values():
         report = validate_component(code, validator=validator, security="reject")
@@ -563,12 +563,12 @@ def main() -> None:
     load_with, load_without = extension_load()
     validator = SandboxValidator()
     validator.start()
-    validator.validate_sync(GOOD)
-    warm_runtime = timed(lambda: validator.validate_sync(GOOD, smoke=False), N)
-    warm_full = timed(lambda: validator.validate_sync(GOOD), N)
+    validator.validate(GOOD)
+    warm_runtime = timed(lambda: validator.validate(GOOD, smoke=False), N)
+    warm_full = timed(lambda: validator.validate(GOOD), N)
     # As in a session, where a model answer separates validations: the next child is forked and
     # warmed while nobody waits (back to back, it competes with the request for the CPU).
-    paced = timed(lambda: (time.sleep(0.2), validator.validate_sync(GOOD, smoke=False)), N)
+    paced = timed(lambda: (time.sleep(0.2), validator.validate(GOOD, smoke=False)), N)
     paced = [t - 200 for t in paced]
     floor = in_process_floor(N)
     isolation = validator.info()["isolation"]

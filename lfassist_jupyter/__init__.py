@@ -4,6 +4,10 @@ Describe a component in plain words (``%%assist`` or ``Assistant().run(...)``) a
 back Langflow component code that has been generated, validated in a sandbox, and
 repaired when needed.  Heavy modules (the engine, provider SDKs, lfx) load on first
 use, so ``%load_ext lfassist_jupyter`` stays fast.
+
+One naming rule across the API: the plain name blocks, and its coroutine twin is the same
+name with an ``a`` prefix (``Assistant.run``/``arun``, ``validate_component``/
+``avalidate_component``, ``SandboxValidator.validate``/``avalidate``).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ _LAZY = {
     "avalidate_component": "lfassist_jupyter.sandbox.client",
     "build_flow": "lfassist_jupyter.flows.spec",
     "validate_flow": "lfassist_jupyter.flows.validate",
-    "run_flow": "lfassist_jupyter.flows.local",  # the real run; the probe run is SandboxValidator.probe_run_sync
+    "run_flow": "lfassist_jupyter.flows.local",  # the real run; the probe run is SandboxValidator.probe_run
     "FlowRun": "lfassist_jupyter.sandbox.answers",
     "RealRun": "lfassist_jupyter.sandbox.answers",
     "SandboxValidator": "lfassist_jupyter.sandbox.client",

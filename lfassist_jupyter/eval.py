@@ -206,13 +206,13 @@ class SandboxCheckRunner:
     def run_component(self, code: str, input_text: str) -> str:
         from lfassist_jupyter.sandbox.client import default_validator
 
-        answer = default_validator().run_component_sync(code, input_text, timeout=self.timeout)
+        answer = default_validator().run_component(code, input_text, timeout=self.timeout)
         return _answer_text(answer)
 
     def probe_run(self, flow: dict[str, Any], input_text: str) -> str:
         from lfassist_jupyter.sandbox.client import default_validator
 
-        answer = default_validator().probe_run_sync(flow, input_text, timeout=self.timeout)
+        answer = default_validator().probe_run(flow, input_text, timeout=self.timeout)
         return _answer_text(answer)
 
 

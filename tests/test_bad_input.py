@@ -166,7 +166,7 @@ def _client(routes: dict[str, object], *, api_key: str | None = "k" * 20):
 def test_odd_answers_to_connect_are_one_clear_error(routes, api_key):
     client = _client(routes, api_key=api_key)
     with pytest.raises(LangflowError) as info:
-        client.connect_sync()
+        client.connect()
     assert "Langflow" in str(info.value) and "\n" not in str(info.value)
     assert client.connected is False
 
@@ -175,7 +175,7 @@ def test_odd_answers_to_connect_are_one_clear_error(routes, api_key):
 def test_an_odd_list_of_flows_is_an_error_or_skipped(flows):
     client = _client({"/api/v1/flows": flows})
     try:
-        components = client.list_components_sync(ours_only=False)
+        components = client.list_components(ours_only=False)
     except LangflowError as exc:
         assert "Langflow" in str(exc)
     else:
@@ -185,7 +185,7 @@ def test_an_odd_list_of_flows_is_an_error_or_skipped(flows):
 @pytest.mark.parametrize("build", [HTML, ["x"], {"type": "A"}, {"data": "x"}])
 def test_an_odd_answer_to_the_build_is_a_langflow_error(build):
     with pytest.raises(LangflowError):
-        _client({"/api/v1/custom_component": build}).validate_code_sync(GOOD)
+        _client({"/api/v1/custom_component": build}).validate_code(GOOD)
 
 
 @pytest.mark.parametrize("url", ["http://[::1", "javascript:alert(1)", "file:///etc/passwd", "http://host:abc", "   "])
@@ -224,7 +224,7 @@ async def test_the_chain_merges_builds_and_findings(sandbox):
     from lfassist_jupyter.validation.report import Finding, ValidationReport
 
     class Server:
-        async def validate(self, code):
+        async def avalidate(self, code):
             return ValidationReport(
                 is_valid=False,
                 phase="runtime",
@@ -233,10 +233,10 @@ async def test_the_chain_merges_builds_and_findings(sandbox):
                 phases_run=["server"],
             )
 
-        async def reference(self):
+        async def areference(self):
             return None
 
-    report = await ChainValidator(sandbox, Server()).validate(GOOD)
+    report = await ChainValidator(sandbox, Server()).avalidate(GOOD)
     assert report.is_valid is False and report.builds is False
     assert [f.rule for f in report.findings if f.rule == "srv"] == ["srv"]
     assert report.class_name == "UppercaseComponent"
@@ -478,9 +478,9 @@ def test_a_component_id_cannot_walk_the_langflow_api(component_id):
     transport = httpx.MockTransport(lambda request: calls.append(request) or httpx.Response(204))
     client = LangflowClient(url="http://langflow.test", api_key="k" * 20, transport=transport)
     with pytest.raises(ConfigError, match="component id"):
-        client.delete_component_sync(component_id)
+        client.delete_component(component_id)
     assert calls == []  # nothing was deleted anywhere
-    client.delete_component_sync("3f2a9c1e-0b6d-4a57-9c43-2d1f0e8b7a65")
+    client.delete_component("3f2a9c1e-0b6d-4a57-9c43-2d1f0e8b7a65")
     assert [r.url.path for r in calls] == ["/api/v1/flows/3f2a9c1e-0b6d-4a57-9c43-2d1f0e8b7a65"]
 
 

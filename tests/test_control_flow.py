@@ -186,7 +186,7 @@ def test_repair_flow_fixes_a_loop_in_flow_json(sandbox, expected, mistake):
     repaired = repair_flow(raw)
     assert [c.kind for c in repaired.changes] and {c.kind for c in repaired.changes} == {"edge"}
     assert validate_flow(repaired.flow).is_valid
-    assert sandbox.probe_run_sync(repaired.flow, PROBE_TEXT).text == expected[LOOP][PROBE_TEXT]
+    assert sandbox.probe_run(repaired.flow, PROBE_TEXT).text == expected[LOOP][PROBE_TEXT]
     assert lfx_run(repaired.flow, "Goodbye") == expected[LOOP]["Goodbye"]
 
 

@@ -28,7 +28,7 @@ from lfassist_jupyter.flows import build_flow, default_catalog
 
 def test_sandbox_probe_run_equals_lfx_run(sandbox):
     flow = build_flow(UPPER_SPEC).flow
-    run = sandbox.probe_run_sync(flow, "shout this")
+    run = sandbox.probe_run(flow, "shout this")
     assert run.ok, run.error
     assert run.text == lfx_run(flow, "shout this") == "SHOUT THIS"
     assert run.stubbed == []
@@ -37,7 +37,7 @@ def test_sandbox_probe_run_equals_lfx_run(sandbox):
 
 def test_sandbox_probe_run_stubs_the_model_and_says_so(sandbox):
     flow = build_flow(LLM_SPEC).flow
-    run = sandbox.probe_run_sync(flow, "What is Langflow?")
+    run = sandbox.probe_run(flow, "What is Langflow?")
     assert run.ok, run.error
     # The prompt really ran in the sandbox; only the model is a deterministic echo.
     assert run.text == "[stub Language Model] Be brief. What is Langflow?"
@@ -49,13 +49,13 @@ def test_sandbox_probe_run_stubs_the_model_and_says_so(sandbox):
 
 def test_sandbox_probe_run_failing_flow_is_a_failed_run_not_an_exception(sandbox):
     flow = build_flow("nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n").flow
-    run = sandbox.probe_run_sync(flow, "x")
+    run = sandbox.probe_run(flow, "x")
     assert run.ok is False
     assert "Read File" in run.error and "No files" in run.error
-    assert sandbox.probe_run_sync({"data": "nonsense"}, "x").ok is False
-    assert sandbox.probe_run_sync("not a flow", "x").ok is False  # type: ignore[arg-type]
+    assert sandbox.probe_run({"data": "nonsense"}, "x").ok is False
+    assert sandbox.probe_run("not a flow", "x").ok is False  # type: ignore[arg-type]
     # The worker is still fine afterwards.
-    assert sandbox.probe_run_sync(build_flow(UPPER_SPEC).flow, "ok").text == "OK"
+    assert sandbox.probe_run(build_flow(UPPER_SPEC).flow, "ok").text == "OK"
 
 
 # -- the pipeline end to end, on the real SDKs against the fake model server ------------------
@@ -264,13 +264,13 @@ async def test_a_flow_pipeline_is_assembled_without_a_sandbox_call(llm, make_ass
     llm.queue(intent("generate_component"), fenced(GOOD))
     assert (await assistant.arun("a component that uppercases text")).validated
     built: list[str] = []
-    real = sandbox.component_template_sync
+    real = sandbox.component_template
 
     def template(code, timeout=None):
         built.append(code)
         return real(code, timeout)
 
-    monkeypatch.setattr(sandbox, "component_template_sync", template)
+    monkeypatch.setattr(sandbox, "component_template", template)
     pipeline = assistant.flow_pipeline()
     assert built == [] and pipeline.session_component.name == "UppercaseComponent" and pipeline.sandbox is sandbox
     upper_spec = (
@@ -286,10 +286,10 @@ async def test_a_flow_pipeline_is_assembled_without_a_sandbox_call(llm, make_ass
     assert built == [] and "template" in again.templates[GOOD]  # kept for the next flow request
 
     class Server:  # a validator that runs no flow (a Langflow server's)
-        async def validate(self, code):
+        async def avalidate(self, code):
             raise AssertionError
 
-        async def reference(self):
+        async def areference(self):
             return None
 
     chain = ChainValidator(Server(), sandbox)
@@ -384,12 +384,12 @@ def test_sandbox_probe_run_is_time_capped(sandbox):
     from lfassist_jupyter.flows import default_catalog
 
     slow = GOOD.replace("return Message(text=", "import time\n        time.sleep(60)\n        return Message(text=")
-    made = sandbox.component_template_sync(slow)
+    made = sandbox.component_template(slow)
     assert made["ok"], made
     catalog = default_catalog()
     catalog.add("SlowComponent", made["template"])
     spec = "nodes:\n  A: ChatInput\n  U: SlowComponent\n  C: ChatOutput\nedges:\n  A.message -> U.input_text\n"
     flow = build_flow(spec + "  U.output -> C.input_value\n", catalog=catalog).flow
-    run = sandbox.probe_run_sync(flow, "x", timeout=2)
+    run = sandbox.probe_run(flow, "x", timeout=2)
     assert run.ok is False and "in time" in run.error
-    assert sandbox.probe_run_sync(build_flow(UPPER_SPEC).flow, "after").text == "AFTER"
+    assert sandbox.probe_run(build_flow(UPPER_SPEC).flow, "after").text == "AFTER"

@@ -217,7 +217,7 @@ def test_cycles_are_rejected_except_langflow_loops(starters):
 
 @pytest.mark.langflow
 def test_probe_run_of_a_starter_project_stubs_its_model(starters, sandbox):
-    result = sandbox.probe_run_sync(starters["Basic Prompting"], "hello probe")
+    result = sandbox.probe_run(starters["Basic Prompting"], "hello probe")
     assert result.ok, result.error
     assert result.text.startswith("[stub Language Model] hello probe")
     assert [s.name for s in result.stubbed] == ["Language Model"]

@@ -304,7 +304,7 @@ def test_picture_is_safe_self_contained_svg():
 
 def test_probe_run_stubs_the_model_and_runs_the_rest(sandbox):
     flow = build_flow(LLM_SPEC).flow
-    result = sandbox.probe_run_sync(flow, "What is Langflow?")
+    result = sandbox.probe_run(flow, "What is Langflow?")
     assert result.ok, result.error
     # The prompt really ran; only the model is a deterministic echo.
     assert result.text == "[stub Language Model] Be brief. What is Langflow?"
@@ -314,14 +314,14 @@ def test_probe_run_stubs_the_model_and_runs_the_rest(sandbox):
 
 def test_probe_run_without_models_equals_lfx_run(sandbox):
     flow = build_flow(QA_SPEC).flow
-    result = sandbox.probe_run_sync(flow, "same?")
+    result = sandbox.probe_run(flow, "same?")
     assert result.stubbed == []
     assert result.text == lfx_run(flow, "same?")
 
 
 def test_probe_run_reports_a_failing_flow(sandbox):
     flow = build_flow("nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n").flow
-    result = sandbox.probe_run_sync(flow, "x")
+    result = sandbox.probe_run(flow, "x")
     assert not result.ok and result.error
 
 

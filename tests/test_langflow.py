@@ -111,7 +111,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return LangflowClient(url=server.url).connect_sync()
+    return LangflowClient(url=server.url).connect()
 
 
 # -- connection ---------------------------------------------------------------------------
@@ -125,14 +125,14 @@ def test_connect_with_auto_login_creates_a_key_that_is_never_shown(client, serve
 
 def test_wrong_key_is_a_clear_auth_error(server):
     with pytest.raises(LangflowAuthError) as info:
-        LangflowClient(url=server.url, api_key="sk-not-a-real-langflow-key").connect_sync()
+        LangflowClient(url=server.url, api_key="sk-not-a-real-langflow-key").connect()
     assert "LANGFLOW_API_KEY" in str(info.value) and "sk-not-a-real" not in str(info.value)
 
 
 def test_wrong_url_is_a_clear_connection_error():
     url = f"http://127.0.0.1:{_free_port()}"
     with pytest.raises(LangflowConnectionError) as info:
-        LangflowClient(url=url).connect_sync()
+        LangflowClient(url=url).connect()
     assert url in str(info.value) and "still in the notebook" in str(info.value)
 
 
@@ -140,30 +140,30 @@ def test_wrong_url_is_a_clear_connection_error():
 
 
 def test_register_lists_our_code_and_updates_in_place(client):
-    first = client.register_sync(GOOD)
+    first = client.register(GOOD)
     assert first.created and first.name == "Uppercase"
-    listed = [c for c in client.list_components_sync() if c["name"] == "Uppercase"]
+    listed = [c for c in client.list_components() if c["name"] == "Uppercase"]
     assert [c["id"] for c in listed] == [first.id] and TAG in listed[0]["tags"]
     flow = run_sync(client.get_component(first.id))
     node = flow["data"]["nodes"][0]["data"]["node"]
     assert flow["is_component"] is True and node["template"]["code"]["value"] == GOOD
 
     changed = LOWER_AND_UPPER.replace("CaseComponent", "UppercaseComponent")  # same name, new behaviour
-    second = client.register_sync(changed)
+    second = client.register(changed)
     assert second.created is False and second.id == first.id
-    listed = [c for c in client.list_components_sync() if c["name"].startswith("Uppercase")]
+    listed = [c for c in client.list_components() if c["name"].startswith("Uppercase")]
     assert len(listed) == 1  # no "Uppercase (1)"
     flow = run_sync(client.get_component(first.id))
     assert flow["data"]["nodes"][0]["data"]["node"]["template"]["code"]["value"] == changed
 
 
 def test_server_side_build_error_surfaces_clearly_and_saves_nothing(client):
-    before = len(client.list_components_sync())
+    before = len(client.list_components())
     with pytest.raises(LangflowBuildError) as info:
-        client.register_sync(WRONG_IMPORT)
+        client.register(WRONG_IMPORT)
     assert "could not build the component" in str(info.value) and "lfx.base" in str(info.value)
     assert "Traceback" in info.value.traceback
-    assert len(client.list_components_sync()) == before
+    assert len(client.list_components()) == before
 
 
 def test_server_validation_runs_after_the_local_one(client, llm, sandbox, tmp_path):
@@ -179,7 +179,7 @@ def test_server_validation_runs_after_the_local_one(client, llm, sandbox, tmp_pa
 
 def test_registered_component_runs_in_a_real_flow(client, server):
     """ChatInput -> our component -> ChatOutput, run by the server: it really works in Langflow."""
-    registered = client.register_sync(GOOD)
+    registered = client.register(GOOD)
     headers = {"x-api-key": client.api_key}
     with httpx.Client(base_url=server.url, headers=headers, timeout=60) as http:
         catalog = http.get("/api/v1/all").json()
@@ -269,7 +269,7 @@ def test_custom_components_disabled_is_a_clear_error():
 
     client = LangflowClient(url="http://langflow.test", api_key="k" * 20, transport=httpx.MockTransport(handler))
     with pytest.raises(LangflowDisabledError) as info:
-        client.validate_code_sync(GOOD)
+        client.validate_code(GOOD)
     assert "does not allow custom components" in str(info.value) and "k" * 20 not in str(info.value)
 
 
@@ -337,7 +337,7 @@ def test_server_stopped_mid_session_loses_nothing(server, client, llm, shell, ca
     ip.run_line_magic("assist", f"connect {server.url}")
     server.stop()  # Langflow goes away mid-session
     with pytest.raises(LangflowConnectionError):
-        client.register_sync(GOOD)
+        client.register(GOOD)
     llm.queue(intent("generate_component"), fenced(GOOD))
     ip.rl_next_input = None
     result = ip.run_cell_magic("assist", "--register", "uppercase component")

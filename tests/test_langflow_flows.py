@@ -18,10 +18,10 @@ from lfassist_jupyter.flows import build_flow
 from lfassist_jupyter.langflow import LangflowClient
 from lfassist_jupyter.langflow.flows import (
     FLOW_TAG,
-    delete_flow_sync,
-    list_flows_sync,
-    register_flow_sync,
-    run_on_server_sync,
+    delete_flow,
+    list_flows,
+    register_flow,
+    run_on_server,
 )
 
 KEY = "lf-flow-test-key-0123456789abcdef"
@@ -51,22 +51,22 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return LangflowClient(url=server.url).connect_sync()
+    return LangflowClient(url=server.url).connect()
 
 
 @pytest.mark.langflow
 def test_register_creates_then_updates_in_place_and_runs(client, flow):
-    first = register_flow_sync(client, flow)
+    first = register_flow(client, flow)
     assert first.created and first.name == "lfassist Echo QA"
-    ours = [f for f in list_flows_sync(client) if f["name"] == first.name]
+    ours = [f for f in list_flows(client) if f["name"] == first.name]
     assert [f["id"] for f in ours] == [first.id] and FLOW_TAG in ours[0]["tags"]
-    assert run_on_server_sync(client, first.id, "what is Langflow?").text == "Answer this: what is Langflow?"
+    assert run_on_server(client, first.id, "what is Langflow?").text == "Answer this: what is Langflow?"
 
     changed = build_flow(ECHO_QA.replace("Answer this: {question}", "Reply to: {question}")).flow
-    second = register_flow_sync(client, changed)
+    second = register_flow(client, changed)
     assert not second.created and second.id == first.id
-    assert len([f for f in list_flows_sync(client) if f["name"].startswith(first.name)]) == 1  # no "(1)"
-    result = run_on_server_sync(client, first.id, "hi")
+    assert len([f for f in list_flows(client) if f["name"].startswith(first.name)]) == 1  # no "(1)"
+    result = run_on_server(client, first.id, "hi")
     assert result.text == "Reply to: hi"  # the update is what runs
     assert [o["component"] for o in result.outputs] == ["Chat Output"]
 
@@ -106,15 +106,15 @@ def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, mo
 @pytest.mark.langflow
 def test_missing_flow_is_a_clear_404(client):
     with pytest.raises(LangflowError, match=r"no flow 00000000-0000-0000-0000-000000000000 \(404\)") as info:
-        run_on_server_sync(client, "00000000-0000-0000-0000-000000000000", "hi")
+        run_on_server(client, "00000000-0000-0000-0000-000000000000", "hi")
     assert client.api_key not in str(info.value)
 
 
 @pytest.mark.langflow
 def test_delete(client, flow):
-    registered = register_flow_sync(client, flow, "lfassist to delete")
-    delete_flow_sync(client, registered.id)
-    assert registered.id not in {f["id"] for f in list_flows_sync(client)}
+    registered = register_flow(client, flow, "lfassist to delete")
+    delete_flow(client, registered.id)
+    assert registered.id not in {f["id"] for f in list_flows(client)}
 
 
 # -- error paths, mock transport ----------------------------------------------------------------
@@ -136,16 +136,16 @@ def listing(flows: list[dict]):
 def test_server_down_is_one_line():
     client = LangflowClient(url="http://127.0.0.1:9", api_key=KEY)  # nothing listens on the discard port
     with pytest.raises(LangflowConnectionError, match=r"Could not reach Langflow at http://127\.0\.0\.1:9"):
-        register_flow_sync(client, {"name": "x", "data": {"nodes": [], "edges": []}})
+        register_flow(client, {"name": "x", "data": {"nodes": [], "edges": []}})
 
 
 def test_401_names_the_fix_not_the_key(flow):
     client = mock(lambda request: httpx.Response(401, json={"detail": "Invalid API key"}))
     with pytest.raises(LangflowAuthError) as info:
-        register_flow_sync(client, flow)
+        register_flow(client, flow)
     assert "LANGFLOW_API_KEY" in str(info.value) and KEY not in str(info.value)
     with pytest.raises(LangflowAuthError):
-        run_on_server_sync(client, "abc", "hi")
+        run_on_server(client, "abc", "hi")
 
 
 def test_422_shows_langflows_reason(flow):
@@ -155,7 +155,7 @@ def test_422_shows_langflows_reason(flow):
         return listing([])(request)
 
     with pytest.raises(LangflowError, match=r"rejected the flow as invalid \(422\).*field required"):
-        register_flow_sync(mock(handler), flow)
+        register_flow(mock(handler), flow)
 
 
 def test_non_json_body_is_named():
@@ -163,15 +163,15 @@ def test_non_json_body_is_named():
         lambda request: httpx.Response(200, text="<html>proxy login</html>", headers={"content-type": "text/html"})
     )
     with pytest.raises(LangflowError, match=r"not JSON \(200, text/html\)"):
-        run_on_server_sync(client, "abc", "hi")
+        run_on_server(client, "abc", "hi")
     with pytest.raises(LangflowError, match="not JSON"):
-        list_flows_sync(client)
+        list_flows(client)
 
 
 def test_run_failure_in_langflow_is_one_line():
     client = mock(lambda request: httpx.Response(500, json={"detail": "Error running graph: boom"}))
     with pytest.raises(LangflowError, match=r"The flow failed in Langflow \(500\): Error running graph: boom"):
-        run_on_server_sync(client, "abc", "hi")
+        run_on_server(client, "abc", "hi")
 
 
 def test_update_in_place_only_for_our_flow_of_the_same_name(flow):
@@ -184,7 +184,7 @@ def test_update_in_place_only_for_our_flow_of_the_same_name(flow):
         sent.append((request.method, request.url.path, json.loads(request.content)))
         return httpx.Response(201, json={"id": "new-id", "name": "lfassist Echo QA"})
 
-    registered = register_flow_sync(mock(handler), flow)
+    registered = register_flow(mock(handler), flow)
     assert registered.created and registered.id == "new-id"
     method, path, body = sent[0]
     assert (method, path) == ("POST", "/api/v1/flows/") and FLOW_TAG in body["tags"]

@@ -94,7 +94,7 @@ class Door:
     def custom_flow(self, sandbox) -> dict:
         """Flow JSON carrying the hostile code in a custom node (built behind the door)."""
         catalog = default_catalog(sandbox)
-        made = sandbox.component_template_sync(self.code)
+        made = sandbox.component_template(self.code)
         assert made["ok"], made
         catalog.add("DoorProbe", made["template"])
         built = build_flow(self.custom_spec(), catalog=catalog)
@@ -399,7 +399,7 @@ def test_no_lfx_in_the_workers_interpreter_is_one_clear_line(tmp_path):
         with pytest.raises(ConfigError, match="lfx could not be imported") as caught:
             default_catalog(validator)
         assert "\n" not in str(caught.value)
-        built = validator.build_flow_sync("nodes:\n  A: ChatInput\n")
+        built = validator.build_flow("nodes:\n  A: ChatInput\n")
         assert built.ok is False and "lfx could not be imported" in str(built.error)
     finally:
         validator.close()

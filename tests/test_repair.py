@@ -121,7 +121,7 @@ CORPUS = [
 
 @pytest.mark.slow
 def test_repairs_never_change_lfx_builtins_or_third_party_components(sandbox):
-    reference = sandbox.reference_sync()
+    reference = sandbox.reference()
     assert reference and reference["imports"]["Message"] == "lfx.schema.message"
     assert len(CORPUS) > 200
     changed = {}

@@ -212,7 +212,7 @@ async def test_the_real_servers_starter_templates_are_offered_and_reusable(langf
     from lfassist_jupyter.core.reuse import gather_flows, normalise_flow, reuse_lines
     from lfassist_jupyter.flows import default_catalog, flow_to_spec
 
-    client = await LangflowClient(url=langflow_server.url).connect()
+    client = await LangflowClient(url=langflow_server.url).aconnect()
     candidates = await gather_flows([], client)
     templates = [c for c in candidates if c.where == "Langflow template"]
     assert len(templates) >= 3 and "Basic Prompting" in {c.name for c in templates}

@@ -48,7 +48,7 @@ def fault_sandbox():
 
 
 def assert_recovers(validator: SandboxValidator) -> None:
-    report = validator.validate_sync(GOOD)
+    report = validator.validate(GOOD)
     assert report.is_valid, report.error
 
 
@@ -201,13 +201,13 @@ def test_worker_environment_has_no_secrets(monkeypatch, tmp_path):
     validator = SandboxValidator(timeout=5)
     try:
         dump = component("import os, json\nreturn Message(text=json.dumps(dict(os.environ)))")
-        run = validator.run_component_sync(dump, "x")
+        run = validator.run_component(dump, "x")
         assert run.ok, run.error
         seen = json.loads(run.text)
         assert "OPENAI_API_KEY" not in seen and "MY_SERVICE_TOKEN" not in seen
         assert "should-never-leak" not in run.text
         assert seen["HOME"] != os.environ["HOME"]  # a private HOME
-        assert validator.validate_sync(dump).is_valid
+        assert validator.validate(dump).is_valid
     finally:
         validator.close()
 
@@ -215,7 +215,7 @@ def test_worker_environment_has_no_secrets(monkeypatch, tmp_path):
 def test_writes_outside_the_sandbox_are_refused(fault_sandbox, tmp_path):
     target = tmp_path / "pwned.txt"
     code = component("return Message(text='x')", module=f"_ = open({str(target)!r}, 'w').write('x')")
-    report = fault_sandbox.validate_sync(code)
+    report = fault_sandbox.validate(code)
     assert not report.is_valid and "not allowed" in report.error
     assert not target.exists()
     assert_recovers(fault_sandbox)
@@ -237,7 +237,7 @@ def test_component_output_never_reaches_our_stdout(sandbox, capfd):
 def test_infinite_loop_times_out_and_worker_survives(fault_sandbox):
     pid = fault_sandbox.pid
     t0 = time.monotonic()
-    report = fault_sandbox.validate_sync(component("return Message(text='x')", load="while True:\n    pass"))
+    report = fault_sandbox.validate(component("return Message(text='x')", load="while True:\n    pass"))
     assert not report.is_valid and "longer than 3 s" in report.error
     assert time.monotonic() - t0 < 8
     assert fault_sandbox.pid == pid  # the alarm interrupted it: no restart needed
@@ -245,14 +245,14 @@ def test_infinite_loop_times_out_and_worker_survives(fault_sandbox):
 
 
 def test_loop_that_swallows_the_alarm_is_killed_without_a_restart(fault_sandbox):
-    fault_sandbox.validate_sync(GOOD)
+    fault_sandbox.validate(GOOD)
     pid, restarts = fault_sandbox.pid, fault_sandbox.restarts
     code = component(
         "return Message(text='x')",
         load="import time\nwhile True:\n    try:\n        time.sleep(0.5)\n    except BaseException:\n        pass",
     )
     t0 = time.monotonic()
-    report = fault_sandbox.validate_sync(code)
+    report = fault_sandbox.validate(code)
     assert not report.is_valid and "did not finish within 3 s" in report.error and "killed" in report.error
     assert time.monotonic() - t0 < 10
     # Only the request's own process died: the warm zygote serves the next one.
@@ -269,9 +269,9 @@ def test_loop_that_swallows_the_alarm_is_killed_without_a_restart(fault_sandbox)
     ],
 )
 def test_process_killers_end_in_a_clear_report_for_that_component(fault_sandbox, module, needle):
-    fault_sandbox.validate_sync(GOOD)
+    fault_sandbox.validate(GOOD)
     pid, restarts = fault_sandbox.pid, fault_sandbox.restarts
-    report = fault_sandbox.validate_sync(component("return Message(text='x')", load=module))
+    report = fault_sandbox.validate(component("return Message(text='x')", load=module))
     assert not report.is_valid and report.phase == "runtime"
     assert "crashed the validation sandbox" in report.error and needle in report.error
     assert fault_sandbox.restarts == restarts and fault_sandbox.pid == pid
@@ -279,17 +279,17 @@ def test_process_killers_end_in_a_clear_report_for_that_component(fault_sandbox,
 
 
 def test_sys_exit_is_reported_without_killing_the_worker(fault_sandbox):
-    pid = fault_sandbox.pid or (fault_sandbox.validate_sync(GOOD) and fault_sandbox.pid)
-    report = fault_sandbox.validate_sync(component("return Message(text='x')", load="import sys\nsys.exit(0)"))
+    pid = fault_sandbox.pid or (fault_sandbox.validate(GOOD) and fault_sandbox.pid)
+    report = fault_sandbox.validate(component("return Message(text='x')", load="import sys\nsys.exit(0)"))
     assert not report.is_valid and "sys.exit" in report.error
     assert fault_sandbox.pid == pid
-    report = fault_sandbox.validate_sync(component("import sys\nsys.exit(1)\nreturn Message(text='x')"))
+    report = fault_sandbox.validate(component("import sys\nsys.exit(1)\nreturn Message(text='x')"))
     assert report.phase == "smoke" and "tried to stop the process" in report.error
     assert_recovers(fault_sandbox)
 
 
 def test_memory_bomb_hits_the_limit_not_the_machine(fault_sandbox):
-    report = fault_sandbox.validate_sync(component("return Message(text='x')", load="_ = bytearray(64 * 1024 ** 3)"))
+    report = fault_sandbox.validate(component("return Message(text='x')", load="_ = bytearray(64 * 1024 ** 3)"))
     assert not report.is_valid and "MemoryError" in report.error
     assert_recovers(fault_sandbox)
 
@@ -314,15 +314,13 @@ def _ours() -> set[int]:
 
 
 def test_fork_bomb_is_refused(fault_sandbox):
-    fault_sandbox.validate_sync(GOOD)  # the sandbox's own processes are up before counting
+    fault_sandbox.validate(GOOD)  # the sandbox's own processes are up before counting
     before = _ours()
-    report = fault_sandbox.validate_sync(
-        component("return Message(text='x')", load="import os\nwhile True:\n    os.fork()")
-    )
+    report = fault_sandbox.validate(component("return Message(text='x')", load="import os\nwhile True:\n    os.fork()"))
     assert not report.is_valid and "os.fork" in report.error and "not allowed" in report.error
     after = _ours()
     assert len(after - before) <= 2  # no swarm of children (a restarted worker at most)
-    report = fault_sandbox.validate_sync(
+    report = fault_sandbox.validate(
         component("return Message(text='x')", load="import subprocess\nsubprocess.run(['true'])")
     )
     assert not report.is_valid and "subprocess.Popen" in report.error
@@ -331,9 +329,9 @@ def test_fork_bomb_is_refused(fault_sandbox):
 
 def test_the_calling_process_is_untouched(fault_sandbox):
     modules = set(sys.modules)
-    fault_sandbox.validate_sync(component("return Message(text='x')", load="import os\nos._exit(1)"))
+    fault_sandbox.validate(component("return Message(text='x')", load="import os\nos._exit(1)"))
     assert "lfx" not in sys.modules or "lfx" in modules  # validation never imports lfx here
-    assert fault_sandbox.validate_sync(GOOD).is_valid
+    assert fault_sandbox.validate(GOOD).is_valid
 
 
 def test_lfx_missing_in_the_worker_interpreter_is_a_clear_non_retryable_report(tmp_path):
@@ -343,7 +341,7 @@ def test_lfx_missing_in_the_worker_interpreter_is_a_clear_non_retryable_report(t
     fake_python.chmod(0o755)
     validator = SandboxValidator(python=str(fake_python), timeout=5)
     try:
-        report = validator.validate_sync(GOOD)
+        report = validator.validate(GOOD)
         assert not report.is_valid and report.retryable is False
         assert "pip install lfx" in report.error and str(fake_python) in report.error
         assert validator.state == "unavailable"
@@ -357,7 +355,7 @@ def test_worker_is_shut_down_when_the_kernel_exits(tmp_path):
         "import os\n"
         "from lfassist_jupyter.sandbox.client import warm_up\n"
         "v = warm_up()\n"
-        "v.reference_sync()\n"  # waits until the worker is ready
+        "v.reference()\n"  # waits until the worker is ready
         "kids = {}\n"
         "for p in filter(str.isdigit, os.listdir('/proc')):\n"
         "    try:\n"
@@ -432,15 +430,13 @@ def test_filling_the_scratch_space_is_a_failed_report_naming_the_limit():
     validator = SandboxValidator(timeout=20, scratch_mb=64)
     try:
         # Writing as much as it can, then deleting it: all it ever held was the limit.
-        bounded = validator.validate_sync(
+        bounded = validator.validate(
             component("return Message(text='x')", module=FILL, load="display_name = _fill(False)")
         )
         assert bounded.is_valid, bounded.error
         assert 0 < int(bounded.display_name) <= 64 * 1024 * 1024
         # Keeping it: a failed report that says why, not a crash or a memory error.
-        full = validator.validate_sync(
-            component("return Message(text='x')", module=FILL, load="display_name = _fill(True)")
-        )
+        full = validator.validate(component("return Message(text='x')", module=FILL, load="display_name = _fill(True)"))
         assert not full.is_valid and full.phase == "runtime"
         assert "filled the sandbox's scratch space" in full.error and "64 MB" in full.error
         assert "crashed" not in full.error and "MemoryError" not in full.error
@@ -488,10 +484,10 @@ def test_clean_up_never_walks_an_interpreter_bound_under_tmp(tmp_path, monkeypat
         load = "import os\nos.makedirs('a/b', exist_ok=True)\nopen('a/b/f', 'w').write('x')"
         writes = component("return Message(text='x')", load=load)
         for _ in range(3):
-            report = validator.validate_sync(writes)
+            report = validator.validate(writes)
             assert report.is_valid, report.error
         look = component("return Message(text='x')", load="import os\ndisplay_name = repr(os.listdir('.'))")
-        assert validator.validate_sync(look).display_name == "[]"
+        assert validator.validate(look).display_name == "[]"
         info = validator.info()
         assert info["python"] == str(python) and info["isolation"] == "full"
         assert ("Landlock" in info["confinement"]) == (landlock == "on")

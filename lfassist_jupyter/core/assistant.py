@@ -62,7 +62,7 @@ from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
 from lfassist_jupyter.providers.base import Provider
 from lfassist_jupyter.redaction import redact
 from lfassist_jupyter.validation.chain import ChainValidator
-from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox
+from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox, adapt_validator
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.flow.pipeline import FlowPipeline
@@ -116,7 +116,8 @@ class Assistant:
         self.intent_model = intent_model
         self.session_id = session_id or new_session_id()
         self._validator_arg = validator
-        self._validator: ComponentValidator | None = None if isinstance(validator, _Default) else validator
+        adapted = None if isinstance(validator, _Default) else adapt_validator(validator)
+        self._validator: ComponentValidator | None = adapted
         if isinstance(session_store, _Default) or session_store is True:
             session_store = SessionStore()
         self.session_store: SessionStore | None = session_store or None

@@ -143,10 +143,10 @@ async def gather_flows(session_flows: list[dict[str, Any]] | None, langflow: Any
         add(FlowCandidate(str(flow.get("name") or ""), _line(flow.get("description")), "this conversation", flow))
     if langflow is not None:
         from lfassist_jupyter.errors import LfAssistError
-        from lfassist_jupyter.langflow.flows import list_flows
+        from lfassist_jupyter.langflow.flows import alist_flows
 
         try:
-            for head in await list_flows(langflow, ours_only=False):
+            for head in await alist_flows(langflow, ours_only=False):
                 add(
                     FlowCandidate(
                         str(head.get("name") or ""),
@@ -223,10 +223,10 @@ async def load_candidate(candidate: FlowCandidate, langflow: Any = None) -> dict
     if langflow is None or not candidate.flow_id:
         return None
     from lfassist_jupyter.errors import LfAssistError
-    from lfassist_jupyter.langflow.flows import get_flow
+    from lfassist_jupyter.langflow.flows import aget_flow
 
     try:
-        return await get_flow(langflow, candidate.flow_id)
+        return await aget_flow(langflow, candidate.flow_id)
     except LfAssistError as exc:
         log.info("The flow %s could not be loaded for reuse: %s", candidate.name, exc)
         return None

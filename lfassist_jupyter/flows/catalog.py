@@ -213,4 +213,4 @@ def default_catalog(sandbox: Any = None) -> Catalog:
         from lfassist_jupyter.sandbox.client import default_validator
 
         sandbox = default_validator()
-    return Catalog(sandbox.flow_catalog_sync(), sandbox=sandbox)
+    return Catalog(sandbox.flow_catalog(), sandbox=sandbox)

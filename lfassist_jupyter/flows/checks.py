@@ -8,7 +8,7 @@ anything else, ``validate_flow`` asks this module, which reads the text and the 
 (no lfx: ``ast.parse`` only, nothing executed in this process).
 
 Code that parses but is custom (no built-in carries the same code) is built by lfx in the
-sandbox (``SandboxValidator.component_template_sync``), never here, and its error is named
+sandbox (``SandboxValidator.component_template``), never here, and its error is named
 per node.
 """
 
@@ -263,7 +263,7 @@ def _build(code: str) -> tuple[bool, str]:
 
     if code in _BUILT:
         return _BUILT[code]
-    answer = default_validator().component_template_sync(code)
+    answer = default_validator().component_template(code)
     verdict = bool(answer.get("ok")), str(answer.get("error") or "")
     if verdict[0] or not verdict[1].startswith(_NO_VERDICT):
         if len(_BUILT) >= 256:

@@ -287,7 +287,7 @@ def run_flow(
 ) -> RealRun:
     """The **real run**: run ``flow`` on ``input_text`` with its models called, using the keys you allowed.
 
-    This is not the probe run every flow the assistant builds gets (``SandboxValidator.probe_run_sync``,
+    This is not the probe run every flow the assistant builds gets (``SandboxValidator.probe_run``,
     or ``%%assist_flow --run``: models stubbed, no keys, no network); it is the step you take when
     the flow is ready for real input.
 

@@ -1,6 +1,6 @@
 """Prepare a flow for a probe run: model and keyed-API nodes become deterministic stubs.
 
-Pure data work on the flow JSON, done in the kernel (``SandboxValidator.probe_run_sync``)
+Pure data work on the flow JSON, done in the kernel (``SandboxValidator.probe_run``)
 before the flow goes through the sandbox's door; the run itself is lfx's runner in a
 sandboxed child (``sandbox/worker/_probe_run.py``). In the sandbox there are no keys and no
 network, so a component that calls a model or a keyed API cannot run; it is replaced, in a

@@ -76,7 +76,7 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
 
         control = infer_control_flow(spec_text, catalog)
         spec_text = control.spec
-    answer = sandbox.build_flow_sync(spec_text, extra=catalog.added, repair=repair)
+    answer = sandbox.build_flow(spec_text, extra=catalog.added, repair=repair)
     if answer.error:
         error = FlowProblem(code="structure", message=f"The flow could not be built: {answer.error}")
         return BuildResult(ok=False, spec=spec_text, errors=[error])

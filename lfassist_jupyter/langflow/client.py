@@ -14,8 +14,9 @@ What the Langflow UI does, through its HTTP API (facts checked against Langflow 
   Posting the same name again makes "Name (1)", so an existing component (found by our
   tag and its name) is updated in place with ``PATCH``: never a silent duplicate.
 
-Every call is async; each has a blocking ``*_sync`` twin that runs it on the package's
-background loop (safe inside a Jupyter kernel).  A fresh ``httpx.AsyncClient`` per call
+The plain name blocks and its coroutine twin has an ``a`` prefix (``connect``/``aconnect``,
+``register``/``aregister``): the blocking one runs the coroutine on the package's background
+loop (safe inside a Jupyter kernel).  A fresh ``httpx.AsyncClient`` per call
 keeps the client usable from any event loop.
 """
 
@@ -137,7 +138,7 @@ class LangflowClient:
 
     # -- connection ---------------------------------------------------------------------
 
-    async def connect(self) -> LangflowClient:
+    async def aconnect(self) -> LangflowClient:
         """Check health and version, then authenticate (the key, or auto-login + a new key)."""
         health = await self._request("GET", "/health", auth=False)
         if health.status_code != 200:
@@ -196,7 +197,7 @@ class LangflowClient:
 
     # -- components -----------------------------------------------------------------------
 
-    async def validate_code(self, code: str) -> dict[str, Any]:
+    async def avalidate_code(self, code: str) -> dict[str, Any]:
         """Build ``code`` on the server; returns ``{"data": <node template>, "type": <name>}``."""
         response = await self._request("POST", "/api/v1/custom_component", json={"code": code})
         if response.status_code == 200:
@@ -224,7 +225,7 @@ class LangflowClient:
             raise self._auth_error(response)
         raise LangflowError(f"Langflow answered {response.status_code} to the build request: {redact(str(detail))}")
 
-    async def list_components(self, *, ours_only: bool = True) -> list[dict[str, Any]]:
+    async def alist_components(self, *, ours_only: bool = True) -> list[dict[str, Any]]:
         """Saved components (``is_component`` flows); by default only those registered from notebooks."""
         response = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
         if response.status_code in (401, 403):
@@ -247,10 +248,10 @@ class LangflowClient:
             raise LangflowError(f"Langflow has no component {component_id} ({response.status_code}).")
         return self._json(response, "the component request")
 
-    async def register(self, code: str, *, name: str | None = None) -> RegisteredComponent:
+    async def aregister(self, code: str, *, name: str | None = None) -> RegisteredComponent:
         """Save ``code`` as a component in Langflow: created, or updated in place if one of ours
         with the same name exists.  The server builds it first, so what it stores works there."""
-        built = await self.validate_code(code)
+        built = await self.avalidate_code(code)
         template, type_name = built["data"], built.get("type") or "CustomComponent"
         name = name or template.get("display_name") or type_name
         node_id = f"{type_name}-{uuid.uuid4().hex[:5]}"
@@ -267,7 +268,7 @@ class LangflowClient:
             "tags": [TAG],
             "data": {"nodes": [node], "edges": []},
         }
-        existing = [c for c in await self.list_components() if c.get("name") == name]
+        existing = [c for c in await self.alist_components() if c.get("name") == name]
         if existing:
             component_id = existing[0]["id"]
             response = await self._request("PATCH", f"/api/v1/flows/{component_id}", json=body)
@@ -287,7 +288,7 @@ class LangflowClient:
             id=str(saved["id"]), name=saved.get("name", name), class_name=type_name, created=created, url=self.url
         )
 
-    async def delete_component(self, component_id: str) -> None:
+    async def adelete_component(self, component_id: str) -> None:
         component_id = _check_id(component_id)
         response = await self._request("DELETE", f"/api/v1/flows/{component_id}")
         if response.status_code not in (200, 204):
@@ -331,20 +332,20 @@ class LangflowClient:
 
     # -- blocking twins -------------------------------------------------------------------
 
-    def connect_sync(self) -> LangflowClient:
-        return _sync(self.connect())
+    def connect(self) -> LangflowClient:
+        return _sync(self.aconnect())
 
-    def validate_code_sync(self, code: str) -> dict[str, Any]:
-        return _sync(self.validate_code(code))
+    def validate_code(self, code: str) -> dict[str, Any]:
+        return _sync(self.avalidate_code(code))
 
-    def register_sync(self, code: str, *, name: str | None = None) -> RegisteredComponent:
-        return _sync(self.register(code, name=name))
+    def register(self, code: str, *, name: str | None = None) -> RegisteredComponent:
+        return _sync(self.aregister(code, name=name))
 
-    def list_components_sync(self, *, ours_only: bool = True) -> list[dict[str, Any]]:
-        return _sync(self.list_components(ours_only=ours_only))
+    def list_components(self, *, ours_only: bool = True) -> list[dict[str, Any]]:
+        return _sync(self.alist_components(ours_only=ours_only))
 
-    def delete_component_sync(self, component_id: str) -> None:
-        return _sync(self.delete_component(component_id))
+    def delete_component(self, component_id: str) -> None:
+        return _sync(self.adelete_component(component_id))
 
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")

@@ -16,7 +16,7 @@ What the Langflow UI does, through its HTTP API (checked against Langflow 1.13's
 Every failure is a ``LangflowError`` with one clear line (server down, 401/403, 404, 422,
 a body that is not JSON); the API key never appears in one.  The functions take the
 connected ``LangflowClient`` (its ``_request`` handles the URL, the key and the transport
-errors); each has a blocking ``*_sync`` twin.
+errors); each coroutine (``aregister_flow``...) has a blocking twin without the ``a``.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def flow_body(flow: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     }
 
 
-async def list_flows(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
+async def alist_flows(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
     """The server's flows (not components); by default only those registered from notebooks."""
     response = await client._request(
         "GET", "/api/v1/flows/", params={"get_all": "true", "header_flows": "true", "remove_example_flows": "true"}
@@ -140,11 +140,11 @@ async def list_flows(client: LangflowClient, *, ours_only: bool = True) -> list[
     ]
 
 
-async def register_flow(client: LangflowClient, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
+async def aregister_flow(client: LangflowClient, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
     """Save ``flow`` in Langflow, tagged as ours: created, or updated in place when a flow of
     ours with the same name exists (never a duplicate)."""
     body = flow_body(flow, name)
-    existing = [f for f in await list_flows(client) if f.get("name") == body["name"]]
+    existing = [f for f in await alist_flows(client) if f.get("name") == body["name"]]
     if existing:
         flow_id = str(existing[0]["id"])
         update = {k: body[k] for k in ("name", "description", "data")}
@@ -198,12 +198,12 @@ def parse_run_response(flow_id: str, payload: Any) -> FlowRunResult:
     return FlowRunResult(flow_id=flow_id, text=text, outputs=outputs, session_id=payload.get("session_id"))
 
 
-async def run_on_server(
+async def arun_on_server(
     client: LangflowClient, flow_id: str, input_text: str, *, timeout: float = RUN_TIMEOUT
 ) -> FlowRunResult:
     """The **run on the server**: Langflow runs a stored flow on ``input_text`` (chat in, chat out),
     with its own variables and network, and this returns what it answered.  Not the probe run
-    (``SandboxValidator.probe_run_sync``) nor the real local run (``lfassist_jupyter.run_flow``)."""
+    (``SandboxValidator.probe_run``) nor the real local run (``lfassist_jupyter.run_flow``)."""
     response = await client._request(
         "POST",
         f"/api/v1/run/{flow_id}",
@@ -219,7 +219,7 @@ async def run_on_server(
     return parse_run_response(flow_id, _json(response, "the run"))
 
 
-async def get_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
+async def aget_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
     """A stored flow's JSON (name, description, data{nodes, edges}), to load it for edits."""
     response = await client._request("GET", f"/api/v1/flows/{flow_id}")
     if response.status_code != 200:
@@ -230,7 +230,7 @@ async def get_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
     return flow
 
 
-async def delete_flow(client: LangflowClient, flow_id: str) -> None:
+async def adelete_flow(client: LangflowClient, flow_id: str) -> None:
     response = await client._request("DELETE", f"/api/v1/flows/{flow_id}")
     if response.status_code not in (200, 204):
         raise _fail(client, response, "the delete request", flow_id)
@@ -245,23 +245,23 @@ def _sync(coro: Any) -> Any:
     return run_sync(coro)
 
 
-def register_flow_sync(client: LangflowClient, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
-    return _sync(register_flow(client, flow, name))
+def register_flow(client: LangflowClient, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
+    return _sync(aregister_flow(client, flow, name))
 
 
-def run_on_server_sync(
+def run_on_server(
     client: LangflowClient, flow_id: str, input_text: str, *, timeout: float = RUN_TIMEOUT
 ) -> FlowRunResult:
-    return _sync(run_on_server(client, flow_id, input_text, timeout=timeout))
+    return _sync(arun_on_server(client, flow_id, input_text, timeout=timeout))
 
 
-def list_flows_sync(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
-    return _sync(list_flows(client, ours_only=ours_only))
+def list_flows(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
+    return _sync(alist_flows(client, ours_only=ours_only))
 
 
-def get_flow_sync(client: LangflowClient, flow_id: str) -> dict[str, Any]:
-    return _sync(get_flow(client, flow_id))
+def get_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
+    return _sync(aget_flow(client, flow_id))
 
 
-def delete_flow_sync(client: LangflowClient, flow_id: str) -> None:
-    return _sync(delete_flow(client, flow_id))
+def delete_flow(client: LangflowClient, flow_id: str) -> None:
+    return _sync(adelete_flow(client, flow_id))

@@ -27,11 +27,11 @@ class LangflowValidator:
     def __init__(self, client: LangflowClient) -> None:
         self.client = client
 
-    async def validate(self, code: str) -> ValidationReport:
+    async def avalidate(self, code: str) -> ValidationReport:
         t0 = time.perf_counter()
         report = ValidationReport(is_valid=True, phases_run=["server"])
         try:
-            await self.client.validate_code(code)
+            await self.client.avalidate_code(code)
         except LangflowBuildError as exc:
             report.is_valid, report.phase, report.error, report.traceback = False, "runtime", str(exc), exc.traceback
         except LangflowError as exc:
@@ -39,6 +39,6 @@ class LangflowValidator:
         report.timings_ms["server"] = round((time.perf_counter() - t0) * 1000, 3)
         return report
 
-    async def reference(self) -> Reference | None:
+    async def areference(self) -> Reference | None:
         """The server does not describe its lfx here: the local validator's reference is used."""
         return None

@@ -1,7 +1,7 @@
 """What the sandbox answers, as typed values: the schemas each answer from the zygote is checked
 against, and the runs that travel up to the views.
 
-A probe run (``SandboxValidator.probe_run_sync``: models stubbed, no keys, no network) is a
+A probe run (``SandboxValidator.probe_run``: models stubbed, no keys, no network) is a
 ``FlowRun``; a real run (``lfassist_jupyter.run_flow``: models called with the keys the user
 allowed) is a ``RealRun``, a ``FlowRun`` that also says where it ran, with which variables and
 which connections the fence refused.  Both travel typed from the sandbox to the views; they become
@@ -130,7 +130,7 @@ class BuildChange(BaseModel):
 
 
 class FlowBuild(BaseModel):
-    """What ``build_flow_sync`` answers: the flow lfx built from a spec, and every problem on the way.
+    """What ``build_flow`` answers: the flow lfx built from a spec, and every problem on the way.
 
     ``error`` (with ``ok`` False and no flow) is the sandbox's own failure (a timeout, a crash)."""
 

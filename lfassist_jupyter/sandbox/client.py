@@ -1,7 +1,7 @@
 """The sandboxed validator: generated code runs in a fresh, isolated process, never the kernel.
 
 ``SandboxValidator`` is the kernel's door to the sandbox: validation, the probe run of a flow
-(``probe_run_sync``), a component's run, node templates, the flow catalogue and lfx's flow
+(``probe_run``), a component's run, node templates, the flow catalogue and lfx's flow
 builder, each as one request to the zygote that ``zygote.ZygoteProcess`` keeps alive (a process
 that imports lfx once and forks a fresh child per request, under bubblewrap where possible).
 
@@ -85,7 +85,7 @@ class SandboxValidator(ZygoteProcess):
 
     # -- validation ---------------------------------------------------------------------
 
-    def validate_sync(self, code: str, *, smoke: bool | None = None, timeout: float | None = None) -> ValidationReport:
+    def validate(self, code: str, *, smoke: bool | None = None, timeout: float | None = None) -> ValidationReport:
         """Runtime (+ smoke) phases in a fresh child.  Never raises for bad code: returns a report."""
         timeout = self.timeout if timeout is None else timeout
         smoke = self.smoke if smoke is None else smoke
@@ -109,11 +109,11 @@ class SandboxValidator(ZygoteProcess):
             report.warnings.append(warning)
         return report
 
-    async def validate(self, code: str) -> ValidationReport:
+    async def avalidate(self, code: str) -> ValidationReport:
         """The engine's ``Validator`` interface (runtime + smoke; static ran before)."""
-        return await asyncio.to_thread(self.validate_sync, code)
+        return await asyncio.to_thread(self.validate, code)
 
-    def run_component_sync(self, code: str, input_text: str, timeout: float | None = None) -> ComponentRun:
+    def run_component(self, code: str, input_text: str, timeout: float | None = None) -> ComponentRun:
         """Run the component's first output with ``input_text`` in a fresh child; its text comes back.
 
         Returns a ``ComponentRun`` (schema-checked, redacted); never raises.
@@ -131,7 +131,7 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a component run; it was discarded."
         return ComponentRun.failed(str(failure))
 
-    def probe_run_sync(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun:
+    def probe_run(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun:
         """Probe-run ``flow`` (Langflow flow JSON) on ``input_text`` in a fresh sandboxed child.
 
         Model and keyed-API nodes are replaced by deterministic stubs first (here: it is data
@@ -164,7 +164,7 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a flow run; it was discarded."
         return FlowRun.failed(str(failure), stubbed=stubbed)
 
-    def component_template_sync(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+    def component_template(self, code: str, timeout: float | None = None) -> dict[str, Any]:
         """The node template lfx builds for ``code`` (built in a sandboxed child, never here).
 
         Returns ``{"ok": True, "template": {...}}`` (the frontend node a flow's custom node
@@ -185,7 +185,7 @@ class SandboxValidator(ZygoteProcess):
             failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
         return {"ok": False, "error": failure}
 
-    def flow_catalog_sync(self) -> dict[str, dict[str, Any]]:
+    def flow_catalog(self) -> dict[str, dict[str, Any]]:
         """lfx's bundled components (``{type: node template}``), for flows; never computed here.
 
         The zygote read them when it started, before any request's code ran, and sends them
@@ -211,7 +211,7 @@ class SandboxValidator(ZygoteProcess):
             self._flow_catalog = registry
             return registry
 
-    def build_flow_sync(
+    def build_flow(
         self,
         spec: str,
         *,
@@ -248,7 +248,7 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a built flow; it was discarded."
         return FlowBuild.failed(failure, spec=spec)
 
-    def reference_sync(self) -> dict[str, Any] | None:
+    def reference(self) -> dict[str, Any] | None:
         """What the worker's lfx offers (input classes and parameters), for the prompt.
 
         Computed by the zygote before its first fork (no generated code ever ran there),
@@ -261,8 +261,8 @@ class SandboxValidator(ZygoteProcess):
                 return None
             return self._reference
 
-    async def reference(self) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self.reference_sync)
+    async def areference(self) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.reference)
 
     def info(self) -> dict[str, Any]:
         """State for ``%assist status``: interpreter, lfx version, pid, restarts, isolation."""
@@ -433,7 +433,7 @@ def validate_component(
     static = validate_static(code, security=security)
     if static.builds is False or (static.builds is None and not static.class_name and not static.is_valid):
         return static  # certain without lfx (syntax error, no component class, too large)
-    runtime = (validator or default_validator()).validate_sync(code, smoke=smoke, timeout=timeout)
+    runtime = (validator or default_validator()).validate(code, smoke=smoke, timeout=timeout)
     return _merge(static, runtime, security)
 
 

@@ -422,7 +422,7 @@ class AssistMagics(Magics):
 
             key = getpass.getpass("Langflow API key: ")
         try:
-            client = LangflowClient(url=args.url, api_key=key or None).connect_sync()
+            client = LangflowClient(url=args.url, api_key=key or None).connect()
         except LfAssistError as exc:
             return Lines([*lines, f"Not connected: {exc}"])
         self.server_validation = not args.no_server_validation
@@ -430,7 +430,7 @@ class AssistMagics(Magics):
         return Lines([*lines, f"Connected to Langflow {client.version} at {client.url} ({client.auth})."])
 
     def _components(self, words: list[str], rest: str) -> Lines:
-        return self._list_registered("components", "%%assist --register", lambda lf: lf.list_components_sync())
+        return self._list_registered("components", "%%assist --register", lambda lf: lf.list_components())
 
     def _list_registered(self, what: str, how: str, fetch: Any) -> Lines:
         """What notebooks registered in the connected Langflow (``what``: components or flows),
@@ -504,7 +504,7 @@ class AssistMagics(Magics):
             return report
         from lfassist_jupyter.core.component.repair import fix_component
 
-        reference = default_validator().reference_sync() if not report.is_valid else None
+        reference = default_validator().reference() if not report.is_valid else None
         return fix_component(cell, report, validate, reference)
 
     # -- flows -------------------------------------------------------------------------------
@@ -537,19 +537,19 @@ class AssistMagics(Magics):
         from lfassist_jupyter.errors import ConfigError, LfAssistError
 
         if words[:1] == ["list"]:
-            from lfassist_jupyter.langflow.flows import list_flows_sync
+            from lfassist_jupyter.langflow.flows import list_flows
 
-            return self._list_registered("flows", "%%assist_flow --register", list_flows_sync)
+            return self._list_registered("flows", "%%assist_flow --register", list_flows)
         if len(words) != 2 or words[0] != "load":
             raise UsageError("Usage: %assist flow load FILE.json  (or the id of a flow in the connected Langflow)")
         source: Any = words[1]
         from pathlib import Path
 
         if not Path(source).expanduser().exists() and self.langflow is not None and not source.endswith(".json"):
-            from lfassist_jupyter.langflow.flows import get_flow_sync
+            from lfassist_jupyter.langflow.flows import get_flow
 
             try:
-                source = get_flow_sync(self.langflow, source)
+                source = get_flow(self.langflow, source)
             except LfAssistError as exc:
                 raise UsageError(f"Could not load the flow from Langflow: {exc}") from exc
         if self._session_id is None:

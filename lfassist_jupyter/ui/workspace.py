@@ -196,7 +196,7 @@ class Workspace:
 
     async def register(self, code: str) -> RegisteredComponent:
         """Save ``code`` as a component in the connected Langflow (``LangflowError`` when it cannot)."""
-        return await self._client().register(code)
+        return await self._client().aregister(code)
 
     def register_result(self, result: AssistResult) -> RegisteredComponent:
         """Blocking: register a result's code, and record it on the result."""
@@ -204,7 +204,7 @@ class Workspace:
 
         if not result.code:
             raise LangflowError("there is no component code to register.")
-        registered = self._client().register_sync(result.code)
+        registered = self._client().register(result.code)
         result.record_registration(registered)
         return registered
 
@@ -212,19 +212,19 @@ class Workspace:
 
     def register_flow(self, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
         """Blocking: create the flow in the connected Langflow, or update ours of the same name."""
-        from lfassist_jupyter.langflow.flows import register_flow_sync
+        from lfassist_jupyter.langflow.flows import register_flow
 
-        return register_flow_sync(self._client(), flow, name)
+        return register_flow(self._client(), flow, name)
 
     def run_registered_flow(self, flow_id: str, input_text: str) -> FlowRunResult:
         """Blocking: run a flow stored in the connected Langflow on ``input_text``."""
-        from lfassist_jupyter.langflow.flows import run_on_server_sync
+        from lfassist_jupyter.langflow.flows import run_on_server
 
-        return run_on_server_sync(self._client(), flow_id, input_text)
+        return run_on_server(self._client(), flow_id, input_text)
 
     def probe_run(self, flow: dict[str, Any], input_text: str) -> FlowRun:
         """Probe-run ``flow`` in the sandbox (models stubbed, no keys, no network); never raises."""
-        runner = getattr(self.local_validator(), "probe_run_sync", None)
+        runner = getattr(self.local_validator(), "probe_run", None)
         if runner is None:  # a test's stub validator, or an older sandbox
             from lfassist_jupyter.sandbox.answers import FlowRun  # pydantic: not at %load_ext
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox, Reference
+from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox, Reference, adapt_validator
 from lfassist_jupyter.validation.report import ValidationReport
 
 
@@ -21,17 +21,17 @@ class ChainValidator:
     validates components but runs no probe), else None."""
 
     def __init__(self, *validators: ComponentValidator | None, flow_sandbox: FlowSandbox | None = None) -> None:
-        self.validators: list[ComponentValidator] = [v for v in validators if v is not None]
+        self.validators: list[ComponentValidator] = [adapt_validator(v) for v in validators if v is not None]
         if not self.validators:
             raise ValueError("ChainValidator needs at least one validator")
         if flow_sandbox is None:
             flow_sandbox = next((v for v in self.validators if isinstance(v, FlowSandbox)), None)
         self.flow_sandbox: FlowSandbox | None = flow_sandbox
 
-    async def validate(self, code: str) -> ValidationReport:
+    async def avalidate(self, code: str) -> ValidationReport:
         merged: ValidationReport | None = None
         for validator in self.validators:
-            report = await validator.validate(code)
+            report = await validator.avalidate(code)
             if merged is None:
                 merged = report
             else:
@@ -54,10 +54,10 @@ class ChainValidator:
         assert merged is not None
         return merged
 
-    async def reference(self) -> Reference | None:
+    async def areference(self) -> Reference | None:
         """The first validator that can describe its lfx answers (the sandbox, normally)."""
         for validator in self.validators:
-            reference = await validator.reference()
+            reference = await validator.areference()
             if reference is not None:
                 return reference
         return None

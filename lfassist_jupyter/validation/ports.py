@@ -31,9 +31,9 @@ class ComponentValidator(Protocol):
     """Runtime validation of component code.  The static and security phases run before
     it, in-process, so an implementation only ever sees code that parses and looks safe."""
 
-    async def validate(self, code: str) -> ValidationReport: ...
+    async def avalidate(self, code: str) -> ValidationReport: ...
 
-    async def reference(self) -> Reference | None:
+    async def areference(self) -> Reference | None:
         """The lfx this validator builds with, or None when it cannot say (the prompt then
         uses its built-in reference).  Declared here so callers never probe with getattr."""
         ...
@@ -43,21 +43,46 @@ Validator = ComponentValidator
 """The name ``lfassist_jupyter.Validator`` has always had; the same protocol."""
 
 
+def adapt_validator(validator: Any) -> Any:
+    """``validator`` as a ``ComponentValidator``.  One written before the rule "the plain name
+    blocks, its coroutine twin has an ``a`` prefix" (a coroutine ``validate``, no ``avalidate``)
+    still works for this release, with a DeprecationWarning that names the new methods."""
+    import inspect
+    import warnings
+
+    if hasattr(validator, "avalidate") or not inspect.iscoroutinefunction(getattr(validator, "validate", None)):
+        return validator
+    warnings.warn(
+        f"{type(validator).__name__}: a validator's coroutines are now avalidate() and areference(); "
+        "async validate()/reference() stop working in the next release.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    from types import SimpleNamespace
+
+    reference = getattr(validator, "reference", None) or _no_reference
+    return SimpleNamespace(avalidate=validator.validate, areference=reference, adapted=validator)
+
+
+async def _no_reference() -> None:
+    return None
+
+
 @runtime_checkable
 class FlowSandbox(Protocol):
     """The sandbox as the flow pipelines see it.  Each call blocks (a sandboxed child does the
     work), so a pipeline makes them from its async run through ``asyncio.to_thread``, never
     while it is assembled; none raises for a bad flow or code: the answer says what failed."""
 
-    def flow_catalog_sync(self) -> dict[str, dict[str, Any]]:
+    def flow_catalog(self) -> dict[str, dict[str, Any]]:
         """lfx's bundled components, ``{type: node template}`` (cached by the sandbox)."""
         ...
 
-    def component_template_sync(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+    def component_template(self, code: str, timeout: float | None = None) -> dict[str, Any]:
         """``{"ok": True, "template": ...}``: the node template lfx builds for generated code."""
         ...
 
-    def build_flow_sync(
+    def build_flow(
         self,
         spec: str,
         *,
@@ -68,6 +93,6 @@ class FlowSandbox(Protocol):
         """Langflow flow JSON from spec text, built by lfx's builder (``flows.build_flow``)."""
         ...
 
-    def probe_run_sync(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun:
+    def probe_run(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun:
         """The probe run: ``flow`` run on ``input_text`` with its models stubbed."""
         ...

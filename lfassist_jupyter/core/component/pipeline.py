@@ -21,7 +21,7 @@ from typing import Any
 
 from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
 from lfassist_jupyter.core.component.prompts import generation_system_prompt, retry_message
-from lfassist_jupyter.core.component.repair import Repaired, repair_until_valid
+from lfassist_jupyter.core.component.repair import Repaired, arepair_until_valid
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
@@ -212,7 +212,7 @@ class ComponentPipeline:
         if self.validator is None:
             return None
         try:
-            return await self.validator.reference()
+            return await self.validator.areference()
         except Exception as exc:
             log.warning("Could not describe the installed lfx (%s); using the built-in reference.", exc)
             return None
@@ -231,7 +231,7 @@ class ComponentPipeline:
                      changes=changes)  # fmt: skip
 
         try:
-            return await repair_until_valid(code, report, reference, self._validate, on_repair=announce)
+            return await arepair_until_valid(code, report, reference, self._validate, on_repair=announce)
         except Exception as exc:  # a validator failure mid-repair: the model retry still follows
             log.warning("The repair pass failed (%s); asking the model.", exc)
             return None
@@ -240,4 +240,4 @@ class ComponentPipeline:
         report = validate_static(code)
         if not report.is_valid or self.validator is None:
             return report
-        return await self.validator.validate(code)
+        return await self.validator.avalidate(code)

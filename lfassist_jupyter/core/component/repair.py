@@ -13,7 +13,7 @@ and only where the fix is certain:
 
 Every error finding must have exactly one fix, or nothing changes (``None``): two possible
 fixes, or an error no rule covers, go to the model.  The caller validates the repaired code
-again like any other attempt (``repair_until_valid``) and keeps it only if it validates.
+again like any other attempt (``arepair_until_valid``) and keeps it only if it validates.
 """
 
 from __future__ import annotations
@@ -675,7 +675,7 @@ def unprompted_changes(code: str, reference: dict[str, Any]) -> list[str]:
     return changes
 
 
-async def repair_until_valid(
+async def arepair_until_valid(
     code: str,
     report: ValidationReport,
     reference: dict[str, Any] | None,
@@ -701,13 +701,13 @@ async def repair_until_valid(
     return None
 
 
-def repair_until_valid_sync(
+def repair_until_valid(
     code: str,
     report: ValidationReport,
     reference: dict[str, Any] | None,
     validate: Callable[[str], ValidationReport],
 ) -> Repaired | None:
-    """``repair_until_valid`` for a blocking caller (``%%assist_validate --fix``)."""
+    """``arepair_until_valid`` for a blocking caller (``%%assist_validate --fix``)."""
     changes: list[str] = []
     current = code
     for _ in range(MAX_ROUNDS):
@@ -768,7 +768,7 @@ def fix_component(
     the cell's validation, ``validate`` checks the repaired code the same way."""
     if report.is_valid:
         return FixResult(code=code, changes=[], report=report)
-    repaired = repair_until_valid_sync(code, report, reference, validate)
+    repaired = repair_until_valid(code, report, reference, validate)
     if repaired is None:
         return FixResult(code=code, changes=[], report=report)
     return FixResult(code=repaired.code, changes=repaired.changes, report=repaired.report, repaired=True)

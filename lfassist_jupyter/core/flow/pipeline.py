@@ -281,7 +281,7 @@ class FlowPipeline:
         """The node template of the session's component: cached, else built in the sandbox."""
         template = self.templates.get(made.code)
         if template is None and self.sandbox is not None:
-            answer = self.sandbox.component_template_sync(made.code)
+            answer = self.sandbox.component_template(made.code)
             template = answer["template"] if answer.get("ok") else None
             if template is not None:  # the last one is the one reused
                 self.templates.clear()
@@ -523,7 +523,7 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> FlowRun:
         if self.sandbox is None:
             return FlowRun.failed("No sandbox to probe-run the flow in.")
-        run = await asyncio.to_thread(self.sandbox.probe_run_sync, flow, self.probe_text, self.probe_timeout)
+        run = await asyncio.to_thread(self.sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
         return run.require_answer(
             "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
         )
@@ -568,7 +568,7 @@ class FlowPipeline:
             return outcome, None, outcome.error or "the model wrote no component code"
         if self.sandbox is None:
             return outcome, None, "no sandbox to build its node template in"
-        made = await asyncio.to_thread(self.sandbox.component_template_sync, outcome.code)
+        made = await asyncio.to_thread(self.sandbox.component_template, outcome.code)
         if not made.get("ok"):
             return outcome, None, str(made.get("error"))
         key = outcome.class_name or item["name"]

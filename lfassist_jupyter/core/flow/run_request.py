@@ -53,7 +53,7 @@ class RunFlowPipeline:
 
     Args:
         session: the conversation (its flows and restore points are searched first).
-        sandbox: the ``FlowSandbox`` port: its catalogue validates the flow, its probe run (``probe_run_sync``) runs it.
+        sandbox: the ``FlowSandbox`` port: its catalogue validates the flow, its probe run (``probe_run``) runs it.
         flow_name: the flow as the user named it ("" / None: the current flow).
         input_text: the text to run it on (None: read from the request).
         langflow: a connected ``LangflowClient``, searched by flow name last.
@@ -101,7 +101,7 @@ class RunFlowPipeline:
             message = f"{label} ({where}) was not run: it does not validate: {error}"
             return FlowOutcome(result=message, intent=RUN_FLOW, flow=found, report=report, error=error)
         sink(ProgressEvent(step="running_flow", attempt=1, max_attempts=1, message="Probe run (models stubbed)..."))
-        run: FlowRun = await asyncio.to_thread(self.sandbox.probe_run_sync, found, text, self.timeout)
+        run: FlowRun = await asyncio.to_thread(self.sandbox.probe_run, found, text, self.timeout)
         run = run.require_answer("the probe run answered nothing (no Chat Output was reached)")
         parts = [f"Ran {label} ({where}) on {text[:200]!r} in the sandbox (a probe run: models stubbed)."]
         if run.ok:
@@ -146,13 +146,13 @@ class RunFlowPipeline:
             return None, f"{path} is not a Langflow flow (no data.nodes)."
         if self.langflow is not None:
             from lfassist_jupyter.errors import LfAssistError
-            from lfassist_jupyter.langflow.flows import get_flow, list_flows
+            from lfassist_jupyter.langflow.flows import aget_flow, alist_flows
 
             try:
-                listed = await list_flows(self.langflow, ours_only=False)
+                listed = await alist_flows(self.langflow, ours_only=False)
                 hit = match_name(name, [(str(f.get("name") or ""), f) for f in listed])
                 if hit is not None:
-                    return await get_flow(self.langflow, str(hit.get("id"))), "from the connected Langflow"
+                    return await aget_flow(self.langflow, str(hit.get("id"))), "from the connected Langflow"
             except LfAssistError as exc:
                 return None, f"No flow named {name!r} here, and Langflow could not be asked: {exc}"
         known = [str(f.get("name")) for f in flows if f.get("name")]
