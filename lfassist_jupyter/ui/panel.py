@@ -283,7 +283,7 @@ class ChatPanel(anywidget.AnyWidget):
                     wire = [s.model_dump() for s in steps]
                     self.progress = {"steps": wire, "current": wire[-1]}
                 else:
-                    self._finish(event, "".join(tokens), steps, assistant)
+                    self._finish(event, "".join(tokens), steps)
         except asyncio.CancelledError:  # stopped before the engine took the request
             self._append(cancelled_message())
         except Exception as exc:  # the panel must always leave the busy state
@@ -303,7 +303,6 @@ class ChatPanel(anywidget.AnyWidget):
         event: CompleteEvent | ErrorEvent | CancelledEvent,
         text: str,
         steps: list[ProgressStep],
-        assistant: Assistant,
     ) -> None:
         record = event.usage  # the request's metrics record travels with its terminal event
         fallbacks = record.fallbacks if record is not None else []  # the models substituted meanwhile
