@@ -10,6 +10,7 @@ of Langflow's own starter projects for exactly that reason.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -300,16 +301,14 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
             continue
         item, accepted = ports
         name = _name(node)
+        at_loop = partial(FlowProblem, node=name, node_id=nid, field=item)  # every problem names the loop's port
         back = {s for s, _, t, p, th in wires if t == nid and p == item and "fieldName" not in th}
         body = reach([t for s, o, t, _, _ in wires if s == nid and o == item], avoid=nid)
         after = reach([t for s, o, t, _, _ in wires if s == nid and o != item], avoid=nid)
         if not back:
             add(
-                FlowProblem(
+                at_loop(
                     code="structure",
-                    node=name,
-                    node_id=nid,
-                    field=item,
                     message=f"{name} has no feedback edge: nothing goes back into its {item!r} handle, "
                     "so the loop body never runs.",
                     fix=f"Connect the body's last output (type {'/'.join(accepted)}) to {name}.{item}; "
@@ -319,22 +318,16 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
             continue
         if back - body:
             add(
-                FlowProblem(
+                at_loop(
                     code="structure",
-                    node=name,
-                    node_id=nid,
-                    field=item,
                     message=f"{name}'s feedback edge comes from a node its {item!r} output never reaches.",
                     fix=f"Start the body at {name}.{item} and feed the body's result back into {name}.{item}.",
                 )
             )
         if back & after:
             add(
-                FlowProblem(
+                at_loop(
                     code="cycle",
-                    node=name,
-                    node_id=nid,
-                    field=item,
                     message=f"{name}'s collected results lead back into its own body: the loop would never end.",
                     fix=f"Only {name}.{item} feeds the body; connect the other output to what comes after the loop.",
                 )
