@@ -47,7 +47,7 @@ lint: $(STAMP)
 
 # Refresh the README's screenshots from the browser suite.
 screenshots: $(STAMP) $(CHROMIUM)
-	LFASSIST_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/test_browser.py
+	LFASSIST_UPDATE_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_browser.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

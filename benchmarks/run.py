@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from components import GOOD, OPENAI_CHAT_MODEL, UPPER_SPEC, fenced  # noqa: E402
+from _support.components import GOOD, OPENAI_CHAT_MODEL, UPPER_SPEC, fenced  # noqa: E402
 
 from lfassist_jupyter import Assistant, ScriptedProvider  # noqa: E402
 from lfassist_jupyter.sandbox.client import SandboxValidator, validate_component  # noqa: E402
@@ -288,7 +288,7 @@ def control_flow_requests(validator: SandboxValidator) -> dict[str, tuple[int, f
 KERNEL_FLOW = """
 import asyncio, json, sys
 sys.path.insert(0, {tests!r})
-from components import UPPER_SPEC
+from _support.components import UPPER_SPEC
 from lfassist_jupyter import Assistant, ScriptedProvider
 from lfassist_jupyter.sandbox.client import SandboxValidator
 replies = [
@@ -402,7 +402,7 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
     import http.server
     import threading
 
-    from fakellm import FakeLLM, Reply
+    from _support.fakellm import FakeLLM, Reply
 
     from lfassist_jupyter.flows import build_flow, default_catalog
     from lfassist_jupyter.flows.local import run_flow
@@ -476,7 +476,7 @@ def hung_server_error_s() -> tuple[float, str] | None:
         return None
     import tempfile
 
-    from fakellm import FakeLLM, Hang
+    from _support.fakellm import FakeLLM, Hang
 
     from lfassist_jupyter.core.session import SessionStore
     from lfassist_jupyter.providers import create_provider
@@ -501,11 +501,11 @@ def repair_savings(validator: SandboxValidator) -> dict:
     """Zero-call repairs: each broken first reply is followed by a reply that fixes it, and the
     request runs with and without the repair pass (model time zero: scripted replies).
 
-    The mistakes: ``tests/mistakes.py`` (mechanical ones, and ones with no certain fix), the
+    The mistakes: ``tests/_support/mistakes.py`` (mechanical ones, and ones with no certain fix), the
     tests' own broken components, and the demo script's recorded Splitter reply.  The eval
     suites hold requests, not recorded replies, so they add nothing to replay here."""
     import components as c
-    from mistakes import REPAIRABLE, TO_MODEL
+    from _support.mistakes import REPAIRABLE, TO_MODEL
 
     from lfassist_jupyter.core.component.pipeline import ComponentPipeline
     from lfassist_jupyter.core.component.repair import repair_component

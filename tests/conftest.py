@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from components import SHELL_KEY
-from fakellm import FakeLLM
+from _support.components import SHELL_KEY
+from _support.fakellm import FakeLLM
 
 _PROVIDER_VARS = (
     "OPENAI_API_KEY",

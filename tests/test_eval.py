@@ -14,8 +14,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent, plan, spec_reply
-from fakellm import Status
+from _support.components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent, plan, spec_reply
+from _support.fakellm import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent, plan, spec_reply
-from fakellm import Reply, Status
+from _support.components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent, plan, spec_reply
+from _support.fakellm import Reply, Status
 
 import lfassist_jupyter
 from lfassist_jupyter.metrics import METRICS
