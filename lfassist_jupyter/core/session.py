@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.core.datadir import default_data_dir
 
 log = logging.getLogger("lfassist_jupyter")
@@ -182,10 +183,18 @@ class Session:
             summary=model.summary,
             created=model.created if model.created is not None else time.time(),
             updated=model.updated if model.updated is not None else time.time(),
-            restore_points=[p for p in model.restore_points if isinstance(p.get("spec"), str)],
+            restore_points=[p.model_dump() for p in model.restore_points],
             flow_version=model.flow_version,
             flow_versions=model.flow_versions,
         )
+
+
+def _flow_of_shape(flow: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored flow must have the shape of flow JSON (the views and the next edit walk it)."""
+    problem = shape_problem(flow) if flow is not None else None
+    if problem is not None:
+        raise ValueError(f"not a Langflow flow: {problem}")
+    return flow
 
 
 class _TurnFile(BaseModel):
@@ -202,6 +211,20 @@ class _TurnFile(BaseModel):
     attempts: int | None = None
     flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON: data, shown as stored, never rebuilt
 
+    _flow_shape = field_validator("flow")(_flow_of_shape)
+
+
+class _RestorePointFile(BaseModel):
+    """One stored flow version (``Session.restore_points``): what Undo puts back."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    version: int = 1
+    spec: str
+    flow: dict[str, Any] | None = None
+    validated: bool | None = None
+
+    _flow_shape = field_validator("flow")(_flow_of_shape)
+
 
 class _SessionFile(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore")
@@ -211,7 +234,7 @@ class _SessionFile(BaseModel):
     summary: str = ""
     created: float | None = None
     updated: float | None = None
-    restore_points: list[dict[str, Any]] = Field(default_factory=list)
+    restore_points: list[_RestorePointFile] = Field(default_factory=list)
     flow_version: int = 0
     flow_versions: int = 0
 
@@ -254,8 +277,10 @@ class SessionStore:
                 except OSError:
                     pass
                 break
-        reason = exc.errors()[0]["loc"] if isinstance(exc, ValidationError) and exc.errors() else None
-        detail = f"{type(exc).__name__}" + (f" at {'.'.join(map(str, reason))}" if reason else "")
+        first = exc.errors()[0] if isinstance(exc, ValidationError) and exc.errors() else None
+        detail = f"{type(exc).__name__}"
+        if first:  # where, and what is wrong there (a stored flow names its field)
+            detail += f" at {'.'.join(map(str, first['loc']))}: {str(first['msg']).removeprefix('Value error, ')[:300]}"
         if aside == path:
             log.warning(
                 "Session file %s could not be read (%s) and could not be set aside; it is ignored.", path, detail

@@ -1,8 +1,8 @@
 """Flows: from lfx's compact spec to a validated Langflow flow, and back.
 
-A low-level package: it imports ``lfassist_jupyter.errors``, the sandbox's client and its
-pure helpers (``sandbox/worker/flow_kit.py``), and nothing of the engine or the views. It never
-imports lfx and starts no process: everything that needs lfx (the component catalogue,
+A low-level package: it imports ``lfassist_jupyter.errors``, the sandbox's client and the flow
+facts (``artifacts/flow.py``: shape, navigation, lfx's rules), and nothing of the engine or the
+views. It never imports lfx and starts no process: everything that needs lfx (the component catalogue,
 building a flow from a spec, which can run a node's code through a real-time refresh, probe
 runs) goes through the sandbox's one door (``sandbox/client.py``). What runs here is
 text and JSON work: finding a spec in a reply, checking a flow, repairing it (drawing it is a
@@ -16,7 +16,7 @@ Public API::
     validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
-    flow_picture(flow) -> FlowPicture                                 # inline SVG, _repr_html_
+    flow_picture(flow) -> FlowPicture                                 # dict or path -> inline SVG
     run_flow(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # the real run: keys, fenced net
 """
 

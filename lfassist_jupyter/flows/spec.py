@@ -18,9 +18,11 @@ import json
 import re
 from typing import Any, get_args
 
-from lfassist_jupyter.sandbox.worker.flow_kit import spec_scalar
+from lfassist_jupyter.artifacts import flow as facts
+from lfassist_jupyter.artifacts.flow import spec_scalar
 
 from .catalog import Catalog, default_catalog
+from .files import require_flow
 from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
 
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
@@ -77,8 +79,11 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
         control = infer_control_flow(spec_text, catalog)
         spec_text = control.spec
     answer = sandbox.build_flow(spec_text, extra=catalog.added, repair=repair)
-    if answer.error:
-        error = FlowProblem(code="structure", message=f"The flow could not be built: {answer.error}")
+    # What comes back from the sandbox is untrusted (the build can run a node's code): shape-checked.
+    problem = facts.shape_problem(answer.flow) if answer.flow is not None else None
+    if answer.error or problem:
+        why = answer.error or f"the sandbox answered a malformed flow ({problem})"
+        error = FlowProblem(code="structure", message=f"The flow could not be built: {why}")
         return BuildResult(ok=False, spec=spec_text, errors=[error])
     errors = [
         FlowProblem.model_validate({**e.model_dump(), "code": e.code if e.code in _ERROR_CODES else "structure"})
@@ -107,7 +112,7 @@ def _spec_ids(nodes: list[dict[str, Any]]) -> dict[str, str]:
     out = {}
     for i, node in enumerate(nodes):
         letter = chr(ord("A") + i % 26)
-        out[node["id"]] = letter if i < 26 else f"{letter}{i // 26}"
+        out[facts.node_id(node)] = letter if i < 26 else f"{letter}{i // 26}"
     return out
 
 
@@ -134,10 +139,11 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     lfx has no writer (its `flow_to_spec_summary` leaves out values and is not re-parseable),
     so this is a small one; `build_flow(flow_to_spec(f))` rebuilds the same wiring.
     Secrets (password fields) and code are never written: a spec lands in a notebook cell.
+    ``FlowFileError`` (one line naming the field) when ``flow`` is not flow JSON.
     """
+    require_flow(flow)
     catalog = catalog or default_catalog()
-    data = flow.get("data", flow)
-    nodes = [n for n in data.get("nodes", []) if n.get("type", "genericNode") == "genericNode"]
+    nodes = facts.components(flow)
     sids = _spec_ids(nodes)
     lines = []
     if flow.get("name"):
@@ -147,23 +153,19 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     lines.append("")
     lines.append("nodes:")
     for node in nodes:
-        kind = node["data"].get("_flow_builder_registry_type") or node["data"].get("type")
-        lines.append(f"  {sids[node['id']]}: {kind}")
+        kind = facts.registry_type(node)
+        lines.append(f"  {sids[facts.node_id(node)]}: {kind}")
     edges = []
-    for edge in data.get("edges", []):
-        if edge.get("source") not in sids or edge.get("target") not in sids:
-            continue
-        sh = (edge.get("data") or {}).get("sourceHandle", {})
-        th = (edge.get("data") or {}).get("targetHandle", {})
-        port = th.get("fieldName") or th.get("name")
-        edges.append(f"  {sids[edge['source']]}.{sh.get('name')} -> {sids[edge['target']]}.{port}")
+    for edge in facts.edges(flow):
+        source, output, target, port = facts.ports(edge)
+        if source in sids and target in sids:
+            edges.append(f"  {sids[source]}.{output} -> {sids[target]}.{port}")
     if edges:
         lines += ["", "edges:", *edges]
     config = []
     for node in nodes:
-        kind = node["data"].get("type")
-        defaults = (catalog.registry.get(kind) or {}).get("template", {})
-        for name, field in node["data"]["node"].get("template", {}).items():
+        defaults = (catalog.registry.get(facts.node_type(node)) or {}).get("template", {})
+        for name, field in facts.fields(node).items():
             if name.startswith("_") or name == "code" or not isinstance(field, dict):
                 continue
             if field.get("password") or field.get("load_from_db"):
@@ -174,7 +176,7 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
                 continue
             text = _format_value(value)
             if text is not None:
-                config.append(f"  {sids[node['id']]}.{name}: {text}")
+                config.append(f"  {sids[facts.node_id(node)]}.{name}: {text}")
     if config:
         lines += ["", "config:", *config]
     return "\n".join(lines).strip("\n") + "\n"

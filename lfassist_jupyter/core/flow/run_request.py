@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,9 @@ from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.intent import RUN_FLOW, parse_run_request
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import FlowOutcome
+from lfassist_jupyter.errors import FlowFileError
 from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.validation.ports import FlowSandbox
-
-MAX_FLOW_FILE = 20_000_000
 
 
 def _norm(name: str) -> str:
@@ -135,15 +133,12 @@ class RunFlowPipeline:
             return hit, "from this conversation"
         path = self._file(name)
         if path is not None:
+            from lfassist_jupyter.flows.files import read_flow_file
+
             try:
-                if path.stat().st_size > MAX_FLOW_FILE:
-                    return None, f"{path} is too large to be a flow."
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                return None, f"Could not read the flow file {path}: {exc}"
-            if isinstance(data, dict) and isinstance(data.get("data", data).get("nodes"), list):
-                return data, f"the file {path.name}"
-            return None, f"{path} is not a Langflow flow (no data.nodes)."
+                return read_flow_file(path), f"the file {path.name}"
+            except FlowFileError as exc:  # missing, too large, not JSON, not a flow: its one line
+                return None, str(exc)
         if self.langflow is not None:
             from lfassist_jupyter.errors import LfAssistError
             from lfassist_jupyter.langflow.flows import aget_flow, alist_flows
