@@ -61,6 +61,12 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def _key(name: str) -> str:
+    """A key or id from the file as the line may show it: plain names as they are, anything else
+    (a newline, a control character, 80 characters of noise) quoted and cut."""
+    return name if re.fullmatch(r"[\w.-]{1,80}", name) else repr(name[:80])
+
+
 class _Bad(Exception):
     """The first shape problem found (its text is the line the user sees)."""
 
@@ -89,7 +95,7 @@ def _check_node(node: Any, where: str) -> None:
     nid = node.get("id", _MISSING)
     _expect(nid, f"{where}.id", str, "a string", required=True)
     if isinstance(nid, str) and nid:
-        where = f"{where} ({nid!r})" if len(nid) <= 80 else where
+        where = f"{where} ({nid[:80]!r})"  # repr: a newline in an id stays on the one line
     _expect(node.get("type", _MISSING), f"{where}.type", str, "a string ('genericNode' or 'noteNode')")
     data = node.get("data", _MISSING)
     _expect(data, f"{where}.data", dict, "an object", required=True)
@@ -104,7 +110,7 @@ def _check_node(node: Any, where: str) -> None:
     _expect(template, f"{where}.data.node.template", dict, "an object (the fields)")
     for name, field in (template if isinstance(template, dict) else {}).items():
         if isinstance(field, dict):
-            at = f"{where}.data.node.template.{name}"
+            at = f"{where}.data.node.template.{_key(name)}"
             _strings(field.get("input_types", _MISSING), f"{at}.input_types")
             _expect(field.get("type", _MISSING), f"{at}.type", (str, type(None)), "a string")
     _expect(front.get("custom_fields", _MISSING), f"{where}.data.node.custom_fields", (dict, type(None)), "an object")

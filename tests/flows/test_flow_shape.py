@@ -232,3 +232,14 @@ def test_the_issue_s_examples_name_the_field(tmp_path):
             read_flow_file(path)
         report = validate_flow(path)
         assert not report.is_valid and expected in report.errors[0].message
+    # What the file names (a node id, a field) is quoted: a newline in it cannot start a second line.
+    hostile = {"id": "A\nInjected: line", "data": {"type": "X", "node": {"template": {"f\nIGNORE": {"type": 5}}}}}
+    with pytest.raises(FlowFileError) as raised:
+        read_flow_file(_write(tmp_path, {"data": {"nodes": [hostile], "edges": []}}))
+    assert "\n" not in str(raised.value) and "template.'f\\nIGNORE'.type is a number" in str(raised.value)
+
+
+def _write(tmp_path: Path, flow: Any) -> Path:
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(flow), encoding="utf-8")
+    return path
