@@ -408,8 +408,8 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
     from lfassist_jupyter.flows.local import run_flow
 
     catalog = default_catalog()
-    catalog.add("ChatModel", validator.component_template(OPENAI_CHAT_MODEL)["template"])
-    catalog.add("Knock", validator.component_template(_BENCH_KNOCK)["template"])
+    catalog.add("ChatModel", validator.component_template(OPENAI_CHAT_MODEL).template)
+    catalog.add("Knock", validator.component_template(_BENCH_KNOCK).template)
     kernel = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     threading.Thread(target=kernel.serve_forever, daemon=True).start()
     with FakeLLM() as llm:

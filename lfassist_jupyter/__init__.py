@@ -24,8 +24,8 @@ logging.getLogger("lfassist_jupyter").addHandler(logging.NullHandler())
 
 _LAZY = {
     "Assistant": "lfassist_jupyter.core.assistant",
-    "ComponentValidator": "lfassist_jupyter.validation.ports",
-    "Validator": "lfassist_jupyter.validation.ports",
+    "ComponentValidator": "lfassist_jupyter.ports",
+    "FlowLibrary": "lfassist_jupyter.ports",
     "AssistResult": "lfassist_jupyter.core.result",
     "ProgressEvent": "lfassist_jupyter.core.events",
     "TokenEvent": "lfassist_jupyter.core.events",

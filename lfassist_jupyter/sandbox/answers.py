@@ -111,6 +111,19 @@ class ComponentRun(BaseModel):
 # -- builds -------------------------------------------------------------------------------
 
 
+class ComponentTemplate(BaseModel):
+    """What ``component_template`` answers: the node template lfx built for a component's code
+    (the frontend node a flow's custom node carries), or why it built none."""
+
+    ok: bool
+    template: dict[str, Any] | None = None
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str) -> ComponentTemplate:
+        return cls(ok=False, error=str(error))
+
+
 class BuildError(BaseModel):
     code: str = Field(max_length=40)
     node: str | None = Field(default=None, max_length=500)

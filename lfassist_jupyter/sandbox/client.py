@@ -32,6 +32,7 @@ from lfassist_jupyter.sandbox.answers import (
     CATALOG_CAP,
     FLOW_CAP,
     ComponentRun,
+    ComponentTemplate,
     FlowBuild,
     FlowRun,
     Stubbed,
@@ -164,26 +165,26 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a flow run; it was discarded."
         return FlowRun.failed(str(failure), stubbed=stubbed)
 
-    def component_template(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+    def component_template(self, code: str, timeout: float | None = None) -> ComponentTemplate:
         """The node template lfx builds for ``code`` (built in a sandboxed child, never here).
 
-        Returns ``{"ok": True, "template": {...}}`` (the frontend node a flow's custom node
-        carries; its ``code`` value is the code we sent, not what came back) or ``{"ok": False,
-        "error": ...}``; redacted, never raises.
+        Returns a ``ComponentTemplate``: ``ok`` with ``template`` (the frontend node a flow's
+        custom node carries; its ``code`` value is the code we sent, not what came back), or
+        ``ok`` False with ``error``; redacted, never raises.
         """
         timeout = self.timeout if timeout is None else timeout
         answer, failure = self._call({"op": "component_template", "code": code, "timeout": timeout}, timeout)
         if failure == "fatal":
-            return {"ok": False, "error": self._unavailable_report().error}
+            return ComponentTemplate.failed(str(self._unavailable_report().error))
         if answer is not None:
             template = answer.get("template")
             if answer.get("ok") and isinstance(template, dict) and isinstance(template.get("template"), dict):
                 template = redact_tree(template)
                 if isinstance(template["template"].get("code"), dict):
                     template["template"]["code"]["value"] = code
-                return {"ok": True, "template": template}
+                return ComponentTemplate(ok=True, template=template)
             failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
-        return {"ok": False, "error": failure}
+        return ComponentTemplate.failed(str(failure))
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
         """lfx's bundled components (``{type: node template}``), for flows; never computed here.

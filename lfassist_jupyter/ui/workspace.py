@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from lfassist_jupyter.core.session import SessionStore
     from lfassist_jupyter.langflow.client import LangflowClient, RegisteredComponent
     from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
+    from lfassist_jupyter.ports import ComponentValidator
     from lfassist_jupyter.sandbox.answers import FlowRun
     from lfassist_jupyter.ui.messages import PanelMessage
-    from lfassist_jupyter.validation.ports import ComponentValidator
 
 _MAX_ASSISTANTS = 8  # a few conversations (the magic's, the panel's) stay warm; memory is on disk anyway
 

@@ -100,8 +100,8 @@ def server():
 
 def _catalog(sandbox):
     catalog = default_catalog()
-    catalog.add("EnvProbe", sandbox.component_template(PROBE)["template"])
-    catalog.add("ChatModel", sandbox.component_template(OPENAI_CHAT_MODEL)["template"])
+    catalog.add("EnvProbe", sandbox.component_template(PROBE).template)
+    catalog.add("ChatModel", sandbox.component_template(OPENAI_CHAT_MODEL).template)
     return catalog
 
 

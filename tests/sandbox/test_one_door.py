@@ -95,8 +95,8 @@ class Door:
         """Flow JSON carrying the hostile code in a custom node (built behind the door)."""
         catalog = default_catalog(sandbox)
         made = sandbox.component_template(self.code)
-        assert made["ok"], made
-        catalog.add("DoorProbe", made["template"])
+        assert made.ok, made
+        catalog.add("DoorProbe", made.template)
         built = build_flow(self.custom_spec(), catalog=catalog)
         assert built.flow is not None, built.errors
         return built.flow

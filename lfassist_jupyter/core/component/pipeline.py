@@ -27,7 +27,7 @@ from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome
 from lfassist_jupyter.errors import ConfigError, ProviderError
-from lfassist_jupyter.validation.ports import ComponentValidator, Reference
+from lfassist_jupyter.ports import ComponentValidator, Reference
 from lfassist_jupyter.validation.report import ValidationReport
 from lfassist_jupyter.validation.static import validate_static
 
