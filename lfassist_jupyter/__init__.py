@@ -41,7 +41,7 @@ _LAZY = {
     "avalidate_component": "lfassist_jupyter.sandbox.client",
     "build_flow": "lfassist_jupyter.flows.spec",
     "validate_flow": "lfassist_jupyter.flows.validate",
-    "run_flow": "lfassist_jupyter.flows.local",  # the real run; the probe run is SandboxValidator.probe_run
+    "run_flow_for_real": "lfassist_jupyter.flows.local",  # the probe run is SandboxValidator.probe_run
     "FlowRun": "lfassist_jupyter.sandbox.answers",
     "RealRun": "lfassist_jupyter.sandbox.answers",
     "SandboxValidator": "lfassist_jupyter.sandbox.client",

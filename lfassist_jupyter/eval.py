@@ -193,10 +193,6 @@ class CheckRunner(Protocol):
     def probe_run(self, flow: dict[str, Any], input_text: str) -> str: ...
 
 
-class CheckError(LfAssistError):
-    """A check could not run (the sandbox failed, the result cannot be run): the case errors."""
-
-
 class SandboxCheckRunner:
     """Checks in the sandboxed worker: generated code never runs in this process."""
 

@@ -586,7 +586,7 @@ class Assistant:
             self._save_session()
             log_request_error(request_id, exc)
             record.error_type = type(exc).__name__
-            emit(ErrorEvent(message=exc.friendly))
+            emit(ErrorEvent(message=str(exc)))
             return
         self._record(session, outcome)
         if unsaved := self._save_session():  # saved before "complete", so a failure can be told

@@ -201,7 +201,7 @@ async def arun_on_server(
 ) -> FlowRunResult:
     """The **run on the server**: Langflow runs a stored flow on ``input_text`` (chat in, chat out),
     with its own variables and network, and this returns what it answered.  Not the probe run
-    (``SandboxValidator.probe_run``) nor the real local run (``lfassist_jupyter.run_flow``)."""
+    (``SandboxValidator.probe_run``) nor the real local run (``lfassist_jupyter.run_flow_for_real``)."""
     response = await client.arequest(
         "POST",
         f"/api/v1/run/{flow_id}",

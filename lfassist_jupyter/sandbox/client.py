@@ -140,7 +140,7 @@ class SandboxValidator(ZygoteProcess):
         network; lfx's own runner runs the rest.  Returns a ``FlowRun`` (its text, the outputs,
         what was stubbed), schema-checked and redacted; never raises: a flow that fails is
         ``ok=False`` with the reason.  (A *real* run, models called with the keys the user
-        allowed, is ``lfassist_jupyter.run_flow``.)
+        allowed, is ``lfassist_jupyter.run_flow_for_real``.)
         """
         from lfassist_jupyter.flows.run import stub_flow
 

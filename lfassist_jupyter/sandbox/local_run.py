@@ -36,7 +36,7 @@ MAX_ANSWER_BYTES = 1_000_000
 def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> RealRun:
     """Run the prepared ``flow`` in a process of its own with only ``plan``'s variables and hosts.
 
-    The caller (``flows.local.run_flow``) has loaded, validated and planned the flow; this is the
+    The caller (``flows.local.run_flow_for_real``) has loaded, validated and planned the flow; this is the
     part that starts a process, which is why it lives in the sandbox package.
     """
     variables = plan.allowed

@@ -35,11 +35,6 @@ if TYPE_CHECKING:
 _MAX_ASSISTANTS = 8  # a few conversations (the magic's, the panel's) stay warm; memory is on disk anyway
 
 
-AssistConfig = Settings
-"""The settings both views use (``%config AssistMagics.<name>`` and ``LFASSIST_<NAME>`` set them);
-the old name of ``lfassist_jupyter.settings.Settings``."""
-
-
 class ModelChoice(NamedTuple):
     value: str  # "provider:model"
     label: str

@@ -105,11 +105,11 @@ class ComponentPipeline:
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return ComponentOutcome(
-                    result=exc.friendly,
+                    result=str(exc),
                     code=job.code,
                     class_name=job.class_name,
                     attempts=attempt - 1 if validate else 0,
-                    error=exc.friendly,
+                    error=str(exc),
                     report=job.report,
                 )
             job.progress("generation_complete", attempt, "Generation complete.")

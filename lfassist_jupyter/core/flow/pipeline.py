@@ -346,7 +346,7 @@ class FlowPipeline:
             )
         except ProviderError as exc:
             log_request_error(request.request_id, exc)
-            return FlowOutcome(result=exc.friendly, intent=self.intent, error=exc.friendly)
+            return FlowOutcome(result=str(exc), intent=self.intent, error=str(exc))
         chosen, new = _parse_plan(plan_reply, catalog)
         plan = _Plan(chosen=chosen, new=new, current_spec=current_spec)
         await self._reuse(request, plan_reply, candidates, catalog, plan)
@@ -426,12 +426,12 @@ class FlowPipeline:
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return FlowOutcome(
-                    result=exc.friendly,
+                    result=str(exc),
                     intent=self.intent,
                     flow=last.flow,
                     spec=last.spec,
                     attempts=attempt - 1,
-                    error=exc.friendly,
+                    error=str(exc),
                     report=last.report,
                     run=last.run,
                     components=components,
