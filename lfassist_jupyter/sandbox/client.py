@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import threading
 import time
 from typing import Any
 
 from pydantic import ValidationError
 
+from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import redact_text, redact_tree
 from lfassist_jupyter.sandbox import _isolation
@@ -269,7 +269,7 @@ class SandboxValidator(ZygoteProcess):
         """State for ``%assist status``: interpreter, lfx version, pid, restarts, isolation."""
         ready = self._ready or {}
         if self.isolation is None:
-            self.isolation, self.isolation_reason = _isolation.probe(self.python)
+            self.isolation, self.isolation_reason = _isolation.probe(self.python, self.sandbox_mode)
         return {
             "state": self.state,
             "python": self.python,
@@ -301,13 +301,13 @@ _default_lock = threading.Lock()
 
 
 def default_validator() -> SandboxValidator:
-    """The process-wide validator (configured by ``LFASSIST_VALIDATOR_*`` variables)."""
+    """The process-wide validator (configured by the ``LFASSIST_VALIDATOR_*`` and
+    ``LFASSIST_SANDBOX*`` settings; a bad value is one ``ConfigError`` line naming it)."""
     global _default
     with _default_lock:
         if _default is None:
             _default = SandboxValidator(
-                timeout=float(os.environ.get("LFASSIST_VALIDATOR_TIMEOUT", "10")),
-                memory_mb=int(os.environ.get("LFASSIST_VALIDATOR_MEMORY_MB", "4096")),
+                timeout=settings.read("validator_timeout"), memory_mb=settings.read("validator_memory_mb")
             )
         return _default
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lfassist_jupyter import settings
 from lfassist_jupyter.redaction import is_secret_name, redact_text, redact_tree
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.answers import Reference
@@ -96,13 +97,16 @@ class ZygoteProcess:
 
     Args:
         python: the interpreter to run the worker with (default: ``LFASSIST_VALIDATOR_PYTHON``,
-            else this one).
+            else this one).  ``LFASSIST_SANDBOX`` and ``LFASSIST_SANDBOX_LANDLOCK`` are read here
+            too, once: a bad value is a ``ConfigError`` now, not a surprise at the first request.
         memory_mb: address-space limit of the worker (and so of each child).
         scratch_mb: the size of the sandbox's private /tmp (default: an eighth of ``memory_mb``).
     """
 
     def __init__(self, python: str | None = None, *, memory_mb: int = 4096, scratch_mb: int | None = None) -> None:
-        self.python = python or os.environ.get("LFASSIST_VALIDATOR_PYTHON") or sys.executable
+        self.python = python or settings.read("validator_python") or sys.executable
+        self.sandbox_mode: str = settings.read("sandbox")
+        self.landlock: bool = settings.read("sandbox_landlock")
         self.memory_mb = memory_mb
         self.scratch_mb = int(scratch_mb) if scratch_mb else max(16, memory_mb // 8)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -145,11 +149,11 @@ class ZygoteProcess:
 
     def _spawn(self) -> None:
         self._cleanup_dir()
-        mode, reason = _isolation.probe(self.python)
+        mode, reason = _isolation.probe(self.python, self.sandbox_mode)
         self.isolation, self.isolation_reason = mode, reason
         ops = [str(p) for p in OP_MODULES if p.exists()]
         config: dict[str, Any] = {"memory_mb": self.memory_mb, "op_modules": ops}
-        if os.environ.get("LFASSIST_SANDBOX_LANDLOCK", "").strip().lower() in ("0", "off"):
+        if not self.landlock:
             config["landlock"] = False  # what a kernel without Landlock gets (the tests of that path)
         argv = ["-I", "-u", str(WORKER_SCRIPT)]
         if mode == "full":
