@@ -38,7 +38,7 @@ from lfassist_jupyter.sandbox.answers import (
     Stubbed,
     check_catalog,
 )
-from lfassist_jupyter.sandbox.zygote import STARTUP_TIMEOUT, ZygoteProcess, _WorkerDied, _WorkerTimeout
+from lfassist_jupyter.sandbox.zygote import STARTUP_TIMEOUT, WorkerDiedError, WorkerTimeoutError, ZygoteProcess
 from lfassist_jupyter.validation.report import Finding, ValidationReport
 from lfassist_jupyter.validation.static import SecurityMode, security_mode, validate_static
 
@@ -258,7 +258,7 @@ class SandboxValidator(ZygoteProcess):
         with self._lock:
             try:
                 self._wait_ready()
-            except (_WorkerDied, _WorkerTimeout):
+            except (WorkerDiedError, WorkerTimeoutError):
                 return None
             return self._reference
 

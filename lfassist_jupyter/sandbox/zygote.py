@@ -83,12 +83,12 @@ def _signal_name(returncode: int | None) -> str:
     return f"exit code {returncode}"
 
 
-class _WorkerDied(Exception):
-    pass
+class WorkerDiedError(Exception):
+    """The zygote exited (or never started); ``SandboxValidator`` restarts it or reports why."""
 
 
-class _WorkerTimeout(Exception):
-    pass
+class WorkerTimeoutError(Exception):
+    """The zygote did not answer in time; it is restarted."""
 
 
 class ZygoteProcess:
@@ -238,10 +238,10 @@ class ZygoteProcess:
         fd = proc.stdout.fileno()
         while b"\n" not in self._buf:
             if len(self._buf) > LINE_CAP:
-                raise _WorkerDied("an oversized answer")
+                raise WorkerDiedError("an oversized answer")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise _WorkerTimeout
+                raise WorkerTimeoutError
             readable, _, _ = select.select([fd], [], [], remaining)
             if not readable:
                 continue
@@ -249,15 +249,15 @@ class ZygoteProcess:
             if not chunk:
                 with contextlib.suppress(Exception):
                     proc.wait(timeout=2)
-                raise _WorkerDied(_signal_name(proc.poll()))
+                raise WorkerDiedError(_signal_name(proc.poll()))
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
         try:
             msg = json.loads(line)
         except ValueError as exc:
-            raise _WorkerDied("a malformed answer") from exc
+            raise WorkerDiedError("a malformed answer") from exc
         if not isinstance(msg, dict):
-            raise _WorkerDied("a malformed answer")
+            raise WorkerDiedError("a malformed answer")
         return msg
 
     def _wait_ready(self) -> None:
@@ -269,10 +269,10 @@ class ZygoteProcess:
         if msg.get("op") == "fatal":
             self._fatal = redact_text(str(msg.get("error", "unknown error"))[:2000])
             self._kill()
-            raise _WorkerDied("fatal")
+            raise WorkerDiedError("fatal")
         if msg.get("op") != "ready":
             self._kill()
-            raise _WorkerDied("an unexpected first message")
+            raise WorkerDiedError("an unexpected first message")
         try:
             ref = msg.get("reference")
             self._reference = redact_tree(Reference.model_validate(ref).model_dump()) if ref else None
@@ -292,7 +292,7 @@ class ZygoteProcess:
                 self._proc.stdin.write(json.dumps(payload).encode() + b"\n")
                 self._proc.stdin.flush()
             except (BrokenPipeError, OSError) as exc:
-                raise _WorkerDied(_signal_name(self._proc.poll())) from exc
+                raise WorkerDiedError(_signal_name(self._proc.poll())) from exc
             # The zygote kills the child at ``timeout`` + 1 s and cleans up; beyond that it is stuck.
             deadline = time.monotonic() + timeout + 10
             while True:
@@ -320,10 +320,10 @@ class ZygoteProcess:
         """(answer, None) when a child answered well-formed JSON, else (None, why it failed)."""
         try:
             verdict = self._request(payload, timeout)
-        except _WorkerTimeout:
+        except WorkerTimeoutError:
             self.restart()
             return None, f"The validation sandbox did not answer within {timeout:g} s; it was restarted."
-        except _WorkerDied as exc:
+        except WorkerDiedError as exc:
             if self._fatal:
                 return None, "fatal"
             self.restart()
