@@ -328,10 +328,9 @@ class Assistant:
 
         data: Any = flow
         if isinstance(flow, Path) or (isinstance(flow, str) and flow.strip().endswith(".json") and "\n" not in flow):
-            try:
-                data = json.loads(Path(flow).expanduser().read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"Could not read the flow file {flow}: {exc}") from exc
+            from lfassist_jupyter.flows.library import read_flow_file
+
+            data = read_flow_file(Path(flow).expanduser())  # a regular file, size-capped, flow-shaped
         elif isinstance(flow, str) and flow.lstrip().startswith("{"):
             try:
                 data = json.loads(flow)
