@@ -6,7 +6,7 @@ wrong is said in one line naming the file and the field (``flow.json is not a La
 data.edges[0].data.sourceHandle is a string, expected an object (a handle)``) instead of a
 ``KeyError`` three modules later. Every entry point that takes a flow file or flow JSON reads
 it here: ``%%assist_flow FILE``, ``%assist flow load``, ``Assistant.load_flow``, the run
-intent's file lookup, ``validate_flow``, ``run_flow``/``run_plan``, ``flow_picture``,
+intent's file lookup, ``validate_flow``, ``run_flow_for_real``/``run_plan``, ``flow_picture``,
 ``flow_to_spec`` and ``repair_flow``. A Langflow server's flows are checked with the same rule
 in ``langflow/flows.py``, and flows kept in a session file in ``core/session.py``.
 """
@@ -14,6 +14,8 @@ in ``langflow/flows.py``, and flows kept in a session file in ``core/session.py`
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -31,23 +33,36 @@ def is_flow_path(value: Any) -> bool:
 
 def load_flow_file(path: str | Path) -> tuple[Any, str | None]:
     """``(the file's JSON, None)``, or ``(None, why it cannot be read)``: missing, not a regular
-    file (a FIFO would block, a device never ends), too large, or not JSON. The shape is not
-    checked here (``read_flow_file`` does both)."""
+    file (a FIFO would block, a link to ``/dev/zero`` would never end), too large, or not JSON.
+    The file is opened without blocking and judged by what was opened (no race with a swap), and
+    read with a cap. The shape is not checked here (``read_flow_file`` does both)."""
     try:
         target = Path(path).expanduser()
-        if not target.exists():
-            return None, "No such flow file"
-        if not target.is_file():
-            return None, "it is not a regular file"
-        if target.stat().st_size > MAX_FLOW_FILE:
-            return None, f"it is larger than {MAX_FLOW_FILE // 1_000_000} MB, too large to be a flow"
-        text = target.read_text(encoding="utf-8")
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, "No such flow file"
     except (OSError, ValueError) as exc:  # ValueError: a name no file system takes (a NUL)
-        if isinstance(exc, UnicodeDecodeError):
-            return None, "it is not JSON (not UTF-8 text)"
         return None, str(getattr(exc, "strerror", None) or exc)
     try:
-        return json.loads(text), None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "it is not a regular file, so it is not read as a flow"
+        raw = b""
+        while info.st_size <= MAX_FLOW_FILE and len(raw) <= MAX_FLOW_FILE:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            raw += chunk
+    except OSError as exc:
+        return None, str(exc.strerror or exc)
+    finally:
+        os.close(fd)
+    if info.st_size > MAX_FLOW_FILE or len(raw) > MAX_FLOW_FILE:
+        return None, f"it is larger than {MAX_FLOW_FILE // 1_000_000} MB, too large to be a flow"
+    try:
+        return json.loads(raw.decode("utf-8")), None
+    except UnicodeDecodeError:
+        return None, "it is not JSON (not UTF-8 text)"
     except (ValueError, RecursionError) as exc:
         return None, f"it is not JSON ({exc})"
 

@@ -100,11 +100,11 @@ def _validate(path: Path) -> tuple[str, str]:
 def _run(path: Path) -> tuple[str, str]:
     import lfassist_jupyter
 
-    return answer(lambda: lfassist_jupyter.run_flow(str(path), "hi", timeout=30))
+    return answer(lambda: lfassist_jupyter.run_flow_for_real(str(path), "hi", timeout=30))
 
 
 def _picture(path: Path) -> tuple[str, str]:
-    from lfassist_jupyter.flows import flow_picture
+    from lfassist_jupyter import flow_picture
 
     return answer(lambda: flow_picture(str(path)))
 
