@@ -123,3 +123,25 @@ async def test_a_repair_past_its_deadline_goes_to_the_model(llm, make_assistant)
     assert [e.message for e in skipped] == ["Repair skipped (it took longer than 0.5 s); asking the model."]
     assert "build_outputs" in llm.requests[-1].text  # the model got the original error
     assert heart.longest < STALL_BOUND, heart.longest
+
+
+def test_the_panels_stop_mid_repair_ends_the_request_within_a_second(llm, monkeypatch, sandbox, tmp_path):
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-off-loop-test-0123456789")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path, local_validator=sandbox))
+    llm.queue(intent("generate_component"), Reply(fenced(hostile()), chunk=65536))
+    panel.send_prompt("a component that uppercases text")
+    deadline = time.monotonic() + 120
+    while (panel.progress.get("current") or {}).get("step") != "validation_failed" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)  # the repair pass is running now
+    assert panel.busy and _workers()
+    stopped_at = time.perf_counter()
+    panel._handle_msg({"content": {"data": {"method": "custom", "content": {"type": "stop"}}}, "buffers": []})
+    while panel.busy and time.perf_counter() - stopped_at < 30:
+        time.sleep(0.01)
+    assert time.perf_counter() - stopped_at < STOP_BOUND
+    assert panel.messages[-1]["kind"] == "cancelled" and _workers() == []
