@@ -1,7 +1,7 @@
 """Where sessions and saved things live, and how a file there is read and written.
 
 A module of its own so ``%load_ext`` can know the place without importing the session schema
-(pydantic builds its models at import, ~150 ms): stdlib only.
+(pydantic builds its models at import, ~150 ms): the standard library and settings only.
 
 The data folder may be shared, synced or tampered with, so nothing in it is trusted: a file is
 read only when it is a *regular* file (a FIFO would block the reader forever, a symlink to
@@ -20,6 +20,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from lfassist_jupyter import settings
+
 log = logging.getLogger("lfassist_jupyter")
 
 _OPEN_FLAGS = (
@@ -33,9 +35,9 @@ _OPEN_FLAGS = (
 
 def default_data_dir() -> Path:
     """``$LFASSIST_DATA_DIR`` or the platform's per-user data directory."""
-    env = os.environ.get("LFASSIST_DATA_DIR")
-    if env:
-        return Path(env)
+    configured = settings.read("data_dir")
+    if configured:
+        return Path(configured).expanduser()
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("lfassist-jupyter", appauthor=False))
