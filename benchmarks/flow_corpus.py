@@ -1,0 +1,295 @@
+"""Real flows of other authors, and what lfx 1.13 itself says of each: the ground truth of ``make bench``.
+
+The corpus (``benchmarks/flows_corpus/``) is exported Langflow flows (1.0 to 1.11) from public
+repositories of many authors: ``manifest.json`` names each one's source (repository, path, commit,
+blob), its Langflow version, the credentials that were emptied, and its half: a fixed split by a
+hash of the author, so an author's flows never sit on both sides, decided before any rule was
+written.  ``dev`` flows are what the rules were built on; ``held_back`` flows are only measured.
+
+lfx's verdict is computed here, in a subprocess per flow (the kernel package never imports lfx),
+for two environments:
+
+- ``full``: the cached Langflow 1.13 environment of the test suite (lfx with every bundle:
+  ``tests/_support/langflow_env.py``): whether the *flow* is sound, as Langflow would run it;
+- ``sandbox``: this project's environment (lfx without the bundles), as the validation sandbox
+  sees it: a node that builds in ``full`` and fails here for an absent module is a package the
+  user's environment lacks, not a broken flow.
+
+Per flow and environment it records ``lfx validate`` (all four levels: each issue with its level)
+and one ``lfx run`` (``lfx.run.base.run_flow``: the dependency preflight, loading the graph,
+``graph.prepare()``, then the run) with no keys and no network (a fresh network namespace when
+``unshare`` works), and classifies where it stopped::
+
+    ran              the run finished
+    needs_key        it stopped at a missing API key / credential
+    needs_file       it stopped at a file (a path of the author's machine, or none given)
+    needs_service    it stopped reaching a server (a model host, a database, a URL)
+    missing_package  a module outside lfx is not installed in that environment
+    broken           the flow itself: load/prepare failed, a stale import, a missing method...
+
+Usage::
+
+    python benchmarks/flow_corpus.py verdicts [--env full|sandbox|both] [--only ID ...]
+    python benchmarks/flow_corpus.py show [ID]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "benchmarks" / "flows_corpus"
+MANIFEST = CORPUS / "manifest.json"
+VERDICTS = CORPUS / "verdicts.json"
+FULL_VENV = Path(
+    os.environ.get("LFASSIST_LANGFLOW_VENV", Path.home() / ".cache" / "lfassist-jupyter" / "langflow-venv")
+)
+RUN_TIMEOUT = 120  # s per run
+BATCH = 8  # flows per lfx process
+
+# Runs in the environment under test: lfx's own validate and run, nothing of ours.
+PROBE = r"""
+import asyncio, json, signal, sys, time, importlib.util
+from pathlib import Path
+from lfx.cli.validation import validate_flow_file
+from lfx.run.base import run_flow
+
+class Slow(Exception):
+    pass
+
+def alarm(signum, frame):
+    raise Slow("the run took longer than %s s" % sys.argv[1])
+
+signal.signal(signal.SIGALRM, alarm)
+
+def chain(exc):
+    seen = []
+    while exc is not None and len(seen) < 6 and exc not in seen:
+        seen.append(exc)
+        exc = getattr(exc, "original_exception", None) or exc.__cause__ or exc.__context__
+    return seen
+
+for path in sys.argv[2:]:
+    out = {"path": path}
+    t0 = time.perf_counter()
+    try:
+        res = validate_flow_file(Path(path), level=4)
+        out["validate"] = [
+            {"level": i.level, "severity": i.severity, "node": i.node_id, "message": i.message[:400]}
+            for i in res.issues
+        ]
+    except Exception as exc:
+        out["validate_error"] = f"{type(exc).__name__}: {exc}"[:400]
+    signal.alarm(int(sys.argv[1]))
+    try:
+        result = asyncio.run(run_flow(script_path=Path(path), input_value="Hello", check_variables=False))
+        text = result.get("result", "") if isinstance(result, dict) else ""
+        out["run"] = {"outcome": "ran", "text": str(text)[:200]}
+    except BaseException as exc:
+        errs = chain(exc)
+        missing = [e.name for e in errs if isinstance(e, ImportError) and getattr(e, "name", None)]
+        out["run"] = {
+            "message": str(exc)[:1500],
+            "chain": [f"{type(e).__name__}: {str(e)[:600]}" for e in errs],
+            "modules": [
+                {"module": m, "top_installed": importlib.util.find_spec(m.split(".")[0]) is not None}
+                for m in missing
+            ],
+        }
+    finally:
+        signal.alarm(0)
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    print("\n@@VERDICT@@" + json.dumps(out), flush=True)
+"""
+
+_KEY = (
+    "api key",
+    "api_key",
+    "apikey",
+    "token",
+    "credential",
+    "authenticat",
+    "unauthorized",
+    "401",
+    "password",
+    "secret",
+    "openai_api_key",
+    "must be set",
+    "not set",
+    "environment variable",
+    "project_id",
+)
+_FILE = ("no such file", "filenotfound", "file not found", "does not exist", "no file", "path", "file_path", "files")
+_SERVICE = (
+    "connect",
+    "connection",
+    "network is unreachable",
+    "name or service not known",
+    "temporary failure in name resolution",
+    "nodename nor servname",
+    "timed out",
+    "timeout",
+    "max retries",
+    "unreachable",
+    "getaddrinfo",
+    "resolve",
+)
+
+
+def classify(run: dict) -> str:
+    """Where a run stopped, from lfx's own error (see the module docstring)."""
+    if run.get("outcome") == "ran":
+        return "ran"
+    text = " | ".join([run.get("message", ""), *run.get("chain", [])]).lower()
+    for mod in run.get("modules", []):
+        if not mod["top_installed"]:
+            return "missing_package"
+    if run.get("modules"):  # a module of an installed package is gone: stale code
+        return "broken"
+    if "not installed" in text and "pip install" in text:  # lfx run's dependency preflight
+        return "missing_package"
+    if text.startswith("failed to load graph") or "failed to prepare graph" in text:
+        return "broken"
+    if any(k in text for k in _SERVICE):
+        return "needs_service"
+    if any(k in text for k in _KEY):
+        return "needs_key"
+    if any(k in text for k in _FILE):
+        return "needs_file"
+    return "broken"
+
+
+def lfx_python(env: str) -> Path:
+    if env == "full":
+        return FULL_VENV / "bin" / "python"
+    return Path(sys.executable)
+
+
+def _netns_prefix() -> list[str]:
+    """A fresh network namespace (no interfaces): a run reaches no host, whatever a node asks."""
+    unshare = shutil.which("unshare")
+    if unshare and subprocess.run([unshare, "-n", "true"], capture_output=True).returncode == 0:
+        return [unshare, "-n"]
+    return []
+
+
+def flow_text(fid: str) -> str:
+    with gzip.open(CORPUS / "flows" / f"{fid}.json.gz", "rt", encoding="utf-8") as fh:
+        return fh.read()
+
+
+def load_manifest() -> list[dict]:
+    return json.loads(MANIFEST.read_text())["flows"]
+
+
+def verdicts(fids: list[str], env: str, netns: list[str]) -> dict[str, dict]:
+    """lfx's verdict on each flow in one environment, from one fresh process per batch (lfx's
+    import is paid once); a flow the process did not answer for is retried alone."""
+    with tempfile.TemporaryDirectory(prefix="lfassist-corpus-") as tmp:
+        paths = {}
+        for fid in fids:
+            paths[fid] = Path(tmp) / f"{fid}.json"
+            paths[fid].write_text(flow_text(fid), encoding="utf-8")
+        keep = ("PATH", "LANG", "LC_ALL", "TMPDIR")
+        environ = {k: v for k, v in os.environ.items() if k in keep}
+        # A Langflow install refuses local files to an anonymous caller: a policy of the server, not the flow.
+        environ.update(HOME=tmp, LANGFLOW_CONFIG_DIR=tmp, DO_NOT_TRACK="true")
+        environ["LANGFLOW_RESTRICT_LOCAL_FILE_ACCESS"] = "false"
+        try:
+            proc = subprocess.run(
+                [*netns, str(lfx_python(env)), "-c", PROBE, str(RUN_TIMEOUT), *map(str, paths.values())],
+                capture_output=True,
+                text=True,
+                timeout=RUN_TIMEOUT * len(fids) + 120,
+                env=environ,
+                cwd=tmp,
+            )
+            stdout, stderr = proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            stderr = "timeout"
+    found: dict[str, dict] = {}
+    by_path = {str(p): fid for fid, p in paths.items()}
+    for chunk in stdout.split("@@VERDICT@@")[1:]:
+        answer = json.loads(chunk.strip().splitlines()[0])
+        fid = by_path[answer.pop("path")]
+        answer["outcome"] = classify(answer["run"])
+        found[fid] = answer
+    missing = [fid for fid in fids if fid not in found]
+    if missing and len(fids) > 1:
+        for fid in missing:
+            found.update(verdicts([fid], env, netns))
+    elif missing:
+        found[fids[0]] = {"outcome": "probe_failed", "run": {"message": stderr[-1500:]}}
+    return found
+
+
+def summary(v: dict) -> dict:
+    """The facts a comparison needs: validate's errors by level, the run's outcome and why."""
+    issues = v.get("validate", [])
+    run = v.get("run", {})
+    return {
+        "outcome": v.get("outcome"),
+        "validate_errors": {
+            str(level): [i["message"] for i in issues if i["severity"] == "error" and i["level"] == level]
+            for level in (1, 2, 3, 4)
+        },
+        "run_message": (run.get("chain") or [run.get("message", "")])[-1][:600] if run.get("outcome") != "ran" else "",
+        "run_stage": run.get("message", "")[:60],
+        "modules": run.get("modules", []),
+        "seconds": v.get("seconds"),
+    }
+
+
+def compute(envs: list[str], only: list[str] | None, jobs: int) -> None:
+    flows = [f for f in load_manifest() if not only or f["id"] in only]
+    old = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
+    netns = _netns_prefix()
+    if not netns:
+        print("warning: unshare -n is not available; runs rely on the machine having no network", file=sys.stderr)
+    for env in envs:
+        if not lfx_python(env).exists():
+            sys.exit(f"{env}: {lfx_python(env)} does not exist (tests/_support/langflow_env.py installs it)")
+
+    batches = [([f["id"] for f in flows[i : i + BATCH]], env) for env in envs for i in range(0, len(flows), BATCH)]
+    done = 0
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for found, (_, env) in zip(pool.map(lambda b: verdicts(b[0], b[1], netns), batches), batches, strict=True):
+            for fid, answer in found.items():
+                done += 1
+                item = summary(answer)
+                old.setdefault(fid, {})[env] = item
+                why = item["run_message"][:90]
+                print(f"[{done}/{len(flows) * len(envs)}] {env:7} {item['outcome']:15} {fid}  {why!r}", flush=True)
+            VERDICTS.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("verdicts", help="compute lfx's verdicts (writes verdicts.json)")
+    v.add_argument("--env", choices=["full", "sandbox", "both"], default="both")
+    v.add_argument("--only", nargs="*")
+    v.add_argument("--jobs", type=int, default=2)
+    s = sub.add_parser("show", help="print the stored verdicts")
+    s.add_argument("ids", nargs="*")
+    args = parser.parse_args()
+    if args.cmd == "verdicts":
+        compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs)
+    else:
+        stored = json.loads(VERDICTS.read_text())
+        for fid in args.ids or sorted(stored):
+            print(fid, json.dumps(stored.get(fid), indent=1))
+
+
+if __name__ == "__main__":
+    main()
