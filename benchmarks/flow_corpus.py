@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -273,6 +274,143 @@ def compute(envs: list[str], only: list[str] | None, jobs: int) -> None:
             VERDICTS.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
 
 
+_SOUND = {"ran", "needs_key", "needs_file", "needs_service"}
+
+
+def expected(verdict: dict) -> str | None:
+    """lfx's word on the flow: ``sound`` (it builds; a run stops only at what the user must
+    provide), ``broken``, or ``missing_package`` (it needs a package the sandbox's environment
+    lacks: it builds with every bundle and not here, or even the full environment lacks it).
+    None when lfx gave no answer (a timeout)."""
+    full, here = (verdict.get(env, {}).get("outcome") for env in ("full", "sandbox"))
+    if full not in _SOUND | {"broken", "missing_package"}:
+        return None
+    if full in _SOUND:
+        return "sound" if here in _SOUND else "missing_package"
+    return full
+
+
+def ours(report) -> str:
+    """``validate_flow``'s word in the same terms."""
+    if not report.is_valid:
+        return "broken"
+    if any(n.kind == "package" for n in report.needs):
+        return "missing_package"
+    return "sound"
+
+
+def measure(half: str, out: Path | None = None) -> dict:
+    """Agreement of ``validate_flow`` with lfx, full round trips (load -> spec -> rebuild with no
+    change) and ``validate_flow``'s time per flow, on one half of the corpus."""
+    from lfassist_jupyter import Assistant, ScriptedProvider
+    from lfassist_jupyter.flows import default_catalog, flow_to_spec, validate_flow
+    from lfassist_jupyter.flows import spec as spec_module
+
+    stored = json.loads(VERDICTS.read_text())
+    flows = [f for f in load_manifest() if half == "all" or f["half"] == half]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lfassist-measure-") as tmp:
+        for flow in flows:
+            path = Path(tmp) / f"{flow['id']}.json"
+            path.write_text(flow_text(flow["id"]), encoding="utf-8")
+            original = json.loads(path.read_text())
+            t0 = time.perf_counter()
+            report = validate_flow(path)
+            ms = (time.perf_counter() - t0) * 1000
+            row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {})), "ours": ours(report), "ms": ms}
+            row["errors"] = [str(e)[:300] for e in report.errors]
+            api = (Assistant, ScriptedProvider, spec_module, flow_to_spec, default_catalog)
+            row.update(round_trip(path, original, *api))
+            rows.append(row)
+            print(f"{row['id'][:50]:50} lfx={row['lfx']!s:16} ours={row['ours']:16} trip={row['trip']} {ms:7.0f} ms")
+    judged = [r for r in rows if r["lfx"] is not None]
+    agree = sum(r["lfx"] == r["ours"] for r in judged)
+    times = sorted(r["ms"] for r in rows)
+    summary_ = {
+        "half": half,
+        "flows": len(rows),
+        "judged": len(judged),
+        "agree": agree,
+        "confusion": {
+            f"{a}->{b}": sum(1 for r in judged if r["lfx"] == a and r["ours"] == b)
+            for a in ("sound", "broken", "missing_package")
+            for b in ("sound", "broken", "missing_package")
+        },
+        "full_round_trips": sum(r["trip"] for r in rows),
+        "nodes_kept": sum(r["nodes_kept"] for r in rows),
+        "nodes": sum(r["nodes"] for r in rows),
+        "nodes_identical": sum(r["nodes_identical"] for r in rows),
+        "edges_kept": sum(r["edges_kept"] for r in rows),
+        "edges": sum(r["edges"] for r in rows),
+        "validate_ms_p50": times[len(times) // 2] if times else None,
+        "validate_ms_p95": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))] if times else None,
+        "rows": rows,
+    }
+    if out is not None:
+        out.write_text(json.dumps(summary_, indent=1))
+    return summary_
+
+
+def components(flow: dict) -> list[dict]:
+    data = flow.get("data", flow)
+    return [n for n in data.get("nodes", []) if isinstance(n, dict) and n.get("type", "genericNode") == "genericNode"]
+
+
+def spec_ids(nodes: list[dict]) -> dict[str, str]:
+    return {n["id"]: chr(ord("A") + i % 26) + (str(i // 26) if i >= 26 else "") for i, n in enumerate(nodes)}
+
+
+def same_node(a: dict, b: dict) -> bool:
+    return json.dumps(a) == json.dumps(b)
+
+
+def round_trip(path, original, assistant_cls, provider_cls, spec_module, flow_to_spec, default_catalog) -> dict:
+    """``%assist flow load FILE`` (``Assistant.load_flow``), its spec, and the rebuild an edit
+    makes with that spec unchanged: is every node and edge there, every node byte-identical?"""
+    nodes = components(original)
+    edges = [e for e in original.get("data", original).get("edges", []) if isinstance(e, dict)]
+    result = {"nodes": len(nodes), "edges": len(edges), "nodes_kept": 0, "nodes_identical": 0, "edges_kept": 0}
+    try:
+        assistant = assistant_cls(provider=provider_cls([]), session_store=False)
+        loaded = assistant.load_flow(str(path))
+        catalog = default_catalog()
+        spec = flow_to_spec(loaded, catalog=catalog)
+        edit = getattr(spec_module, "edit_flow", None)
+        if edit is not None:
+            rebuilt = edit(loaded, spec, catalog=catalog).flow or {}
+            by_id = {n["id"]: n for n in components(rebuilt)}
+            result["nodes_kept"] = sum(n["id"] in by_id for n in nodes)
+            result["nodes_identical"] = sum(same_node(n, by_id[n["id"]]) for n in nodes if n["id"] in by_id)
+            texts = {json.dumps(e) for e in rebuilt.get("data", rebuilt).get("edges", [])}
+            result["edges_kept"] = sum(json.dumps(e) in texts for e in edges)
+            extra = len(by_id) - result["nodes_kept"] + len(texts) - result["edges_kept"]
+        else:  # the code before the merge: an edit rebuilt the flow from its spec
+            built = spec_module.build_flow(spec, catalog=catalog)
+            rebuilt = built.flow or {}
+            sids = spec_ids(nodes)
+            by_id = {n["id"]: n for n in components(rebuilt)}
+            result["nodes_kept"] = sum(built.node_ids.get(sids[n["id"]]) in by_id for n in nodes)
+            back = {v: k for k, v in built.node_ids.items()}
+            have = set()
+            for e in rebuilt.get("data", rebuilt).get("edges", []):
+                ed = e.get("data") or {}
+                have.add((back.get(e["source"]), (ed.get("sourceHandle") or {}).get("name"), back.get(e["target"]),
+                          (ed.get("targetHandle") or {}).get("fieldName")))  # fmt: skip
+            for e in edges:
+                ed = e.get("data") or {}
+                key = (sids.get(e["source"]), (ed.get("sourceHandle") or {}).get("name"), sids.get(e["target"]),
+                       (ed.get("targetHandle") or {}).get("fieldName"))  # fmt: skip
+                result["edges_kept"] += key in have
+            extra = 0
+    except Exception as exc:  # a flow that cannot be loaded or rebuilt: nothing kept
+        result["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        extra = 0
+    result["trip"] = (
+        result["nodes_identical"] == result["nodes"] and result["edges_kept"] == result["edges"] and extra == 0
+    )
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -280,11 +418,17 @@ def main() -> None:
     v.add_argument("--env", choices=["full", "sandbox", "both"], default="both")
     v.add_argument("--only", nargs="*")
     v.add_argument("--jobs", type=int, default=2)
+    m = sub.add_parser("measure", help="agreement with lfx and round trips on one half")
+    m.add_argument("--half", choices=["dev", "held_back", "all"], default="dev")
+    m.add_argument("--out", type=Path)
     s = sub.add_parser("show", help="print the stored verdicts")
     s.add_argument("ids", nargs="*")
     args = parser.parse_args()
     if args.cmd == "verdicts":
         compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs)
+    elif args.cmd == "measure":
+        found = measure(args.half, args.out)
+        print(json.dumps({k: v for k, v in found.items() if k != "rows"}, indent=1))
     else:
         stored = json.loads(VERDICTS.read_text())
         for fid in args.ids or sorted(stored):
