@@ -294,7 +294,10 @@ class FlowPipeline:
         """Plan, make the custom nodes, then write, build, validate and probe-run with repairs."""
         catalog = await asyncio.to_thread(self.catalog)
         current_spec = self.current_spec
-        if self.current_flow and not current_spec:
+        if self.current_flow:
+            # The spec an edit is applied against (``edit_flow``): written from the flow itself,
+            # so its ids map back onto the flow's nodes; it also names the nodes no catalogue
+            # entry expresses (their own entries join the catalogue).
             from lfassist_jupyter.flows import flow_to_spec
 
             current_spec = await asyncio.to_thread(flow_to_spec, self.current_flow, catalog=catalog)
@@ -506,13 +509,17 @@ class FlowPipeline:
         )
         return "".join([chunk async for chunk in chunks])
 
-    @staticmethod
-    def _build(reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
-        """lfx's builder with our deterministic repairs; (result, blocking problems, notes)."""
-        from lfassist_jupyter.flows import FlowSpecError, build_flow
+    def _build(self, reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
+        """lfx's builder with our deterministic repairs; (result, blocking problems, notes).
+        An edit of a flow (``current_flow``) is applied to that flow's JSON (``edit_flow``):
+        what the edit does not name comes back as it was."""
+        from lfassist_jupyter.flows import FlowSpecError, build_flow, edit_flow
 
         try:
-            built = build_flow(reply, catalog=catalog, repair=True)
+            if self.current_flow and not self._reused:
+                built = edit_flow(self.current_flow, reply, catalog=catalog, repair=True)
+            else:
+                built = build_flow(reply, catalog=catalog, repair=True)
         except FlowSpecError as exc:
             return None, [str(exc)] if "```" in (reply or "") or "nodes" in (reply or "") else [], []
         notes = [*built.warnings, *(f"Repaired {c.node}: {c.message}" for c in built.changes if c.kind != "quote")]
