@@ -39,6 +39,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -146,6 +147,24 @@ _SERVICE = (
 )
 
 
+# lfx's model providers (``MODEL_PROVIDER_METADATA``, ``MODEL_PROVIDERS_DICT``), lower-cased.
+_PROVIDERS = {
+    p.lower()
+    for p in (
+        "OpenAI", "Anthropic", "Groq", "Google Generative AI", "Ollama", "Azure OpenAI", "Azure AI Foundry",
+        "IBM WatsonX", "IBM watsonx.ai", "OpenRouter", "Amazon Bedrock", "NVIDIA", "SambaNova",
+    )
+}  # fmt: skip
+
+
+def classify_stored(item: dict) -> str:
+    """``classify`` over a stored summary (its outcome is recomputed, so the rules can be read here)."""
+    if item.get("outcome") in ("ran", "timeout", "probe_failed", None):
+        return item.get("outcome")
+    return classify({"message": item.get("run_stage", ""), "chain": [item.get("run_message", "")],
+                     "modules": item.get("modules", [])})  # fmt: skip
+
+
 def classify(run: dict) -> str:
     """Where a run stopped, from lfx's own error (see the module docstring)."""
     if run.get("outcome") == "ran":
@@ -158,6 +177,11 @@ def classify(run: dict) -> str:
         return "broken"
     if "not installed" in text and "pip install" in text:  # lfx run's dependency preflight
         return "missing_package"
+    key = re.search(r"keyerror: '([^']+)'", text)
+    if key and key.group(1) in _PROVIDERS:  # a model provider whose bundle is not installed
+        return "missing_package"
+    if "storagenamespaceerror" in text or "localfileaccesserror" in text:
+        return "needs_file"  # a path in the author's Langflow storage or on their machine
     if text.startswith("failed to load graph") or "failed to prepare graph" in text:
         return "broken"
     if any(k in text for k in _SERVICE):
@@ -282,7 +306,7 @@ def expected(verdict: dict) -> str | None:
     provide), ``broken``, or ``missing_package`` (it needs a package the sandbox's environment
     lacks: it builds with every bundle and not here, or even the full environment lacks it).
     None when lfx gave no answer (a timeout)."""
-    full, here = (verdict.get(env, {}).get("outcome") for env in ("full", "sandbox"))
+    full, here = (classify_stored(verdict.get(env, {})) for env in ("full", "sandbox"))
     if full not in _SOUND | {"broken", "missing_package"}:
         return None
     if full in _SOUND:

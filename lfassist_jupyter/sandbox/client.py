@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import re
 import threading
 import time
 from typing import Any
@@ -164,15 +165,23 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a flow run; it was discarded."
         return FlowRun.failed(str(failure), stubbed=stubbed)
 
-    def component_template(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+    def component_template(
+        self, code: str, timeout: float | None = None, *, methods: list[str] | None = None
+    ) -> dict[str, Any]:
         """The node template lfx builds for ``code`` (built in a sandboxed child, never here).
 
-        Returns ``{"ok": True, "template": {...}}`` (the frontend node a flow's custom node
-        carries; its ``code`` value is the code we sent, not what came back) or ``{"ok": False,
-        "error": ...}``; redacted, never raises.
+        Returns ``{"ok": True, "template": {...}, "missing_methods": [...]}`` (the frontend node a
+        flow's custom node carries; its ``code`` value is the code we sent, not what came back;
+        ``missing_methods``: those of ``methods`` the component lacks) or ``{"ok": False,
+        "error": ...}``, with ``missing_package`` (``{"module", "distribution", "fix"}``) or
+        ``stale_import`` (a module name) when the environment, not the code, is why; redacted,
+        shape-checked, never raises.
         """
         timeout = self.timeout if timeout is None else timeout
-        answer, failure = self._call({"op": "component_template", "code": code, "timeout": timeout}, timeout)
+        request: dict[str, Any] = {"op": "component_template", "code": code, "timeout": timeout}
+        if methods:
+            request["methods"] = [str(m)[:200] for m in methods[:50]]
+        answer, failure = self._call(request, timeout)
         if failure == "fatal":
             return {"ok": False, "error": self._unavailable_report().error}
         if answer is not None:
@@ -181,8 +190,11 @@ class SandboxValidator(ZygoteProcess):
                 template = redact_tree(template)
                 if isinstance(template["template"].get("code"), dict):
                     template["template"]["code"]["value"] = code
-                return {"ok": True, "template": template}
+                asked = set(request.get("methods") or [])
+                missing = [m for m in answer.get("missing_methods") or [] if isinstance(m, str) and m in asked]
+                return {"ok": True, "template": template, "missing_methods": missing}
             failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
+            return {"ok": False, "error": failure, **_environment_cause(answer)}
         return {"ok": False, "error": failure}
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
@@ -297,6 +309,21 @@ def _confinement_text(found: object) -> str | None:
 
 _default: SandboxValidator | None = None
 _default_lock = threading.Lock()
+
+
+def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
+    """The child's word on a failed build's cause, kept only in its expected shape."""
+    name = re.compile(r"[A-Za-z0-9_.\- ]{1,100}")
+    package = answer.get("missing_package")
+    if isinstance(package, dict):
+        module, dist = package.get("module"), package.get("distribution")
+        texts = isinstance(module, str) and isinstance(dist, str)
+        if texts and name.fullmatch(module) and name.fullmatch(dist) and " " not in dist:
+            return {"missing_package": {"module": module, "distribution": dist, "fix": f"%pip install {dist}"}}
+    stale = answer.get("stale_import")
+    if isinstance(stale, str) and name.fullmatch(stale) and " " not in stale:
+        return {"stale_import": stale}
+    return {}
 
 
 def default_validator() -> SandboxValidator:

@@ -27,6 +27,42 @@ def _text_of(value: object) -> str:
     return "" if value is None else str(value)
 
 
+# A model provider whose bundle is not installed is absent from lfx's provider table: the
+# lookup fails with a KeyError of its name. The distribution that brings it back:
+_PROVIDER_BUNDLES = {"OpenAI": "lfx-openai", "Anthropic": "lfx-anthropic", "Amazon Bedrock": "lfx-amazon"}
+
+
+def _why(exc: BaseException) -> dict:
+    """The environment's share in a failed build: a missing package or a stale import."""
+    from ._packages import missing_module, package
+
+    top = missing_module(exc)
+    if top:
+        return {"missing_package": package(top)}
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ModuleNotFoundError) and seen.name:
+            return {"stale_import": seen.name}
+        if isinstance(seen, KeyError) and len(seen.args) == 1 and isinstance(seen.args[0], str):
+            dist = _provider_package(seen.args[0])
+            if dist:
+                fix = f"%pip install {dist}"
+                return {"missing_package": {"module": seen.args[0], "distribution": dist, "fix": fix}}
+        seen = seen.__cause__ or seen.__context__
+    return {}
+
+
+def _provider_package(name: str) -> str | None:
+    if name in _PROVIDER_BUNDLES:
+        return _PROVIDER_BUNDLES[name]
+    try:
+        from lfx.utils.flow_requirements import _PROVIDER_PACKAGE_FALLBACKS
+    except ImportError:
+        return None
+    packages = _PROVIDER_PACKAGE_FALLBACKS.get(name)
+    return sorted(packages)[0] if packages else None
+
+
 def register(ops: dict, facts: dict) -> None:
     """Add ``probe_run`` and ``component_template`` to the worker's op registry."""
 
@@ -78,21 +114,29 @@ def register(ops: dict, facts: dict) -> None:
         }
 
     def component_template(req: dict) -> dict:
-        """The node template lfx builds for component code (what a flow's custom node carries)."""
+        """The node template lfx builds for component code (what a flow's custom node carries).
+
+        With ``methods`` (the output methods a flow's saved node will call), the answer lists
+        those the built component does not have (``missing_methods``): lfx stops there when the
+        node runs. A failed build says why when it is the environment, not the code: a package
+        this interpreter lacks (``missing_package``), or a module gone from an installed one
+        (``stale_import``: code written for another version)."""
         import time
 
         code = str(req.get("code", ""))
         deadline = time.monotonic() + float(req.get("timeout", 10))
         try:
             with Armed(deadline):
-                template, _instance = build_custom_component_template(Component(_code=code))
+                template, instance = build_custom_component_template(Component(_code=code))
         except Timeout:
             return {"ok": False, "error": "Building the component did not finish in time."}
         except BaseException as exc:
-            return {"ok": False, "error": error_text(exc)}
+            return {"ok": False, "error": error_text(exc), **_why(exc)}
         if not isinstance(template, dict):
             return {"ok": False, "error": "lfx built no template for the component."}
-        return {"ok": True, "template": template}
+        methods = [m for m in req.get("methods") or [] if isinstance(m, str)]
+        missing = [m for m in methods if not callable(getattr(instance, m, None))]
+        return {"ok": True, "template": template, "missing_methods": missing}
 
     ops["probe_run"] = probe_run
     ops["component_template"] = component_template
