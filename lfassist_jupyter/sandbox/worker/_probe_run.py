@@ -32,8 +32,11 @@ def _text_of(value: object) -> str:
 _PROVIDER_BUNDLES = {"OpenAI": "lfx-openai", "Anthropic": "lfx-anthropic", "Amazon Bedrock": "lfx-amazon"}
 
 
-def _why(exc: BaseException) -> dict:
-    """The environment's share in a failed build: a missing package or a stale import."""
+def _why(exc: BaseException, code: str = "") -> dict:
+    """The environment's share in a failed build: a missing package or a stale import.
+
+    ``langflow.X`` that only Langflow itself has (``langflow.api``...) fails as ``lfx.X`` (lfx's
+    loader falls back to it): the package missing is ``langflow``, not a module of lfx."""
     from ._packages import missing_module, package
 
     top = missing_module(exc)
@@ -42,6 +45,15 @@ def _why(exc: BaseException) -> dict:
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ModuleNotFoundError) and seen.name:
+            moved = "langflow." + seen.name.removeprefix("lfx.")
+            if seen.name.startswith("lfx.") and moved in code and not _installed("langflow"):
+                return {
+                    "missing_package": {
+                        "module": "langflow",
+                        "distribution": "langflow",
+                        "fix": "%pip install langflow",
+                    }
+                }
             return {"stale_import": seen.name}
         if isinstance(seen, KeyError) and len(seen.args) == 1 and isinstance(seen.args[0], str):
             dist = _provider_package(seen.args[0])
@@ -50,6 +62,59 @@ def _why(exc: BaseException) -> dict:
                 return {"missing_package": {"module": seen.args[0], "distribution": dist, "fix": fix}}
         seen = seen.__cause__ or seen.__context__
     return {}
+
+
+def _installed(top: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _stale_imports(code: str) -> list[str]:
+    """Modules the code imports at module level (what lfx runs while building) that are gone
+    from a package that is installed: code written for another version of that package.
+    (``langflow.X`` and ``langchain.X`` fall back to ``lfx.X`` and ``langchain_classic.X``, as
+    lfx's loader does.)"""
+    import ast
+    import importlib.util
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+
+    def found(name: str) -> bool:
+        """Whether ``name`` exists; a module that re-points to a package that is not installed
+        (lfx's shims for what moved to a bundle: ``lfx.base.datastax`` -> ``lfx_datastax``)
+        counts as existing: that is a missing package, not a stale import."""
+        try:
+            return importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError as exc:
+            moved = (exc.name or "").split(".")[0]
+            return bool(moved) and moved != name.split(".")[0] and not found(moved)
+        except (ImportError, ValueError, AttributeError):
+            return False
+
+    stale = []
+    for name in names:
+        top = name.split(".")[0]
+        if "." not in name or not found(top) or found(name):
+            continue
+        # lfx's loader tries these before it gives up (``_get_module_fallbacks``).
+        fallbacks = {"langflow.": "lfx.", "langchain.": "langchain_classic."}
+        if any(name.startswith(old) and found(new + name.removeprefix(old)) for old, new in fallbacks.items()):
+            continue
+        stale.append(name)
+    return stale
 
 
 def _provider_package(name: str) -> str | None:
@@ -131,7 +196,8 @@ def register(ops: dict, facts: dict) -> None:
         except Timeout:
             return {"ok": False, "error": "Building the component did not finish in time."}
         except BaseException as exc:
-            return {"ok": False, "error": error_text(exc), **_why(exc)}
+            stale = _stale_imports(code)  # lfx with every package installed would still stop there
+            return {"ok": False, "error": error_text(exc), **({"stale_import": stale[0]} if stale else _why(exc, code))}
         if not isinstance(template, dict):
             return {"ok": False, "error": "lfx built no template for the component."}
         methods = [m for m in req.get("methods") or [] if isinstance(m, str)]
