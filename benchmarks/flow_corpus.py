@@ -180,6 +180,8 @@ def classify(run: dict) -> str:
     key = re.search(r"keyerror: '([^']+)'", text)
     if key and key.group(1) in _PROVIDERS:  # a model provider whose bundle is not installed
         return "missing_package"
+    if "invalid value type <class 'nonetype'>" in text:
+        return "needs_key"  # a global variable the run was not given (the probe skips lfx's variable check)
     if "storagenamespaceerror" in text or "localfileaccesserror" in text:
         return "needs_file"  # a path in the author's Langflow storage or on their machine
     if text.startswith("failed to load graph") or "failed to prepare graph" in text:

@@ -43,6 +43,17 @@ class FlowOutput(BaseModel):
     text: str = ""
 
 
+class RunNeed(BaseModel):
+    """What a run stopped at that the user must provide (not a fault of the flow): a file, a key
+    or a service (a server the flow talks to)."""
+
+    kind: Literal["file", "secret", "service"]
+    node: str = Field(max_length=300)
+    node_id: str | None = Field(default=None, max_length=300)
+    field: str | None = Field(default=None, max_length=300)
+    message: str = Field(max_length=2000)
+
+
 class FlowRun(BaseModel):
     """A probe run's answer: the flow's chat output for one input text, and what was stubbed.
 
@@ -55,6 +66,9 @@ class FlowRun(BaseModel):
     stubbed: list[Stubbed] = Field(default_factory=list, max_length=500)
     outputs: list[FlowOutput] = Field(default_factory=list, max_length=100)
     seconds: float | None = None
+    needs: list[RunNeed] = Field(default_factory=list, max_length=100)
+    """Filled in the kernel (``flows.run.run_needs``) when a failed run stopped at a file, a key or
+    a service the user must provide: the run did not fail for a fault of the flow."""
 
     @classmethod
     def failed(cls: type[_Run], error: str, *, stubbed: Iterable[Stubbed] = (), **fields: Any) -> _Run:

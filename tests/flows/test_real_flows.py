@@ -91,3 +91,24 @@ def test_a_node_needing_a_package_the_sandbox_lacks_is_a_missing_package_not_inv
     assert report.is_valid and not report.errors
     (need,) = [n for n in report.needs if n.kind == "package"]
     assert need.node_id == "OpenAIModel-yiNGt" and "%pip install langchain-openai" in need.message
+
+
+def test_a_probe_run_stopping_at_what_the_user_must_provide_says_so(sandbox, tmp_path):
+    """A Directory node of a 1.0.11 export reads its path from the author's global variable: the
+    probe run stops there, and says which variable to set, not "failed"."""
+    from lfassist_jupyter.ui.render.flow import run_lines
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    flow = single_node_flow(corpus_flow("paulomuraroferreira__Vector_Store_RAG_RAGAS"), "Directory-J3zab")
+    run = Workspace(data_dir=tmp_path / "ws", local_validator=sandbox).probe_run(flow, "hello")
+
+    assert run.ok is False and "NoneType" in str(run.error)  # lfx's own words: a value it did not get
+    (need,) = run.needs
+    assert (need.kind, need.node_id, need.field) == ("file", "Directory-J3zab", "path")
+    assert "'PDF Documents Path'" in need.message
+    (line, ok), *_ = run_lines(run, "hello")
+    assert ok is None and "stopped at what you must provide" in line and "failed" not in line
+    # Control: a flow that fails for a fault of its own is still a failed run.
+    broken = single_node_flow(corpus_flow("paulomuraroferreira__Vector_Store_RAG_RAGAS"), "Chroma-FYr1l")
+    bad = Workspace(data_dir=tmp_path / "ws2", local_validator=sandbox).probe_run(broken, "hello")
+    assert bad.ok is False and not bad.needs and "failed" in run_lines(bad, "hello")[0][0]

@@ -497,6 +497,8 @@ class FlowPipeline:
             run = last.run = await self._probe(flow)
             if not run.ok:
                 report.needs += file_needs(flow, str(run.error or ""))
+                known = {(n.kind, n.node_id) for n in report.needs}
+                report.needs += [Need(**n.model_dump()) for n in run.needs if (n.kind, n.node_id) not in known]
             if not run.ok and not report.needs:
                 problems = [f"flow: the probe run failed: {run.error}"]
         return problems
@@ -530,7 +532,10 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> FlowRun:
         if self.sandbox is None:
             return FlowRun.failed("No sandbox to probe-run the flow in.")
+        from lfassist_jupyter.flows.run import explain_run
+
         run = await asyncio.to_thread(self.sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
+        run = explain_run(flow, run)  # stopped at a file, key or service the user must provide
         return run.require_answer(
             "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
         )
