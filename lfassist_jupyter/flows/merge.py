@@ -147,6 +147,8 @@ class SpecParts:
     nodes: dict[str, str] = field(default_factory=dict)
     edges: list[tuple[str, str, str, str]] = field(default_factory=list)
     config: dict[tuple[str, str], str] = field(default_factory=dict)
+    head: dict[str, str] = field(default_factory=dict)
+    """``name:`` and ``description:``, when the spec has them."""
 
 
 def read_spec(text: str) -> SpecParts:
@@ -172,6 +174,10 @@ def read_spec(text: str) -> SpecParts:
                 parts.config[current] += "\n" + line.rstrip()
             continue
         if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        top = re.match(r"^(name|description):\s*(.*?)\s*$", line)
+        if section is None and top:
+            parts.head[top.group(1)] = top.group(2)
             continue
         if section == "nodes":
             match = _NODE.match(line)
@@ -229,6 +235,9 @@ def merge_flow(
     final_ids = {sid: by_sid[sid] for sid in kept}
     taken = {str(n.get("id")) for n in (data.get("nodes") or []) if isinstance(n, dict)}
     merged = Merged(flow=out, node_ids=final_ids)
+    for key in ("name", "description"):  # a spec that renames the flow renames it
+        if key in new.head and new.head[key] != old.head.get(key) and built.get(key):
+            out[key] = built[key]
 
     nodes: list[Any] = []
     for node in data.get("nodes") or []:

@@ -67,7 +67,7 @@ class FlowRun(BaseModel):
     outputs: list[FlowOutput] = Field(default_factory=list, max_length=100)
     seconds: float | None = None
     needs: list[RunNeed] = Field(default_factory=list, max_length=100)
-    """Filled in the kernel (``flows.run.run_needs``) when a failed run stopped at a file, a key or
+    """Filled in the kernel (``flows.needs.run_needs``) when a failed run stopped at a file, a key or
     a service the user must provide: the run did not fail for a fault of the flow."""
     reduced_isolation: str | None = Field(default=None, max_length=500)
     """Why the sandbox that ran this probe run had reduced isolation (no OS-level layer), set by

@@ -229,7 +229,7 @@ class Workspace:
             from lfassist_jupyter.sandbox.answers import FlowRun  # pydantic: not at %load_ext
 
             return FlowRun.failed("This validator cannot run flows.")
-        from lfassist_jupyter.flows.run import explain_run
+        from lfassist_jupyter.flows.needs import explain_run
 
         return explain_run(flow, runner(flow, input_text))  # a file, key or service to provide, not "failed"
 

@@ -532,7 +532,7 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> FlowRun:
         if self.sandbox is None:
             return FlowRun.failed("No sandbox to probe-run the flow in.")
-        from lfassist_jupyter.flows.run import explain_run
+        from lfassist_jupyter.flows.needs import explain_run
 
         run = await asyncio.to_thread(self.sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
         run = explain_run(flow, run)  # stopped at a file, key or service the user must provide
