@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lfassist_jupyter.sandbox.worker.flow_kit import handle_json
+from .control import json_edge
 
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
 _NODE = re.compile(r"^\s+([\w-]+)\s*:\s*(\S.*?)\s*$")
@@ -323,37 +323,20 @@ def _merge_edges(
             continue
         if key[0] not in final_ids or key[2] not in final_ids:
             continue
-        out.append(_remap_edge(edge, final_ids[key[0]], final_ids[key[2]], by_id))
+        if final_ids[key[0]] in by_id and final_ids[key[2]] in by_id:
+            out.append(_remap_edge(edge, final_ids[key[0]], final_ids[key[2]], by_id))
         have.add(key)
     return out
 
 
 def _remap_edge(edge: Mapping[str, Any], src: str, tgt: str, nodes: Mapping[str, Any]) -> dict[str, Any]:
-    """A built edge between the final nodes: ids, handles (from the final nodes' own ports) and
-    the handle strings Langflow keeps beside them."""
-    new = copy.deepcopy(dict(edge))
-    ed = new.setdefault("data", {})
-    sh, th = dict(ed.get("sourceHandle") or {}), dict(ed.get("targetHandle") or {})
-    sh["id"], th["id"] = src, tgt
-    source = (nodes.get(src) or {}).get("data") or {}
-    target = (nodes.get(tgt) or {}).get("data") or {}
-    if source.get("type"):
-        sh["dataType"] = source["type"]
-    outputs = (source.get("node") or {}).get("outputs") or []
-    output = next((o for o in outputs if isinstance(o, Mapping) and o.get("name") == sh.get("name")), None)
-    if output is not None and output.get("types"):
-        sh["output_types"] = list(output["types"])
-    port = (target.get("node") or {}).get("template", {}).get(th.get("fieldName"))
-    if isinstance(port, Mapping):
-        if port.get("input_types") is not None:
-            th["inputTypes"] = list(port.get("input_types") or [])
-        if port.get("type"):
-            th["type"] = port["type"]
-    ed["sourceHandle"], ed["targetHandle"] = sh, th
-    new["source"], new["target"] = src, tgt
-    new["sourceHandle"], new["targetHandle"] = handle_json(sh), handle_json(th)
-    new["id"] = f"xy-edge__{src}{new['sourceHandle']}-{tgt}{new['targetHandle']}"
-    return new
+    """A built edge between the final nodes, written as lfx's ``add_connection`` writes one, from
+    the final nodes' own ports (an untouched node keeps its saved ports)."""
+    ed = edge.get("data") if isinstance(edge.get("data"), Mapping) else {}
+    out = str((ed.get("sourceHandle") or {}).get("name"))
+    th = ed.get("targetHandle") or {}
+    port = str(th.get("fieldName") or th.get("name"))
+    return json_edge(nodes[src], out, nodes[tgt], port)
 
 
 def same_node(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
