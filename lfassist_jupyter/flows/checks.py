@@ -250,8 +250,8 @@ def custom_code_errors(
         answer = _build(code, tuple(sorted({m for _, m in called})))
         name, nid = _node_name(node), str(node.get("id"))
         at = {"node": name, "node_id": nid, "field": "code"}
-        if answer.get("ok"):
-            gone = set(answer.get("missing_methods") or [])
+        if answer.ok:
+            gone = set(answer.missing_methods)
             for output, method in called:
                 if method in gone:
                     errors.append(
@@ -264,21 +264,21 @@ def custom_code_errors(
                         )
                     )
             continue
-        message = str(answer.get("error") or "")
-        package = answer.get("missing_package")
+        message = str(answer.error or "")
+        package = answer.missing_package
         if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
             warnings.append(f"{name}: its code could not be built here ({message[:200]})")
-        elif isinstance(package, dict):
+        elif package is not None:
             needs.append(
                 Need(
                     kind="package",
                     **at,
-                    message=f"{name} needs the package {package['distribution']}, which is not installed in "
-                    f"the sandbox's environment: {package['fix']} (then restart the kernel).",
+                    message=f"{name} needs the package {package.distribution}, which is not installed in "
+                    f"the sandbox's environment: {package.fix} (then restart the kernel).",
                 )
             )
-        elif answer.get("stale_import"):
-            module = answer["stale_import"]
+        elif answer.stale_import:
+            module = answer.stale_import
             errors.append(
                 FlowProblem(
                     code="bad_value",
@@ -312,10 +312,10 @@ def catalog_codes(catalog: Any) -> frozenset[str]:
     return frozenset(codes)
 
 
-_BUILT: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}  # (code, methods) -> lfx's verdict
+_BUILT: dict[tuple[str, tuple[str, ...]], Any] = {}  # (code, methods) -> lfx's verdict (a ComponentTemplate)
 
 
-def _build(code: str, methods: tuple[str, ...] = ()) -> dict[str, Any]:
+def _build(code: str, methods: tuple[str, ...] = ()) -> Any:
     """lfx builds ``code`` in the sandbox (never in this process) and says which of ``methods``
     it lacks; lfx's verdicts are cached (not the sandbox's failures to give one)."""
     from lfassist_jupyter.sandbox.client import default_validator
@@ -324,8 +324,8 @@ def _build(code: str, methods: tuple[str, ...] = ()) -> dict[str, Any]:
     if key in _BUILT:
         return _BUILT[key]
     answer = default_validator().component_template(code, methods=list(methods))
-    verdict = {k: v for k, v in answer.items() if k != "template"}
-    if verdict.get("ok") or not str(verdict.get("error") or "").startswith(_NO_VERDICT):
+    verdict = answer.model_copy(update={"template": None})  # only the verdict is kept
+    if verdict.ok or not str(verdict.error or "").startswith(_NO_VERDICT):
         if len(_BUILT) >= 256:
             _BUILT.pop(next(iter(_BUILT)))
         _BUILT[key] = verdict
