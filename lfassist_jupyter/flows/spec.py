@@ -23,6 +23,7 @@ from lfassist_jupyter.artifacts.flow import spec_scalar
 
 from .catalog import Catalog, default_catalog
 from .files import require_flow
+from .merge import components, merge_flow, spec_ids, spec_kinds
 from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
 
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
@@ -107,15 +108,6 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
 # -- flow JSON -> spec text ----------------------------------------------------------------
 
 
-def _spec_ids(nodes: list[dict[str, Any]]) -> dict[str, str]:
-    """Short spec ids (A, B, ... Z, A1 ...) in the order of the flow's nodes."""
-    out = {}
-    for i, node in enumerate(nodes):
-        letter = chr(ord("A") + i % 26)
-        out[facts.node_id(node)] = letter if i < 26 else f"{letter}{i // 26}"
-    return out
-
-
 def _format_value(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -138,13 +130,17 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
 
     lfx has no writer (its `flow_to_spec_summary` leaves out values and is not re-parseable),
     so this is a small one; `build_flow(flow_to_spec(f))` rebuilds the same wiring.
-    Secrets (password fields) and code are never written: a spec lands in a notebook cell.
-    ``FlowFileError`` (one line naming the field) when ``flow`` is not flow JSON.
+    Each node is written as the catalogue entry it is (``merge.spec_kinds``: by its module or
+    code); a node no entry expresses (a group, a component this lfx lacks, custom code) is
+    added to ``catalog`` as an entry of its own, so the spec names it and an edit keeps it
+    (``edit_flow``). Secrets (password fields) and code are never written: a spec lands in a
+    notebook cell. ``FlowFileError`` (one line naming the field) when ``flow`` is not flow JSON.
     """
     require_flow(flow)
     catalog = catalog or default_catalog()
-    nodes = facts.components(flow)
-    sids = _spec_ids(nodes)
+    nodes = components(flow)
+    kinds = spec_kinds(flow, catalog)
+    sids = spec_ids(nodes)
     lines = []
     if flow.get("name"):
         lines.append(f"name: {flow['name']}")
@@ -153,8 +149,7 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     lines.append("")
     lines.append("nodes:")
     for node in nodes:
-        kind = facts.registry_type(node)
-        lines.append(f"  {sids[facts.node_id(node)]}: {kind}")
+        lines.append(f"  {sids[facts.node_id(node)]}: {kinds[facts.node_id(node)]}")
     edges = []
     for edge in facts.edges(flow):
         source, output, target, port = facts.ports(edge)
@@ -164,12 +159,13 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
         lines += ["", "edges:", *edges]
     config = []
     for node in nodes:
-        defaults = (catalog.registry.get(facts.node_type(node)) or {}).get("template", {})
+        entry = catalog.registry.get(kinds[facts.node_id(node)]) or {}
+        defaults = entry.get("template") or {}
         for name, field in facts.fields(node).items():
             if name.startswith("_") or name == "code" or not isinstance(field, dict):
                 continue
-            if field.get("password") or field.get("load_from_db"):
-                continue
+            if field.get("password") or field.get("load_from_db") or (defaults and name not in defaults):
+                continue  # a secret, or a field the entry does not have (the edit keeps it as it is)
             value = field.get("value")
             default = (defaults.get(name) or {}).get("value") if isinstance(defaults.get(name), dict) else None
             if value in (None, "", [], {}) or value == default:
@@ -180,3 +176,23 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     if config:
         lines += ["", "config:", *config]
     return "\n".join(lines).strip("\n") + "\n"
+
+
+def edit_flow(
+    original: dict[str, Any], text: str, *, catalog: Catalog | None = None, repair: bool = True
+) -> BuildResult:
+    """Apply an edited spec (or a model reply holding one) to ``original``, the flow it edits.
+
+    ``original`` was shown as ``flow_to_spec(original)``; the edited spec is built with lfx
+    (``build_flow``) and merged into the original JSON (``merge.merge_flow``): what the edit keeps
+    comes back byte for byte (positions, values, code, groups, components this lfx lacks); only
+    what it names changes. The result's ``flow`` is the merged flow, ``node_ids`` its spec id ->
+    node id. Raises ``FlowSpecError`` like ``build_flow`` when there is no spec at all.
+    """
+    catalog = catalog or default_catalog()
+    old_spec = flow_to_spec(original, catalog=catalog)
+    built = build_flow(text, catalog=catalog, repair=repair)
+    if built.flow is None:
+        return built
+    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids)
+    return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids})

@@ -19,6 +19,7 @@ from lfassist_jupyter.artifacts.flow import conversion_hint, node_name, types_co
 from .catalog import Catalog, default_catalog
 from .checks import check as check_flow
 from .files import is_flow_path, load_flow_file
+from .groups import ungroup
 from .models import FlowProblem, FlowReport, FlowSpecError, Need
 
 # Inputs that only an edge can fill (a handle); empty and unconnected, they are wiring errors.
@@ -66,22 +67,28 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     catalog = catalog or default_catalog()
     spec_text = isinstance(flow, str) and not is_flow_path(flow)
     notes: list[str] = []
+    code_needs: list[Need] = []
     if spec_text:  # before lfx reads it: duplicate ids, an empty spec, code that does not parse or build
-        blocking, notes = check_flow(flow, catalog)
+        blocking, notes, code_needs = check_flow(flow, catalog)
         if blocking:
-            return FlowReport(is_valid=False, errors=blocking, warnings=notes)
+            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
     loaded, errors, warnings = _load(flow, catalog)
     if loaded is None:
         return FlowReport(is_valid=False, errors=errors, warnings=warnings + notes)
-    if not spec_text:  # the same checks on the JSON: duplicate ids, an empty flow, node code
-        blocking, notes = check_flow(loaded, catalog)
+    if not spec_text:
+        # Grouped sub-flows, opened as lfx opens them before it builds (their nodes are checked too).
+        loaded, errors, warnings = _shaped(ungroup(loaded), str(flow) if is_flow_path(flow) else None)
+        if loaded is None:
+            return FlowReport(is_valid=False, errors=errors, warnings=warnings)
+        # The same checks on the JSON: duplicate ids, an empty flow, node code.
+        blocking, notes, code_needs = check_flow(loaded, catalog)
         if blocking:
-            return FlowReport(is_valid=False, errors=blocking, warnings=notes)
+            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
     warnings += notes
     raw_edges = facts.edges(loaded)
     # Notes (noteNode) are canvas decorations, not components.
     nodes = facts.by_id(facts.components(loaded))
-    needs: list[Need] = []
+    needs: list[Need] = list(code_needs)
     seen = {e.message for e in errors}
 
     def add(err: FlowProblem) -> None:
