@@ -38,14 +38,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.sandbox.worker.flow_kit import is_key_field, name_variable
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
-"""A key field's value that names a variable (``OPENAI_API_KEY``) rather than being the key."""
-_SECRET_INPUT_TYPES = ("SecretStrInput",)
 
 # Provider -> the hosts a real run may reach for it, and the kernel's variable that moves it.
 _PROVIDER_HOSTS: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -69,10 +67,6 @@ _COMPONENT_PROVIDER = {
     "OllamaEmbeddings": "ollama",
 }
 _URL_FIELD = re.compile(r"(^|_)(base_url|api_base|api_url|url|host|endpoint)$")
-
-
-def _is_key_field(field: dict[str, Any]) -> bool:
-    return field.get("password") is True or field.get("_input_type") in _SECRET_INPUT_TYPES
 
 
 def _nodes(flow: dict[str, Any]) -> list[tuple[dict[str, Any], str, str, dict[str, Any]]]:
@@ -102,9 +96,8 @@ def prepare_flow(flow: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             if not isinstance(fld, dict):
                 continue
             value = fld.get("value")
-            if _is_key_field(fld):
-                if isinstance(value, str) and _VARIABLE_REF.match(value.strip()):
-                    fld["load_from_db"] = True
+            if is_key_field(fld):
+                name_variable(fld)
             elif fld.get("load_from_db"):
                 fld["load_from_db"] = False
                 if isinstance(value, str) and value.strip():
@@ -119,7 +112,7 @@ def flow_variables(flow: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     found = []
     for _, name, nid, template in _nodes(flow):
         for fname, fld in template.items():
-            if isinstance(fld, dict) and _is_key_field(fld) and fld.get("load_from_db"):
+            if isinstance(fld, dict) and is_key_field(fld) and fld.get("load_from_db"):
                 value = fld.get("value")
                 if isinstance(value, str) and value.strip():
                     found.append((value.strip(), name, nid, fname))

@@ -73,6 +73,22 @@ class Need(BaseModel):
     message: str
 
 
+class ModelUse(BaseModel):
+    """One model node of a flow and what it calls: the model, its provider, the key's variable."""
+
+    node: str
+    model: str
+    provider: str
+    key_variable: str | None = None
+    """The variable the key field names (``OPENAI_API_KEY``), never a key."""
+    key_typed: bool = False
+    """A key was typed into the node (shown as such, never its value)."""
+
+    def __str__(self) -> str:
+        key = f", key {self.key_variable}" if self.key_variable else (", a key typed in" if self.key_typed else "")
+        return f"{self.node} calls {self.model} ({self.provider}){key}"
+
+
 class FlowReport(BaseModel):
     """What `validate_flow` found: errors block the flow; needs are for the user to provide."""
 
@@ -82,6 +98,8 @@ class FlowReport(BaseModel):
     errors: list[FlowProblem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
+    models: list[ModelUse] = Field(default_factory=list)
+    """What each model node calls (``flows.flow_model.model_nodes``)."""
     node_count: int = 0
     edge_count: int = 0
 
@@ -104,7 +122,7 @@ class FlowReport(BaseModel):
 class Change(BaseModel):
     """One deterministic repair, shown to the user so nothing changes silently."""
 
-    kind: Literal["port", "component", "value", "quote", "edge"]
+    kind: Literal["port", "component", "value", "quote", "edge", "model"]
     node: str
     field: str | None = None
     before: Any = None

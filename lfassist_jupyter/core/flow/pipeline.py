@@ -35,6 +35,7 @@ from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome
 from lfassist_jupyter.errors import ProviderError
+from lfassist_jupyter.flows.flow_model import FlowModel
 from lfassist_jupyter.flows.models import FlowReport, Need
 from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox
@@ -212,6 +213,9 @@ class FlowPipeline:
             its starter templates.
         current_spec: that flow's spec, when known (else derived with ``flow_to_spec``).
         probe_timeout: seconds the probe run may take.
+        flow_model: the model the flow's model nodes call (``provider:model`` or a model of the
+            request's provider); default: the request's own provider and model
+            (``flows.flow_model``: set in the spec, the key as its variable's name).
     """
 
     def __init__(
@@ -229,6 +233,7 @@ class FlowPipeline:
         probe_timeout: float = 30.0,
         flows: list[dict[str, Any]] | None = None,
         langflow: Any = None,
+        flow_model: str | None = None,
     ) -> None:
         self.validator = validator
         self.max_retries = check_max_retries(max_retries)
@@ -244,6 +249,8 @@ class FlowPipeline:
         self.langflow = langflow
         self.probe_text = PROBE_TEXT
         self._reused: dict[str, Any] | None = None
+        self.flow_model = flow_model
+        self.choice: FlowModel | None = None
 
     # -- the catalogue ---------------------------------------------------------------------
 
@@ -292,6 +299,7 @@ class FlowPipeline:
 
     async def run(self, request: Request, sink: Sink) -> FlowOutcome:
         """Plan, make the custom nodes, then write, build, validate and probe-run with repairs."""
+        self.choice = self._flow_model(request)
         catalog = await asyncio.to_thread(self.catalog)
         current_spec = self.current_spec
         if self.current_flow and not current_spec:
@@ -506,16 +514,36 @@ class FlowPipeline:
         )
         return "".join([chunk async for chunk in chunks])
 
-    @staticmethod
-    def _build(reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
-        """lfx's builder with our deterministic repairs; (result, blocking problems, notes)."""
-        from lfassist_jupyter.flows import FlowSpecError, build_flow
+    def _flow_model(self, request: Request) -> FlowModel | None:
+        """The model the flow's model nodes call: ``flow_model``, else the request's own."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.flows.flow_model import flow_model_for
+
+        provider = request.provider
+        try:
+            return flow_model_for(
+                getattr(provider, "name", None),
+                request.model,
+                base_url=getattr(provider, "base_url", None),
+                setting=self.flow_model,
+            )
+        except ConfigError as exc:
+            log.warning("%s The flow's model nodes are left for the user to choose.", exc)
+            return None
+
+    def _build(self, reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
+        """lfx's builder with our deterministic repairs, the model nodes set to the user's model
+        first (``flows.flow_model``); (result, blocking problems, notes)."""
+        from lfassist_jupyter.flows import FlowSpecError, build_flow, extract_spec
+        from lfassist_jupyter.flows.flow_model import configure_model_nodes
 
         try:
-            built = build_flow(reply, catalog=catalog, repair=True)
+            spec, configured = configure_model_nodes(extract_spec(reply), catalog, self.choice)
+            built = build_flow(spec, catalog=catalog, repair=True)
         except FlowSpecError as exc:
             return None, [str(exc)] if "```" in (reply or "") or "nodes" in (reply or "") else [], []
-        notes = [*built.warnings, *(f"Repaired {c.node}: {c.message}" for c in built.changes if c.kind != "quote")]
+        notes = [f"{c.node}: {c.message}" for c in configured]
+        notes += [*built.warnings, *(f"Repaired {c.node}: {c.message}" for c in built.changes if c.kind != "quote")]
         if built.flow is None:
             return None, [str(e) for e in built.errors] or ["The spec has no usable node."], notes
         return built, [], notes

@@ -68,6 +68,7 @@ def report_lines(report: FlowReport | None) -> list[Line]:
     head = "valid" if report.is_valid else f"{len(report.errors)} error(s)"
     lines: list[Line] = [(f"Flow {head} ({report.node_count} nodes, {report.edge_count} edges)", bool(report.is_valid))]
     lines += [(str(e), False) for e in report.errors]
+    lines += [(f"Model: {m}", None) for m in report.models]
     lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs]
     return lines
 
