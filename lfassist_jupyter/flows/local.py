@@ -296,6 +296,7 @@ def run_flow(
     reported, not raised.
     """
     from .catalog import default_catalog
+    from .packages import install_line
     from .validate import _load, validate_flow
 
     if not isinstance(input_text, str):
@@ -313,6 +314,11 @@ def run_flow(
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ConfigError(f"Not run: the flow has errors: {problems[0]}{more}")
 
+    if report.missing_packages:
+        lines = "; ".join(f"{p.distribution} ({', '.join(p.nodes)})" for p in report.missing_packages)
+        names = [p.distribution for p in report.missing_packages]
+        install = install_line(names, getattr(catalog.sandbox, "python", None))
+        raise ConfigError(f"Not run: the flow needs packages not installed here: {lines}. Install them: {install}")
     read_fields = {(nid, fname) for _, _, nid, fname in flow_variables(loaded)}
     unset = [
         f"{n.node}.{n.field} ({n.kind})"

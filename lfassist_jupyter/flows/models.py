@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, Field
 
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.validation.report import MissingPackage
 
 ErrorCode = Literal[
     "spec_syntax",
@@ -100,6 +101,9 @@ class FlowReport(BaseModel):
     needs: list[Need] = Field(default_factory=list)
     models: list[ModelUse] = Field(default_factory=list)
     """What each model node calls (``flows.flow_model.model_nodes``)."""
+    missing_packages: list[MissingPackage] = Field(default_factory=list)
+    """Packages the flow needs that the sandbox's environment lacks (lfx's own requirements logic,
+    ``flows.packages``): a run fails without them, whatever the wiring."""
     node_count: int = 0
     edge_count: int = 0
 

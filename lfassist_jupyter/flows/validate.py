@@ -101,8 +101,10 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
         }
         warnings += [f"{_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
     from .flow_model import model_nodes
+    from .packages import missing_packages
 
     return FlowReport(
+        missing_packages=missing_packages(loaded, catalog),
         is_valid=not errors,
         errors=errors,
         warnings=warnings,

@@ -82,6 +82,9 @@ class SandboxValidator(ZygoteProcess):
         self.timeout = timeout
         self.smoke = smoke
         self._flow_catalog: dict[str, dict[str, Any]] | None = None  # cached: it depends on the interpreter only
+        # The built-in types, node codes and providers that need nothing the interpreter lacks (only
+        # those: after a `%pip install` the missing ones are asked again, and found).
+        self._needs: dict[str, dict[str, list[str]]] = {"types": {}, "codes": {}, "providers": {}}
 
     # -- validation ---------------------------------------------------------------------
 
@@ -210,6 +213,38 @@ class SandboxValidator(ZygoteProcess):
                 raise ConfigError(f"The sandbox sent no usable flow catalogue ({exc}).") from None
             self._flow_catalog = registry
             return registry
+
+    def flow_packages(
+        self, types: list[str], codes: list[str], providers: list[str], timeout: float | None = None
+    ) -> dict[str, dict[str, list[str]]] | None:
+        """What each built-in component type, node code and model provider needs that the
+        worker's interpreter lacks (PyPI names), found by lfx's own requirements logic in a
+        sandboxed child (``_packages.py``): ``{"types": {t: [...]}, "codes": {code: [...]},
+        "providers": {p: [...]}}`` for the ones asked.  What needs nothing is cached per validator:
+        a child runs only for the rest.  None when the sandbox could not tell (never raises)."""
+        with self._lock:
+            known = {kind: dict(cached) for kind, cached in self._needs.items()}
+        asked = {"types": list(dict.fromkeys(types)), "codes": list(dict.fromkeys(codes)),
+                 "providers": list(dict.fromkeys(providers))}  # fmt: skip
+        new = {kind: [x for x in items if x not in known[kind]] for kind, items in asked.items()}
+        if any(new.values()):
+            timeout = max(self.timeout, 30.0) if timeout is None else timeout
+            answer, _failure = self._call({"op": "flow_packages", **new, "timeout": timeout}, timeout)
+            if answer is None or not answer.get("ok"):
+                return None
+            found = {
+                "types": answer.get("types") if isinstance(answer.get("types"), dict) else {},
+                "providers": answer.get("providers") if isinstance(answer.get("providers"), dict) else {},
+                "codes": dict(zip(new["codes"], answer.get("codes") or [], strict=False)),
+            }
+            for kind, items in found.items():
+                for key, needs in items.items():
+                    if key in new[kind] and isinstance(needs, list) and all(isinstance(n, str) for n in needs):
+                        known[kind][key] = [redact_text(n)[:200] for n in needs[:50]]
+            with self._lock:
+                for kind in self._needs:
+                    self._needs[kind].update({k: [] for k in new[kind] if known[kind].get(k) == []})
+        return {kind: {k: known[kind][k] for k in items if k in known[kind]} for kind, items in asked.items()}
 
     def build_flow(
         self,

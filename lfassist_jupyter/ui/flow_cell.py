@@ -148,6 +148,10 @@ def local_run(
     if view.flow is None or not view.ok:
         view.notes.append(("Not run: fix the flow's errors first.", False))
         return
+    if view.report is not None and view.report.missing_packages:
+        lacking = ", ".join(p.distribution for p in view.report.missing_packages)
+        view.notes.append((f"Not run: the flow needs packages not installed here: {lacking} (see above).", False))
+        return
     names = [n.strip() for entry in env_names or [] for n in entry.split(",") if n.strip()]
     try:
         plan = run_plan(view.flow, env=names, allow_hosts=allow_hosts or [])

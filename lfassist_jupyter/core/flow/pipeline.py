@@ -502,7 +502,8 @@ class FlowPipeline:
             run = last.run = await self._probe(flow)
             if not run.ok:
                 report.needs += file_needs(flow, str(run.error or ""))
-            if not run.ok and not report.needs:
+            lacking = not run.ok and _lacks_package(report, str(run.error or ""))
+            if not run.ok and not report.needs and not lacking:
                 problems = [f"flow: the probe run failed: {run.error}"]
         return problems
 
@@ -636,6 +637,12 @@ class FlowPipeline:
         )
 
 
+def _lacks_package(report: FlowReport, error: str) -> bool:
+    """The probe run failed in a node that needs a package the sandbox lacks: the user installs
+    it (the card says which); a model repair cannot fix an environment."""
+    return any("No module named" in error or any(node in error for node in p.nodes) for p in report.missing_packages)
+
+
 def _node_names(flow: dict[str, Any]) -> list[str]:
     data = flow.get("data", flow)
     names = []
@@ -680,6 +687,12 @@ def summary(
         if run.stubbed:
             what = ", ".join(f"{s.name} ({s.reason})" for s in run.stubbed)
             parts.append(f"Stubbed in the probe run (no keys or network in the sandbox): {what}.")
+    if report is not None and report.models:
+        parts.append(f"Its model nodes call: {'; '.join(str(m) for m in report.models[:4])}.")
+    if report is not None and report.missing_packages:
+        names = [p.distribution for p in report.missing_packages]
+        fix = report.missing_packages[0].fix.rsplit(" ", 1)[0] + " " + " ".join(names)
+        parts.append(f"It needs packages not installed here: {', '.join(names)} (`{fix}`).")
     if report is not None and report.needs:
         needs = "; ".join(n.message for n in report.needs[:6])
         parts.append(f"Before a real run, provide: {needs}")
