@@ -225,6 +225,12 @@ class Workspace:
 
         return run_on_server(self._client(), flow_id, input_text)
 
+    def langflow_variables(self) -> list[str]:
+        """Blocking: the names of the connected Langflow's global variables (never their values)."""
+        from lfassist_jupyter.langflow.flows import list_variables
+
+        return list_variables(self._client())
+
     def probe_run(self, flow: dict[str, Any], input_text: str) -> FlowRun:
         """Probe-run ``flow`` in the sandbox (models stubbed, no keys, no network); never raises."""
         runner = getattr(self.local_validator(), "probe_run", None)
