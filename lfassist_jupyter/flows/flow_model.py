@@ -212,6 +212,8 @@ def configure_model_nodes(spec: str, catalog: Any, choice: FlowModel | None) -> 
         if lines:
             added += lines
             what = "; ".join(line.split(": ", 1)[0].split(".", 1)[1] + " " + line.split(": ", 1)[1] for line in lines)
+            if choice and provider == choice.provider and choice.base_url_variable and choice.provider != "Ollama":
+                what += f" (its base URL: {choice.base_url_variable}, {choice.base_url})"
             changes.append(
                 Change(kind="model", node=node_id, field=field, before=raw, after=lines, message=f"set for you: {what}")
             )

@@ -193,3 +193,33 @@ def test_the_flow_model_setting_picks_the_model_of_the_flows(make_assistant, llm
     model = json.loads(result.spec.split("M.model: ", 1)[1].splitlines()[0])
     assert model == {"name": "claude-haiku-4-5", "provider": "Anthropic"}
     assert "M.api_key: ANTHROPIC_API_KEY" in result.spec
+
+
+def test_an_ollama_model_node_gets_the_servers_url_and_no_key(llm, sandbox, tmp_path):
+    from lfassist_jupyter import Assistant
+    from lfassist_jupyter.core.session import SessionStore
+    from lfassist_jupyter.providers import create_provider
+
+    provider = create_provider("ollama", base_url=llm.openai_base_url, http_retries=0)
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"),
+              spec_reply(WRITTEN))  # fmt: skip
+    assistant = Assistant(
+        provider=provider, model="qwen3:0.6b", validator=sandbox, session_store=SessionStore(tmp_path)
+    )
+    result = assistant.run("a one-sentence answer flow")
+
+    assert result.validated, result.error
+    assert '  M.model: {"name": "qwen3:0.6b", "provider": "Ollama"}\n' in result.spec
+    assert f"  M.ollama_base_url: {llm.url}\n" in result.spec + "\n" and "api_key" not in result.spec
+    assert [str(m) for m in result.flow_report.models] == ["Language Model calls qwen3:0.6b (Ollama)"]
+
+
+def test_the_offline_demo_provider_leaves_the_model_to_the_user(tmp_path):
+    """The scripted provider is a replay, not a model a flow could call: the node stays open."""
+    from lfassist_jupyter import Assistant
+    from lfassist_jupyter.providers.scripted import ScriptedProvider
+
+    replies = [intent("build_flow"), plan("ChatInput", "LanguageModelComponent", "ChatOutput"), spec_reply(WRITTEN)]
+    result = Assistant(provider=ScriptedProvider(replies=replies), session_store=False).run("a flow with a model")
+    assert "M.model" not in result.spec and "M.api_key" not in result.spec
+    assert any(n.kind == "model" for n in result.flow_report.needs)
