@@ -93,22 +93,21 @@ def flow_model_for(
     *,
     base_url: str | None = None,
     setting: str | None = None,
+    base_urls: Mapping[str, str | None] | None = None,
 ) -> FlowModel | None:
     """The flow model for an assistant on ``provider``/``model``, or the ``flow_model`` setting.
 
     ``setting`` is ``"provider:model"`` (``anthropic:claude-haiku-4-5``) or a model name of the
-    assistant's provider.  None for a provider a flow cannot call (the offline scripted demo).
-    A setting naming an unknown provider is a ``ConfigError``."""
+    assistant's provider.  ``base_urls`` are the configured base URLs of the other providers (a
+    setting may name one).  None for a provider a flow cannot call (the offline scripted demo).
+    ``provider:`` without a model is a ``ConfigError``."""
     if setting and setting.strip():
         head, sep, tail = setting.strip().partition(":")
         if sep and head.strip().lower() in _OURS:  # "anthropic:claude-haiku-4-5"
             if not tail.strip():
                 raise ConfigError(f"flow_model={setting!r}: name the model after the provider (provider:model).")
             if head.strip().lower() != (provider or "").lower():
-                from lfassist_jupyter.providers import available_providers
-
-                infos = {i.name: i for i in available_providers()}
-                base_url = infos[head.strip().lower()].base_url
+                base_url = (base_urls or {}).get(head.strip().lower())
             provider, model = head.strip().lower(), tail.strip()
         else:  # a model of the assistant's provider ("qwen3:0.6b" is one name)
             model = setting.strip()
@@ -236,7 +235,7 @@ def configure_model_nodes(spec: str, catalog: Any, choice: FlowModel | None) -> 
 def model_nodes(flow: Mapping[str, Any] | None) -> list[ModelUse]:
     """The model nodes of ``flow`` with the model, provider and key variable each one uses (the
     Model Name Override and Provider Override fields, when set, are what lfx sends)."""
-    from lfassist_jupyter.sandbox.worker.flow_kit import VARIABLE_REF
+    from .local import VARIABLE_REF
 
     out: list[ModelUse] = []
     data = flow.get("data", flow) if isinstance(flow, Mapping) else {}

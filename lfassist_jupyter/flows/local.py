@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
-from lfassist_jupyter.sandbox.worker.flow_kit import is_key_field, name_variable
+from lfassist_jupyter.sandbox.worker.flow_kit import VARIABLE_REF, is_key_field, name_variable
+
+__all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow", "run_plan"]
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import LangflowError
+from lfassist_jupyter.flows.local import name_variable
 from lfassist_jupyter.langflow.client import TAG
 from lfassist_jupyter.redaction import redact
-from lfassist_jupyter.sandbox.worker.flow_kit import name_variable
 
 if TYPE_CHECKING:
     import httpx

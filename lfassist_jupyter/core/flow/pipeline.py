@@ -519,6 +519,7 @@ class FlowPipeline:
         """The model the flow's model nodes call: ``flow_model``, else the request's own."""
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows.flow_model import flow_model_for
+        from lfassist_jupyter.providers import available_providers
 
         provider = request.provider
         try:
@@ -527,6 +528,7 @@ class FlowPipeline:
                 request.model,
                 base_url=getattr(provider, "base_url", None),
                 setting=self.flow_model,
+                base_urls={info.name: info.base_url for info in available_providers()},
             )
         except ConfigError as exc:
             log.warning("%s The flow's model nodes are left for the user to choose.", exc)
