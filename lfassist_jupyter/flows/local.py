@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
-from lfassist_jupyter.sandbox.worker.flow_kit import VARIABLE_REF, is_key_field, name_variable
+
+# The key-field rule the worker's build shares (flow_kit), through flows.spec's import of it.
+from .spec import VARIABLE_REF, is_key_field, name_variable
 
 __all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow", "run_plan"]
 

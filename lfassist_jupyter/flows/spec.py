@@ -18,10 +18,12 @@ import json
 import re
 from typing import Any, get_args
 
-from lfassist_jupyter.sandbox.worker.flow_kit import VARIABLE_REF, is_key_field, spec_scalar
+from lfassist_jupyter.sandbox.worker.flow_kit import VARIABLE_REF, is_key_field, name_variable, spec_scalar
 
 from .catalog import Catalog, default_catalog
 from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
+
+__all__ = ["VARIABLE_REF", "build_flow", "extract_spec", "flow_to_spec", "is_key_field", "name_variable"]
 
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)

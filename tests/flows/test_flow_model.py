@@ -14,6 +14,7 @@ import json
 
 import pytest
 from _support.components import LLM_SPEC, intent, plan, spec_reply
+from _support.display import text_of
 from _support.fakellm import Reply
 
 import lfassist_jupyter
@@ -88,7 +89,7 @@ def test_assist_writes_a_flow_that_answers_with_the_users_openai_model(openai_ip
     # The spec the user sees (and edits) says which model, and names the key's variable, not the key.
     assert '  M.model: {"name": "my-local-model", "provider": "OpenAI"}\n' in spec
     assert "  M.api_key: OPENAI_API_KEY\n" in spec and "sk-user" not in spec
-    assert "Model: Language Model calls my-local-model (OpenAI), key OPENAI_API_KEY" in repr(result)
+    assert "Model: Language Model calls my-local-model (OpenAI), key OPENAI_API_KEY" in text_of(result, openai_ip)
     # The real run: the fake provider's answer, and the request carried the key, the prompt and the
     # user's exact model name (lfx's list does not have it).
     assert view.run is not None and view.run.ok, (view.run, view.notes)
