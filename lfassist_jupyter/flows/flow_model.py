@@ -182,7 +182,8 @@ def _canonical(provider: str) -> str:
 def configure_model_nodes(spec: str, catalog: Any, choice: FlowModel | None) -> tuple[str, list[Change]]:
     """``spec`` with its model nodes set to ``choice`` where the spec leaves them open, and the
     changes made (one per node).  A node whose spec names a model keeps it; its key field then
-    names that provider's variable when the spec gives none."""
+    names that provider's variable when the spec gives none.  A node whose spec names only another
+    provider gets that provider's key variable and no model (its model is the user's to choose)."""
     nodes, config, header, end = _spec_parts(spec)
     added: list[str] = []
     changes: list[Change] = []
@@ -195,9 +196,12 @@ def configure_model_nodes(spec: str, catalog: Any, choice: FlowModel | None) -> 
         field = fields[0]
         lines: list[str] = []
         raw = config.get((node_id, field))
-        if raw is None and choice is not None:
+        named = config.get((node_id, "provider"), "").strip().strip("'\"")
+        if raw is None and choice is not None and (not named or _canonical(named) == choice.provider):
             lines.append(f"{node_id}.{field}: {choice.selection()}")
             provider: str | None = choice.provider
+        elif raw is None:  # the spec names another provider and no model: the user picks its model
+            provider = named or None
         else:
             provider = provider_of(raw, config.get((node_id, "provider")))
         provider = _canonical(provider) if provider else None
