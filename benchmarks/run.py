@@ -343,11 +343,11 @@ def timed_each(fn, items) -> list[float]:
 
 def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[float], list[float]]:
     """The probe run of a small flow in the warm sandbox, a cold ``lfx run`` per run, and our real
-    local run (``run_flow``: a fresh isolated process per run, so about a cold ``lfx run``), in ms."""
+    local run (``run_flow_for_real``: a fresh isolated process per run, so about a cold ``lfx run``), in ms."""
     import tempfile
 
     from lfassist_jupyter.flows import build_flow
-    from lfassist_jupyter.flows.local import run_flow
+    from lfassist_jupyter.flows.local import run_flow_for_real
 
     flow = build_flow(UPPER_SPEC).flow
     assert validator.probe_run(flow, "warm up").text == "WARM UP"
@@ -361,7 +361,7 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
         assert "PROBE" in out.stdout, out.stdout + out.stderr
 
     def real_run() -> None:
-        assert run_flow(flow, "probe").text == "PROBE"
+        assert run_flow_for_real(flow, "probe").text == "PROBE"
 
     return warm, timed(cold_run, 3), timed(real_run, 3)
 
@@ -396,7 +396,7 @@ class Knock(Component):
 
 
 def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], float, float]:
-    """A real run (``run_flow``) of ChatInput -> model (the openai SDK) -> ChatOutput against the fake
+    """A real run (``run_flow_for_real``) of ChatInput -> model (the openai SDK) -> ChatOutput against the fake
     provider, allow-listed, in ms; and for a flow whose node knocks on a local port that is not
     allowed: when the refusal came (s after the run started) and how long the node waited (ms)."""
     import http.server
@@ -405,11 +405,11 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
     from _support.fakellm import FakeLLM, Reply
 
     from lfassist_jupyter.flows import build_flow, default_catalog
-    from lfassist_jupyter.flows.local import run_flow
+    from lfassist_jupyter.flows.local import run_flow_for_real
 
     catalog = default_catalog()
-    catalog.add("ChatModel", validator.component_template(OPENAI_CHAT_MODEL)["template"])
-    catalog.add("Knock", validator.component_template(_BENCH_KNOCK)["template"])
+    catalog.add("ChatModel", validator.component_template(OPENAI_CHAT_MODEL).template)
+    catalog.add("Knock", validator.component_template(_BENCH_KNOCK).template)
     kernel = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     threading.Thread(target=kernel.serve_forever, daemon=True).start()
     with FakeLLM() as llm:
@@ -422,7 +422,7 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
         env = {"OPENAI_API_KEY": "sk-bench-0123456789abcdef"}
 
         def one() -> None:
-            run = run_flow(flow, "ping", env=env, allow_hosts=[llm.url])
+            run = run_flow_for_real(flow, "ping", env=env, allow_hosts=[llm.url])
             assert run.text == "pong", run
 
         runs = timed(one, n)
@@ -431,7 +431,7 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
         f"config:\n  K.url: http://127.0.0.1:{kernel.server_port}/\n",
         catalog=catalog,
     ).flow
-    run = run_flow(knock, "x")
+    run = run_flow_for_real(knock, "x")
     kernel.shutdown()
     assert run.text.startswith("HTTPError") and run.refused, run
     return runs, float(run.refused[0].after_s), float(run.text.split()[1])
@@ -692,7 +692,7 @@ def main() -> None:
             "3-node flow",
         ),
         (
-            "flow: real local run (run_flow) vs cold `lfx run` p50",
+            "flow: real local run (run_flow_for_real) vs cold `lfx run` p50",
             f"{statistics.median(real_runs):.0f} ms",
             f"{statistics.median(real_runs) / statistics.median(probe_cold):.2f}x the "
             f"{statistics.median(probe_cold):.0f} ms",

@@ -3,15 +3,16 @@ without importing the session schema (pydantic builds its models at import, ~150
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from lfassist_jupyter import settings
 
 
 def default_data_dir() -> Path:
     """``$LFASSIST_DATA_DIR`` or the platform's per-user data directory."""
-    env = os.environ.get("LFASSIST_DATA_DIR")
-    if env:
-        return Path(env)
+    configured = settings.read("data_dir")
+    if configured:
+        return Path(configured).expanduser()
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("lfassist-jupyter", appauthor=False))

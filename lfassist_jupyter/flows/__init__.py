@@ -16,7 +16,7 @@ Public API::
     validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
-    run_flow(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # the real run: keys, fenced net
+    run_flow_for_real(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # keys, fenced net
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = [
     "extract_spec",
     "flow_to_spec",
     "repair_flow",
-    "run_flow",
+    "run_flow_for_real",
     "validate_flow",
 ]
 
@@ -54,17 +54,12 @@ _LAZY = {
     "flow_to_spec": "spec",
     "validate_flow": "validate",
     "repair_flow": "repair",
-    "run_flow": "local",
+    "run_flow_for_real": "local",
 }
 
 
 def __getattr__(name: str) -> Any:
     """Import the modules on first use, so `import lfassist_jupyter.flows` stays fast."""
-    if name == "FlowError":  # the old name of FlowProblem, which read like an exception
-        import warnings
-
-        warnings.warn("flows.FlowError is now flows.FlowProblem", DeprecationWarning, stacklevel=2)
-        return FlowProblem
     if name in _LAZY:
         import importlib
 

@@ -264,7 +264,7 @@ def _build(code: str) -> tuple[bool, str]:
     if code in _BUILT:
         return _BUILT[code]
     answer = default_validator().component_template(code)
-    verdict = bool(answer.get("ok")), str(answer.get("error") or "")
+    verdict = answer.ok, str(answer.error or "")
     if verdict[0] or not verdict[1].startswith(_NO_VERDICT):
         if len(_BUILT) >= 256:
             _BUILT.pop(next(iter(_BUILT)))

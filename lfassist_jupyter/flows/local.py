@@ -42,7 +42,7 @@ from lfassist_jupyter.errors import ConfigError
 # The key-field rule the worker's build shares (flow_kit), through flows.spec's import of it.
 from .spec import VARIABLE_REF, is_key_field, name_variable
 
-__all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow", "run_plan"]
+__all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow_for_real", "run_plan"]
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun
@@ -203,7 +203,7 @@ def run_plan(
 ) -> RunPlan:
     """Which variables a real run of ``flow`` wants and which hosts it may reach -- nothing runs.
 
-    ``env`` and ``allow_hosts`` as for ``run_flow``: the plan says which wanted variables are
+    ``env`` and ``allow_hosts`` as for ``run_flow_for_real``: the plan says which wanted variables are
     still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it."""
     from .catalog import default_catalog
     from .validate import _load
@@ -274,7 +274,7 @@ def _plan(
     return plan
 
 
-def run_flow(
+def run_flow_for_real(
     flow: dict[str, Any] | str | Path,
     input_text: str = "",
     *,

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.validation.report import MissingPackage
@@ -33,7 +32,7 @@ class FlowProblem(BaseModel):
     """One thing that stops the flow from running, with where it is and how to fix it.
 
     Data in a ``FlowReport``, not an exception (an error *raised* while reading a spec is
-    ``FlowSpecError``); it was called ``FlowError``, which read like one."""
+    ``FlowSpecError``)."""
 
     code: ErrorCode
     node: str | None = None
@@ -93,9 +92,8 @@ class ModelUse(BaseModel):
 class FlowReport(BaseModel):
     """What `validate_flow` found: errors block the flow; needs are for the user to provide."""
 
-    is_valid: bool = Field(validation_alias=AliasChoices("is_valid", "ok"))
-    """No error blocks the flow (the same word as ``ValidationReport.is_valid``; a report
-    stored under its old name ``ok`` still loads)."""
+    is_valid: bool
+    """No error blocks the flow (the same word as ``ValidationReport.is_valid``)."""
     errors: list[FlowProblem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
@@ -106,12 +104,6 @@ class FlowReport(BaseModel):
     ``flows.packages``): a run fails without them, whatever the wiring."""
     node_count: int = 0
     edge_count: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """Deprecated: use ``is_valid``."""
-        warnings.warn("FlowReport.ok is deprecated; use FlowReport.is_valid", DeprecationWarning, stacklevel=2)
-        return self.is_valid
 
     def feedback(self, limit: int = 5) -> str:
         """The top errors as plain lines, for a repair prompt to a model."""

@@ -2,7 +2,7 @@
 against, and the runs that travel up to the views.
 
 A probe run (``SandboxValidator.probe_run``: models stubbed, no keys, no network) is a
-``FlowRun``; a real run (``lfassist_jupyter.run_flow``: models called with the keys the user
+``FlowRun``; a real run (``lfassist_jupyter.run_flow_for_real``: models called with the keys the user
 allowed) is a ``RealRun``, a ``FlowRun`` that also says where it ran, with which variables and
 which connections the fence refused.  Both travel typed from the sandbox to the views; they become
 JSON only at an edge (the ``complete`` event's wire form, a stored session).  A failed run has one
@@ -86,7 +86,7 @@ class Refused(BaseModel):
 
 
 class RealRun(FlowRun):
-    """A real run's answer (``lfassist_jupyter.run_flow``): a ``FlowRun`` (nothing is stubbed)
+    """A real run's answer (``lfassist_jupyter.run_flow_for_real``): a ``FlowRun`` (nothing is stubbed)
     plus where it ran and what it was given: the names of the variables passed (never their
     values), the allow-list, the connections the fence refused and the isolation."""
 
@@ -112,6 +112,19 @@ class ComponentRun(BaseModel):
 
 
 # -- builds -------------------------------------------------------------------------------
+
+
+class ComponentTemplate(BaseModel):
+    """What ``component_template`` answers: the node template lfx built for a component's code
+    (the frontend node a flow's custom node carries), or why it built none."""
+
+    ok: bool
+    template: dict[str, Any] | None = None
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str) -> ComponentTemplate:
+        return cls(ok=False, error=str(error))
 
 
 class BuildError(BaseModel):

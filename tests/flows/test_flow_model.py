@@ -131,7 +131,7 @@ def test_the_key_line_before_the_model_line_runs_as_well(llm, monkeypatch):
     assert run_plan(built[0].flow).variables == [("OPENAI_API_KEY", "Language Model.api_key")]
 
     llm.queue(Reply("brief"))
-    run = lfassist_jupyter.run_flow(key_first, "hi", env={"OPENAI_API_KEY": "sk-key-first-0123456789"})
+    run = lfassist_jupyter.run_flow_for_real(key_first, "hi", env={"OPENAI_API_KEY": "sk-key-first-0123456789"})
     assert run.ok and run.text == "brief", run
     assert llm.requests[-1].headers["authorization"] == "Bearer sk-key-first-0123456789"
     assert llm.requests[-1].body["model"] == "gpt-4o-mini" and llm.requests[-1].last_user == "Be brief. hi"

@@ -54,7 +54,7 @@ def test_a_flow_whose_provider_package_is_missing_is_named_with_its_install_line
     assert view.run is None and "Not run: the flow needs packages not installed here: langchain-groq" in text
     assert llm.requests == []  # nothing ran
     with pytest.raises(ConfigError, match=r"Install them: %pip install langchain-groq"):
-        lfassist_jupyter.run_flow(GROQ, "hi", env={"GROQ_API_KEY": "gsk-0123456789abcdef"})
+        lfassist_jupyter.run_flow_for_real(GROQ, "hi", env={"GROQ_API_KEY": "gsk-0123456789abcdef"})
 
 
 def test_a_built_in_that_needs_a_package_is_named_as_lfx_names_it():

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from lfassist_jupyter import settings
 from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
 from lfassist_jupyter.core.component.prompts import generation_system_prompt, retry_message
 from lfassist_jupyter.core.component.repair import Repaired, arepair_until_valid
@@ -27,21 +28,20 @@ from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome
 from lfassist_jupyter.errors import ConfigError, ProviderError
-from lfassist_jupyter.validation.ports import ComponentValidator, Reference
+from lfassist_jupyter.ports import ComponentValidator, Reference
 from lfassist_jupyter.validation.report import ValidationReport
 from lfassist_jupyter.validation.static import validate_static
 
-MAX_RETRIES_LIMIT = 10
 NO_CODE_ERROR = "No ```python code block with a Component class was found."
 
 
 def check_max_retries(value: object) -> int:
-    """``max_retries`` as the spec defines it: total attempts, an integer from 0 to 10."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RETRIES_LIMIT:
-        raise ConfigError(
-            f"max_retries (total attempts) must be an integer between 0 and {MAX_RETRIES_LIMIT}, not {value!r}."
-        )
-    return value
+    """``max_retries`` as the spec defines it: total attempts, an integer from 0 to 10 (the bounds
+    are the setting's, ``lfassist_jupyter.settings``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        low, high = settings.bounds("max_retries")
+        raise ConfigError(f"max_retries (total attempts) must be an integer from {low:g} to {high:g}, not {value!r}.")
+    return settings.check("max_retries", value, source="max_retries")
 
 
 @dataclass
@@ -105,11 +105,11 @@ class ComponentPipeline:
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return ComponentOutcome(
-                    result=exc.friendly,
+                    result=str(exc),
                     code=job.code,
                     class_name=job.class_name,
                     attempts=attempt - 1 if validate else 0,
-                    error=exc.friendly,
+                    error=str(exc),
                     report=job.report,
                 )
             job.progress("generation_complete", attempt, "Generation complete.")

@@ -37,8 +37,8 @@ from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome, flow_red
 from lfassist_jupyter.errors import ProviderError
 from lfassist_jupyter.flows.flow_model import FlowModel
 from lfassist_jupyter.flows.models import FlowReport, Need
+from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox
 from lfassist_jupyter.sandbox.answers import FlowRun
-from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox
 
 PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
@@ -209,8 +209,8 @@ class FlowPipeline:
             (building one costs a sandbox child); the last one built replaces the others.
         current_flow: the flow a follow-up edits (Langflow JSON); its spec goes into the prompts.
         flows: the user's flows (this conversation's), which the plan may reuse instead of
-            writing a new one; ``langflow`` (a connected client) adds the server's flows and
-            its starter templates.
+            writing a new one; ``library`` (a ``FlowLibrary``: the connected Langflow) adds its
+            flows and its starter templates.
         current_spec: that flow's spec, when known (else derived with ``flow_to_spec``).
         probe_timeout: seconds the probe run may take.
         flow_model: the model the flow's model nodes call (``provider:model`` or a model of the
@@ -232,7 +232,7 @@ class FlowPipeline:
         current_spec: str | None = None,
         probe_timeout: float = 30.0,
         flows: list[dict[str, Any]] | None = None,
-        langflow: Any = None,
+        library: FlowLibrary | None = None,
         flow_model: str | None = None,
     ) -> None:
         self.validator = validator
@@ -246,7 +246,7 @@ class FlowPipeline:
         self.current_spec = current_spec
         self.probe_timeout = probe_timeout
         self.flows = flows
-        self.langflow = langflow
+        self.library = library
         self.probe_text = PROBE_TEXT
         self._reused: dict[str, Any] | None = None
         self.flow_model = flow_model
@@ -288,8 +288,7 @@ class FlowPipeline:
         """The node template of the session's component: cached, else built in the sandbox."""
         template = self.templates.get(made.code)
         if template is None and self.sandbox is not None:
-            answer = self.sandbox.component_template(made.code)
-            template = answer["template"] if answer.get("ok") else None
+            template = self.sandbox.component_template(made.code).template
             if template is not None:  # the last one is the one reused
                 self.templates.clear()
                 self.templates[made.code] = template
@@ -342,20 +341,20 @@ class FlowPipeline:
         self._progress(sink)("planning_flow", 1, "Choosing components...")
         from lfassist_jupyter.core import reuse
 
-        candidates = await reuse.gather_flows(self.flows, self.langflow) if self.flows or self.langflow else []
+        candidates = await reuse.gather_flows(self.flows, self.library) if self.flows or self.library else []
         flows_text = reuse.reuse_lines(candidates)
         light = prompts.light_catalogue(catalog.light(), catalog.names, prompts.LIGHT_BUDGET - len(flows_text))
         try:
             plan_reply = await request.provider.complete(
-                system=prompts.plan_system(light, flows_text),
-                messages=[{"role": "user", "content": prompts.plan_message(request.text, current_spec)}],
+                system=prompts.plan_system(light, reuse=bool(flows_text)),
+                messages=[{"role": "user", "content": prompts.plan_message(request.text, current_spec, flows_text)}],
                 model=request.model,
                 max_tokens=PLAN_TOKENS,
                 temperature=0,
             )
         except ProviderError as exc:
             log_request_error(request.request_id, exc)
-            return FlowOutcome(result=exc.friendly, intent=self.intent, error=exc.friendly)
+            return FlowOutcome(result=str(exc), intent=self.intent, error=str(exc))
         chosen, new = _parse_plan(plan_reply, catalog)
         plan = _Plan(chosen=chosen, new=new, current_spec=current_spec)
         await self._reuse(request, plan_reply, candidates, catalog, plan)
@@ -381,7 +380,7 @@ class FlowPipeline:
         self._reused = None
         name, change, inputs = reuse.parse_reuse(plan_reply)
         candidate = reuse.match_candidate(name, candidates) if name else None
-        loaded = await reuse.load_candidate(candidate, self.langflow) if candidate else None
+        loaded = await reuse.load_candidate(candidate, self.library) if candidate else None
         if candidate is None or not isinstance(loaded, dict) or not isinstance(loaded.get("data", loaded), dict):
             return
         from lfassist_jupyter.flows import flow_to_spec
@@ -435,12 +434,12 @@ class FlowPipeline:
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return FlowOutcome(
-                    result=exc.friendly,
+                    result=str(exc),
                     intent=self.intent,
                     flow=last.flow,
                     spec=last.spec,
                     attempts=attempt - 1,
-                    error=exc.friendly,
+                    error=str(exc),
                     report=last.report,
                     run=last.run,
                     components=components,
@@ -600,10 +599,10 @@ class FlowPipeline:
         if self.sandbox is None:
             return outcome, None, "no sandbox to build its node template in"
         made = await asyncio.to_thread(self.sandbox.component_template, outcome.code)
-        if not made.get("ok"):
-            return outcome, None, str(made.get("error"))
+        if not made.ok or made.template is None:
+            return outcome, None, str(made.error)
         key = outcome.class_name or item["name"]
-        catalog.add(key, made["template"], description=str(made["template"].get("description") or item["description"]))
+        catalog.add(key, made.template, description=str(made.template.get("description") or item["description"]))
         return outcome, key, None
 
     def _finish(
