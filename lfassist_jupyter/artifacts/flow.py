@@ -27,8 +27,9 @@ What is here:
   starter projects, so a change in lfx fails a test): type migrations and compatibility, the
   conversion hint, the handle encoding and the edge lfx's ``add_connection`` writes, a loop
   port's accepted types, an edge's target port and loop shape, how a spec value is read.
-- **Names and repairs** shared by the kernel's ``repair_flow`` and the worker's build:
-  component-name resolution, unquoting, value coercion, port renaming.
+- **Names, key fields and repairs** shared by the kernel's ``repair_flow`` and the worker's
+  build: component-name resolution, which field may read a variable, unquoting, value
+  coercion, port renaming.
 """
 
 from __future__ import annotations
@@ -452,6 +453,27 @@ def spec_scalar(text: str) -> Any:
         return float(text)
     except ValueError:
         return text
+
+
+# -- key fields -------------------------------------------------------------------------------
+
+VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+"""A key field's value that names a variable (``OPENAI_API_KEY``) rather than being the key."""
+
+
+def is_key_field(field: dict[str, Any]) -> bool:
+    """A password field (``SecretStrInput``): the only kind of field that may read a variable."""
+    return field.get("password") is True or field.get("_input_type") == "SecretStrInput"
+
+
+def name_variable(field: dict[str, Any]) -> None:
+    """A key field holding an UPPER_SNAKE name reads that variable: ``load_from_db``, as a
+    Langflow global variable is read (lfx's ``configure_component`` writes every value as a
+    literal).  So ``M.api_key: OPENAI_API_KEY`` means the variable in Langflow too, never a key
+    that reads "OPENAI_API_KEY"."""
+    value = field.get("value")
+    if is_key_field(field) and isinstance(value, str) and VARIABLE_REF.match(value.strip()):
+        field["load_from_db"] = True
 
 
 # -- ports of a component ---------------------------------------------------------------------
