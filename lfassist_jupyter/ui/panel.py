@@ -436,7 +436,7 @@ class ChatPanel(anywidget.AnyWidget):
         except ConfigError as exc:
             self.notice = f"Not saved: {exc}"
             return None
-        self.notice = f"Saved {path} — import it in Langflow (Upload a flow)."
+        self.notice = f"Saved {path} (id {flow['id']}) — import it in Langflow (Upload a flow), or `lfx push` it."
         return path
 
     def _background(self, job: Callable[[], str]) -> Future[None]:
