@@ -646,7 +646,7 @@ class Assistant:
         )
         model = self.intent_model or provider.fast_model or self.model or provider.default_model
         reply = await provider.complete(system=system, messages=messages, model=model, max_tokens=400, temperature=0)
-        return parse_intent(reply, text)
+        return await asyncio.to_thread(parse_intent, reply, text)  # lenient JSON of any size: off the loop
 
     @staticmethod
     def _log_completed(request_id: str, t0: float, *, validated: bool, attempts: int) -> None:

@@ -347,7 +347,7 @@ class FlowPipeline:
         except ProviderError as exc:
             log_request_error(request.request_id, exc)
             return FlowOutcome(result=str(exc), intent=self.intent, error=str(exc))
-        chosen, new = _parse_plan(plan_reply, catalog)
+        chosen, new = await asyncio.to_thread(_parse_plan, plan_reply, catalog)  # lenient JSON: off the loop
         plan = _Plan(chosen=chosen, new=new, current_spec=current_spec)
         await self._reuse(request, plan_reply, candidates, catalog, plan)
         for key in _spec_types(plan.current_spec, catalog):
@@ -370,7 +370,7 @@ class FlowPipeline:
         from lfassist_jupyter.core import reuse
 
         self._reused = None
-        name, change, inputs = reuse.parse_reuse(plan_reply)
+        name, change, inputs = await asyncio.to_thread(reuse.parse_reuse, plan_reply)
         candidate = reuse.match_candidate(name, candidates) if name else None
         loaded = await reuse.load_candidate(candidate, self.library) if candidate else None
         if candidate is None or not isinstance(loaded, dict) or not isinstance(loaded.get("data", loaded), dict):
