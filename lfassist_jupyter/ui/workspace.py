@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.core.session import SessionStore
     from lfassist_jupyter.langflow.client import LangflowClient, RegisteredComponent
+    from lfassist_jupyter.langflow.extension import ExportedExtension
     from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
     from lfassist_jupyter.ports import ComponentValidator
     from lfassist_jupyter.sandbox.answers import FlowRun
@@ -101,6 +102,24 @@ class Workspace:
         from lfassist_jupyter.ui.messages import transcript
 
         return transcript(self.store.load(session_id))
+
+    def session_components(self, session_id: str) -> dict[str, str]:
+        """A conversation's validated components, the latest version of each class (class name ->
+        code): what ``%assist export`` exports."""
+        found: dict[str, str] = {}
+        for turn in self.store.load(session_id).turns:
+            if turn.kind == "component" and turn.validated and turn.class_name:
+                found[turn.class_name] = turn.content
+        return found
+
+    def export_extension(self, directory: str | Path, codes: list[str], name: str | None = None) -> ExportedExtension:
+        """Blocking: ``codes`` validated again (security scan in reject mode) and written as a
+        Langflow extension bundle in ``directory`` (``langflow/extension.py``)."""
+        from lfassist_jupyter.langflow.extension import export_extension
+
+        validator = self.local_validator()
+        sandbox = validator if hasattr(validator, "validate") else None
+        return export_extension(directory, codes, name=name, validator=sandbox, timeout=self.config.validator_timeout)
 
     # -- validation and Langflow ----------------------------------------------------------------
 
