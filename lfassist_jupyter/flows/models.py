@@ -65,7 +65,10 @@ class FlowProblem(BaseModel):
 class Need(BaseModel):
     """Something the user must still provide before a real run; not a wiring error."""
 
-    kind: Literal["model", "secret", "file", "choice", "value"]
+    kind: Literal["model", "secret", "file", "choice", "value", "package", "service"]
+    """``package``: a node needs a package the sandbox's environment lacks (the message has the
+    ``%pip install`` line): the flow is not broken, this environment is short of it. ``service``:
+    a server the flow talks to (a database, a model host) that a run could not reach."""
     node: str
     node_id: str | None = None
     field: str

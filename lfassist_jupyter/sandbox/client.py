@@ -35,6 +35,7 @@ from lfassist_jupyter.sandbox.answers import (
     ComponentTemplate,
     FlowBuild,
     FlowRun,
+    MissingPackage,
     Stubbed,
     check_catalog,
 )
@@ -174,15 +175,22 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a flow run; it was discarded."
         return FlowRun.failed(str(failure), stubbed=stubbed)
 
-    def component_template(self, code: str, timeout: float | None = None) -> ComponentTemplate:
+    def component_template(
+        self, code: str, timeout: float | None = None, *, methods: list[str] | None = None
+    ) -> ComponentTemplate:
         """The node template lfx builds for ``code`` (built in a sandboxed child, never here).
 
         Returns a ``ComponentTemplate``: ``ok`` with ``template`` (the frontend node a flow's
-        custom node carries; its ``code`` value is the code we sent, not what came back), or
-        ``ok`` False with ``error``; redacted, never raises.
+        custom node carries; its ``code`` value is the code we sent, not what came back) and
+        ``missing_methods`` (those of ``methods`` the component lacks), or ``ok`` False with
+        ``error``, and ``missing_package`` or ``stale_import`` when the environment, not the code,
+        is why; redacted, shape-checked, never raises.
         """
         timeout = self.timeout if timeout is None else timeout
-        answer, failure = self._call({"op": "component_template", "code": code, "timeout": timeout}, timeout)
+        request: dict[str, Any] = {"op": "component_template", "code": code, "timeout": timeout}
+        if methods:
+            request["methods"] = [str(m)[:200] for m in methods[:50]]
+        answer, failure = self._call(request, timeout)
         if failure == "fatal":
             return ComponentTemplate.failed(str(self._unavailable_report().error))
         if answer is not None:
@@ -191,8 +199,11 @@ class SandboxValidator(ZygoteProcess):
                 template = redact_tree(template)
                 if isinstance(template["template"].get("code"), dict):
                     template["template"]["code"]["value"] = code
-                return ComponentTemplate(ok=True, template=template)
+                asked = set(request.get("methods") or [])
+                missing = [m for m in answer.get("missing_methods") or [] if isinstance(m, str) and m in asked]
+                return ComponentTemplate(ok=True, template=template, missing_methods=missing)
             failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
+            return ComponentTemplate.failed(failure, **_environment_cause(answer))
         return ComponentTemplate.failed(str(failure))
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
@@ -307,6 +318,22 @@ def _confinement_text(found: object) -> str | None:
 
 _default: SandboxValidator | None = None
 _default_lock = threading.Lock()
+
+
+def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
+    """The child's word on a failed build's cause, kept only in its expected shape."""
+    package = answer.get("missing_package")
+    if isinstance(package, dict):
+        dist = package.get("distribution")
+        try:
+            return {"missing_package": MissingPackage(module=package.get("module"), distribution=dist,
+                                                      fix=f"%pip install {dist}")}  # fmt: skip
+        except ValidationError:
+            return {}
+    stale = answer.get("stale_import")
+    if isinstance(stale, str) and len(stale) <= 200 and all(c.isalnum() or c in "._" for c in stale):
+        return {"stale_import": stale}
+    return {}
 
 
 def default_validator() -> SandboxValidator:

@@ -248,7 +248,9 @@ class Workspace:
             from lfassist_jupyter.sandbox.answers import FlowRun  # pydantic: not at %load_ext
 
             return FlowRun.failed("This validator cannot run flows.")
-        return runner(flow, input_text)
+        from lfassist_jupyter.flows.needs import explain_run
+
+        return explain_run(flow, runner(flow, input_text))  # a file, key or service to provide, not "failed"
 
     @staticmethod
     def save_flow(flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:

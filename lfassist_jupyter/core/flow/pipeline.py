@@ -293,7 +293,10 @@ class FlowPipeline:
         """Plan, make the custom nodes, then write, build, validate and probe-run with repairs."""
         catalog = await asyncio.to_thread(self.catalog)
         current_spec = self.current_spec
-        if self.current_flow and not current_spec:
+        if self.current_flow:
+            # The spec an edit is applied against (``edit_flow``): written from the flow itself,
+            # so its ids map back onto the flow's nodes; it also names the nodes no catalogue
+            # entry expresses (their own entries join the catalogue).
             from lfassist_jupyter.flows import flow_to_spec
 
             current_spec = await asyncio.to_thread(flow_to_spec, self.current_flow, catalog=catalog)
@@ -493,6 +496,8 @@ class FlowPipeline:
             run = last.run = await self._probe(flow)
             if not run.ok:
                 report.needs += file_needs(flow, str(run.error or ""))
+                known = {(n.kind, n.node_id) for n in report.needs}
+                report.needs += [Need(**n.model_dump()) for n in run.needs if (n.kind, n.node_id) not in known]
             if not run.ok and not report.needs:
                 problems = [f"flow: the probe run failed: {run.error}"]
         return problems
@@ -505,13 +510,17 @@ class FlowPipeline:
         )
         return "".join([chunk async for chunk in chunks])
 
-    @staticmethod
-    def _build(reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
-        """lfx's builder with our deterministic repairs; (result, blocking problems, notes)."""
-        from lfassist_jupyter.flows import FlowSpecError, build_flow
+    def _build(self, reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
+        """lfx's builder with our deterministic repairs; (result, blocking problems, notes).
+        An edit of a flow (``current_flow``) is applied to that flow's JSON (``edit_flow``):
+        what the edit does not name comes back as it was."""
+        from lfassist_jupyter.flows import FlowSpecError, build_flow, edit_flow
 
         try:
-            built = build_flow(reply, catalog=catalog, repair=True)
+            if self.current_flow and not self._reused:
+                built = edit_flow(self.current_flow, reply, catalog=catalog, repair=True)
+            else:
+                built = build_flow(reply, catalog=catalog, repair=True)
         except FlowSpecError as exc:
             return None, [str(exc)] if "```" in (reply or "") or "nodes" in (reply or "") else [], []
         notes = [*built.warnings, *(f"Repaired {c.node}: {c.message}" for c in built.changes if c.kind != "quote")]
@@ -522,7 +531,10 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> FlowRun:
         if self.sandbox is None:
             return FlowRun.failed("No sandbox to probe-run the flow in.")
+        from lfassist_jupyter.flows.needs import explain_run
+
         run = await asyncio.to_thread(self.sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
+        run = explain_run(flow, run)  # stopped at a file, key or service the user must provide
         return run.require_answer(
             "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
         )
