@@ -183,6 +183,31 @@ async def test_a_secret_in_a_flow_or_code_never_comes_back(tmp_path):
     assert agent.seen and not any(SECRET in text for text in agent.seen)
 
 
+async def test_register_tools_with_a_configured_langflow(tmp_path):
+    """With LANGFLOW_URL (and a key) the register tools are offered; a flow saved and then
+    registered is stored in Langflow under the file's id (a fake Langflow speaking 1.13's API)."""
+    from _support.fakelangflow import FakeLangflow
+
+    with FakeLangflow() as langflow:
+
+        async def script(agent: Agent) -> None:
+            names = {t.name for t in (await agent.session.list_tools()).tools}
+            assert {"register_component", "register_flow"} <= names
+            error, built = await agent.call("build_flow", spec=ECHO_QA)
+            assert not error
+            error, saved = await agent.call("save_flow", flow=built["flow"], path="qa.json")
+            flow = json.loads(Path(saved["path"]).read_text())
+            error, registered = await agent.call("register_flow", flow=flow)
+            assert not error and registered["created"] and registered["id"] == saved["id"]
+            assert registered["link"].endswith(f"/flow/{saved['id']}")
+            error, text = await agent.call("register_component", code=GOOD.replace("return", "eval('1'); return"))
+            assert error and "security scan refuses" in text
+
+        extra = {"LANGFLOW_URL": langflow.url, "LANGFLOW_API_KEY": "lf-mcp-test-key-0123456789"}
+        agent = await run_agent(params(tmp_path, **extra), script)
+    assert not any("lf-mcp-test-key-0123456789" in text for text in agent.seen)
+
+
 def test_help_and_no_jupyter(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "lfassist_jupyter.mcp", "--help"], capture_output=True, text=True, timeout=60
