@@ -97,8 +97,13 @@ def _sorted(obj: Any) -> Any:
     return obj
 
 
+def normal_node(node: Any) -> Any:
+    """A node as ``lfx export`` writes it: no drag-state keys, no secret values, keys sorted (what
+    "unchanged" means for a node of a saved file: an edit keeps every other node equal to this)."""
+    return _sorted(_normal_node(node))
+
+
 def _normal_node(node: Any) -> Any:
-    """A node as ``lfx export`` writes it: no drag-state keys, no secret values."""
     if not isinstance(node, dict):
         return node
     node = {k: v for k, v in node.items() if k not in VOLATILE_NODE_KEYS}
