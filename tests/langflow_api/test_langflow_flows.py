@@ -121,7 +121,7 @@ def test_a_saved_file_its_registration_and_lfx_push_are_one_flow(client, server,
     workspace.save_flow(edited, path)  # the same file: the same id
     done = lfx("push", str(path), "--target", server.url, "--api-key", client.api_key or "", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert registered.id in done.stdout
+    assert "1 updated." in done.stdout and f"({registered.id})" in done.stderr  # updated, under the file's id
     same = [f for f in list_flows(client) if f["name"].startswith("lfassist pushed QA")]
     assert [f["id"] for f in same] == [registered.id]  # updated in place, no "(1)"
     assert run_on_server(client, registered.id, "hi").text == "Pushed: hi"  # the pushed edit is what runs
