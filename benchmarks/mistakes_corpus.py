@@ -914,6 +914,15 @@ def _validate(code: str, validator) -> Any:
     return validate_component(code, validator=validator, security="reject")
 
 
+def pipeline_validate(code: str, validator) -> Any:
+    """What the component pipeline does with an attempt (``ComponentPipeline._validate``): the
+    static and security phases here, and when they pass, the sandbox's runtime and smoke phases."""
+    from lfassist_jupyter.validation.static import validate_static
+
+    report = validate_static(code)
+    return validator.validate(code) if report.is_valid else report
+
+
 def build(validator=None) -> dict:
     """Regenerate every mutant, keep those the sandbox refuses, and write the manifest."""
     own = validator is None
@@ -976,18 +985,20 @@ def load(split: str | None = None) -> list[tuple[Case, dict]]:
 
 
 def measure(validator, split: str | None = None, cases: list[tuple[Case, dict]] | None = None) -> dict:
-    """The zero-call repair pass on each case, as the pipeline runs it: repaired and validated
-    (one generation call), or left to the model.  Per label and mechanism; plus the pass's
-    changes to the valid seeds (must be none)."""
+    """The zero-call repair pass on each case, as the component pipeline runs it on a failed
+    attempt: repaired and validated (the request needs one generation call), or left to the
+    model.  Per half, label and operator; an ambiguous case repaired is a guess."""
     from lfassist_jupyter.core.component.repair import repair_until_valid
 
     cases = cases if cases is not None else load(split)
     reference = validator.reference()
     rows = []
     for case, _entry in cases:
-        report = _validate(case.code, validator)
+        report = pipeline_validate(case.code, validator)
         t0 = time.perf_counter()
-        fixed = repair_until_valid(case.code, report, reference, lambda c: _validate(c, validator))
+        fixed = None
+        if not report.is_valid:
+            fixed = repair_until_valid(case.code, report, reference, lambda c: pipeline_validate(c, validator))
         rows.append(
             {
                 "id": case.id,
@@ -995,6 +1006,7 @@ def measure(validator, split: str | None = None, cases: list[tuple[Case, dict]] 
                 "label": case.label,
                 "mechanism": case.mechanism,
                 "op": case.op,
+                "first_valid": report.is_valid,
                 "repaired": fixed is not None,
                 "changes": fixed.changes if fixed else [],
                 "ms": (time.perf_counter() - t0) * 1000,
@@ -1004,22 +1016,27 @@ def measure(validator, split: str | None = None, cases: list[tuple[Case, dict]] 
 
 
 def summarize(rows: list[dict]) -> dict:
+    """Per half: fixable cases repaired (validated with no second generation call), ambiguous
+    cases repaired (guesses: they should go to the model), per mechanism and operator."""
     out: dict[str, Any] = {}
     for split in sorted({r["split"] for r in rows}):
         mine = [r for r in rows if r["split"] == split]
         fixable = [r for r in mine if r["label"] == "fixable"]
         ambiguous = [r for r in mine if r["label"] == "ambiguous"]
-        per_op = Counter()
-        per_op_done = Counter()
+        per: dict[str, Counter] = {"mechanism": Counter(), "op": Counter()}
+        done: dict[str, Counter] = {"mechanism": Counter(), "op": Counter()}
         for r in fixable:
-            per_op[r["op"]] += 1
-            per_op_done[r["op"]] += r["repaired"]
+            for key in per:
+                per[key][r[key]] += 1
+                done[key][r[key]] += r["repaired"]
         out[split] = {
             "fixable": len(fixable),
             "fixable_repaired": sum(r["repaired"] for r in fixable),
             "ambiguous": len(ambiguous),
             "ambiguous_repaired": sum(r["repaired"] for r in ambiguous),
-            "per_op": {op: f"{per_op_done[op]}/{n}" for op, n in sorted(per_op.items())},
+            "valid_as_written": sum(r["first_valid"] for r in mine),
+            **{f"per_{key}": {k: f"{done[key][k]}/{n}" for k, n in sorted(per[key].items())} for key in per},
+            "unrepaired_fixable": sorted(r["id"] for r in fixable if not r["repaired"]),
         }
     return out
 

@@ -1,14 +1,18 @@
-"""Facts about lfx for the prompts: its input classes, ``Component``'s names, where symbols live.
+"""Facts about lfx for the prompts and the repair pass: its input classes, ``Component``'s
+names, where every public name lives, its output types, and the standard library's modules.
 
 Computed by the zygote once, before any generated code ever ran in its interpreter, and sent
-with the "ready" message (the kernel never imports lfx), so a prompt never drifts from the
-lfx that validates the answer.
+with the "ready" message (the kernel never imports lfx), so a prompt or a repair never drifts
+from the lfx that validates the answer.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import re
+import sys
 
 from ._lfx import LFX_VERSION, Component
 
@@ -59,14 +63,46 @@ def reference() -> dict:
         # Every keyword the class accepts (field names and their aliases): what the repair pass
         # (core/component/repair.py) needs to tell a misspelt keyword from a real one.
         fields = sorted({a for k, f in cls.model_fields.items() for a in (k, f.alias) if a and not a.startswith("_")})
-        inputs.append({"name": name, "params": own, "doc": doc, "fields": fields})
+        inputs.append({"name": name, "params": own, "doc": doc, "fields": fields, "family": _family(cls)})
     return {
         "lfx_version": LFX_VERSION,
         "common_params": _COMMON,
         "inputs": inputs,
         "component_attrs": _component_attrs(),
         "imports": _import_map(),
+        "stdlib_modules": sorted(m for m in sys.stdlib_module_names if not m.startswith("_")),
+        "output_types": _output_types(),
     }
+
+
+def _family(cls: type) -> str:
+    """The kind of value an input class holds, as lfx declares it (its ``field_type``), with
+    ``/secret`` for the classes that mask it: the classes of one family are the siblings a
+    misplaced keyword may belong to (``multiline`` belongs to MultilineInput, not to
+    MultilineSecretInput, which holds a secret)."""
+    from lfx.inputs.input_mixin import BaseInputMixin
+
+    if not issubclass(cls, BaseInputMixin):
+        return ""  # a prompt's field class lfx.io also exports: not an input a component declares
+    fields = getattr(cls, "model_fields", {})
+    kind = getattr(fields.get("field_type"), "default", None)
+    kind = getattr(kind, "value", kind)
+    secret = getattr(fields.get("password"), "default", None) is True
+    return f"{kind}{'/secret' if secret else ''}"
+
+
+def _output_types() -> dict:
+    """The name each lfx output type goes by -> the class a component builds it with: lfx 1.13
+    calls Data "JSON" and DataFrame "Table" in its outputs' types."""
+    from lfx.schema.data import Data
+    from lfx.schema.dataframe import DataFrame
+    from lfx.schema.message import Message
+
+    found = {}
+    for name, cls in (("Message", Message), ("Data", Data), ("DataFrame", DataFrame)):
+        found[name] = name
+        found[cls.__name__] = name
+    return found
 
 
 # Where each symbol a component imports is importable, in order of preference (the module a
@@ -92,8 +128,12 @@ _IMPORT_NAMES = {
 
 
 def _import_map() -> dict:
-    """symbol -> the lfx module to import it from (lfx.io's exports, the schema types, Component)."""
+    """symbol -> the lfx module to import it from: lfx.io's exports, the schema types and
+    Component from the modules a component should name, then every other public name lfx
+    defines in exactly one of its modules.  A name two modules define is left out (which one is
+    meant is not certain), even when lfx.io exports one of them."""
     found: dict = {}
+    definitions = _definitions()
     for module_name in _IMPORT_HOMES:
         try:
             module = importlib.import_module(module_name)
@@ -103,6 +143,48 @@ def _import_map() -> dict:
         for name in names:
             if isinstance(name, str) and name not in found and hasattr(module, name):
                 found[name] = module_name
+    for name, homes in definitions.items():
+        if len(homes) > 1 and not any(name in names for names in _IMPORT_NAMES.values()):
+            found.pop(name, None)
+        elif name not in found and len(homes) == 1:
+            found[name] = homes.pop()
+    return found
+
+
+# A top-level definition: ``def name``, ``class name``, ``name = ...`` or ``name: T = ...`` at
+# column 0, once the triple-quoted strings (docstrings, code templates) are blanked out.  On lfx
+# 1.13 this finds exactly what an ``ast`` walk of every module's body finds, ten times faster:
+# parsing all ~900 modules would add seconds to the zygote's start.
+_TRIPLE_QUOTED = re.compile(rb"(\"\"\"|\'\'\')(?:\\.|(?!\1).)*?\1", re.S)
+_TOP_LEVEL = re.compile(rb"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)|(\w+)[ \t]*(?::[^=\n]*)?=(?!=))", re.M)
+
+
+def _definitions() -> dict:
+    """Public name -> the lfx modules that define it at their top level (a class, a function, an
+    assignment), read from lfx's source without importing it (importing every module would pull
+    in every optional dependency)."""
+    import lfx
+
+    root = os.path.dirname(lfx.__file__)
+    parent = os.path.dirname(root)
+    found: dict = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        for file in sorted(files):
+            if not file.endswith(".py") or (file.startswith("_") and file != "__init__.py"):
+                continue
+            path = os.path.join(folder, file)
+            parts = os.path.relpath(path, parent)[:-3].split(os.sep)
+            module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            try:
+                with open(path, "rb") as f:
+                    source = _TRIPLE_QUOTED.sub(b'""', f.read())
+            except OSError:
+                continue
+            for match in _TOP_LEVEL.finditer(source):
+                name = (match[1] or match[2] or match[3]).decode()
+                if not name.startswith("_"):
+                    found.setdefault(name, set()).add(module)
     return found
 
 
