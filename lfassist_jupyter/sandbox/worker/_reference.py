@@ -8,6 +8,7 @@ from the lfx that validates the answer.
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import inspect
 import os
@@ -69,7 +70,7 @@ def reference() -> dict:
         "common_params": _COMMON,
         "inputs": inputs,
         "component_attrs": _component_attrs(),
-        "imports": _import_map(),
+        "imports": _facade_homes(),
         "stdlib_modules": sorted(m for m in sys.stdlib_module_names if not m.startswith("_")),
         "output_types": _output_types(),
     }
@@ -127,13 +128,10 @@ _IMPORT_NAMES = {
 }
 
 
-def _import_map() -> dict:
-    """symbol -> the lfx module to import it from: lfx.io's exports, the schema types and
-    Component from the modules a component should name, then every other public name lfx
-    defines in exactly one of its modules.  A name two modules define is left out (which one is
-    meant is not certain), even when lfx.io exports one of them."""
+def _facade_homes() -> dict:
+    """symbol -> the lfx module a component should import it from: lfx.io's exports, the schema
+    types, Component, RangeSpec (the modules the prompt names).  Cheap: sent with "ready"."""
     found: dict = {}
-    definitions = _definitions()
     for module_name in _IMPORT_HOMES:
         try:
             module = importlib.import_module(module_name)
@@ -143,20 +141,52 @@ def _import_map() -> dict:
         for name in names:
             if isinstance(name, str) and name not in found and hasattr(module, name):
                 found[name] = module_name
-    for name, homes in definitions.items():
-        if len(homes) > 1 and not any(name in names for names in _IMPORT_NAMES.values()):
-            found.pop(name, None)
-        elif name not in found and len(homes) == 1:
-            found[name] = homes.pop()
     return found
 
 
-# A top-level definition: ``def name``, ``class name``, ``name = ...`` or ``name: T = ...`` at
-# column 0, once the triple-quoted strings (docstrings, code templates) are blanked out.  On lfx
-# 1.13 this finds exactly what an ``ast`` walk of every module's body finds, ten times faster:
-# parsing all ~900 modules would add seconds to the zygote's start.
-_TRIPLE_QUOTED = re.compile(rb"(\"\"\"|\'\'\')(?:\\.|(?!\1).)*?\1", re.S)
-_TOP_LEVEL = re.compile(rb"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)|(\w+)[ \t]*(?::[^=\n]*)?=(?!=))", re.M)
+def names() -> dict:
+    """The fact ``lfx_names``: where every public lfx name lives, for the repair pass.
+
+    The facade homes above, then every other public name lfx defines in exactly one of its
+    modules; a name two modules define is left out (which one is meant is not certain), even
+    when lfx.io exports one of them.  Read from lfx's source (~900 files, a tenth of a second or
+    more), so the zygote computes it on first use rather than before "ready", and sends it itself
+    (``SandboxValidator.reference`` merges it)."""
+    found = _facade_homes()
+    for name, homes in _definitions().items():
+        if len(homes) > 1 and not any(name in fixed for fixed in _IMPORT_NAMES.values()):
+            found.pop(name, None)
+        elif name not in found and len(homes) == 1:
+            found[name] = homes.pop()
+    return {"imports": found}
+
+
+# A top-level definition: ``def name``, ``class name``, ``name = ...`` or ``name: T = ...`` at the
+# start of a line, outside the triple-quoted strings (docstrings, code templates).  On lfx 1.13 this
+# finds exactly what an ``ast`` walk of every module's body finds (tests/sandbox/test_sandbox.py),
+# in a tenth of the time: parsing all ~900 modules would add seconds to the zygote's start.
+_TOP_LEVEL = re.compile(rb"\n(?:(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)|(\w+)[ \t]*(?::[^=\n]*)?=(?!=))")
+_TRIPLE_QUOTE = re.compile(rb"\"\"\"|\'\'\'")
+
+
+def _top_level_names(source: bytes) -> list:
+    """The names ``source`` defines at its top level (the regex above, minus what sits inside a
+    triple-quoted string: the quotes pair up in order, each closed by its own kind)."""
+    source = b"\n" + source
+    bounds: list = []
+    opened = None
+    for quote in _TRIPLE_QUOTE.finditer(source):
+        if opened is None:
+            opened = quote.group()
+            bounds.append(quote.start())
+        elif quote.group() == opened:
+            opened = None
+            bounds.append(quote.end())
+    return [
+        (m[1] or m[2] or m[3]).decode()
+        for m in _TOP_LEVEL.finditer(source)
+        if bisect.bisect_right(bounds, m.start()) % 2 == 0
+    ]
 
 
 def _definitions() -> dict:
@@ -178,11 +208,10 @@ def _definitions() -> dict:
             module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             try:
                 with open(path, "rb") as f:
-                    source = _TRIPLE_QUOTED.sub(b'""', f.read())
+                    names = _top_level_names(f.read())
             except OSError:
                 continue
-            for match in _TOP_LEVEL.finditer(source):
-                name = (match[1] or match[2] or match[3]).decode()
+            for name in names:
                 if not name.startswith("_"):
                     found.setdefault(name, set()).add(module)
     return found
