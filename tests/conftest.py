@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import signal
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from _support.components import SHELL_KEY
 from _support.fakellm import FakeLLM
 
@@ -59,6 +54,25 @@ def sandbox():
     yield validator
     sandbox_module._default = previous
     validator.close()
+
+
+@pytest.fixture(scope="session")
+def langflow_server(tmp_path_factory):
+    """One real Langflow server for the whole run (tests marked ``langflow``).
+
+    Started by the first test that asks for it (a run without such tests starts none) and
+    stopped at the end of the session: its start-up is the slowest thing in the suite. Tests
+    that share it register components and flows under names of their own; a test that needs
+    the server to vanish puts a ``_support.forwarder.Forwarder`` in front of it and stops that.
+    """
+    from _support.langflow_env import Server
+
+    server = Server(tmp_path_factory.mktemp("langflow"))
+    try:
+        server.wait()
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
