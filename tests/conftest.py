@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import signal
+import sys
 
 import pytest
 from _support.components import SHELL_KEY
@@ -23,6 +26,27 @@ _PROVIDER_VARS = (
     "LANGFLOW_URL",
     "LANGFLOW_API_KEY",
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shells_closed_at_the_end():
+    """Close the run's IPython shells once, at the end, without IPython's exit clean-up.
+
+    Every ``InteractiveShell`` registers ``atexit_operations``, which resets its namespace and
+    runs a full ``gc.collect()``: with lfx and pydantic loaded, about a second per shell, and a
+    run creates a shell per magic test -- minutes of exit after the last test. Their history is
+    closed here instead (the saving thread stopped, the database closed); nothing else of that
+    clean-up matters to a test process about to exit."""
+    yield
+    interactiveshell = sys.modules.get("IPython.core.interactiveshell")
+    if interactiveshell is None:
+        return
+    for shell in [o for o in gc.get_objects() if isinstance(o, interactiveshell.InteractiveShell)]:
+        atexit.unregister(shell.atexit_operations)
+        if shell.history_manager is not None:
+            shell.history_manager.end_session()
+            shell.history_manager.close()
+            shell.history_manager = None
 
 
 @pytest.fixture(autouse=True)
