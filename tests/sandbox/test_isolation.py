@@ -43,9 +43,8 @@ def mode(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
-def box(mode):
-    """A started sandbox of each kind (the reduced one forced with LFASSIST_SANDBOX)."""
+def _started(mode: str) -> SandboxValidator:
+    """A started, ready sandbox of ``mode`` (the reduced one forced with LFASSIST_SANDBOX)."""
     patch = pytest.MonkeyPatch()
     if mode == "reduced":
         patch.setenv("LFASSIST_SANDBOX", "reduced")
@@ -57,15 +56,23 @@ def box(mode):
     validator.reference()  # ready
     patch.undo()
     assert validator.info()["isolation"] == mode
+    return validator
+
+
+@pytest.fixture(scope="module")
+def reduced_box():
+    validator = _started("reduced")
     yield validator
     validator.close()
 
 
 @pytest.fixture(scope="module")
-def full_box():
-    full_isolation_or_skip()
-    validator = SandboxValidator(timeout=5)
-    validator.start()
+def box(mode, request):
+    """A started sandbox of each kind; the reduced one is the module's ``reduced_box``."""
+    if mode == "reduced":
+        yield request.getfixturevalue("reduced_box")
+        return
+    validator = _started(mode)
     yield validator
     validator.close()
 
@@ -695,25 +702,22 @@ def test_patched_reference_never_reaches_the_prompt(box):
 # -- reduced isolation is never silent -----------------------------------------------------------------
 
 
-def test_reduced_isolation_says_so_in_info_and_every_report(monkeypatch):
-    monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
-    validator = SandboxValidator(timeout=5)
-    try:
-        report = validator.validate(GOOD)
-        assert report.is_valid
-        assert "reduced isolation: LFASSIST_SANDBOX=reduced" in report.warnings
-        failed = validator.validate(BROKEN)
-        assert "reduced isolation: LFASSIST_SANDBOX=reduced" in failed.warnings
-        info = validator.info()
-        assert info["isolation"] == "reduced" and info["isolation_reason"] == "LFASSIST_SANDBOX=reduced"
-    finally:
-        validator.close()
+def test_reduced_isolation_says_so_in_info_and_every_report(reduced_box):
+    report = reduced_box.validate(GOOD)
+    assert report.is_valid
+    assert "reduced isolation: LFASSIST_SANDBOX=reduced" in report.warnings
+    failed = reduced_box.validate(BROKEN)
+    assert "reduced isolation: LFASSIST_SANDBOX=reduced" in failed.warnings
+    info = reduced_box.info()
+    assert info["isolation"] == "reduced" and info["isolation_reason"] == "LFASSIST_SANDBOX=reduced"
 
 
-def test_full_isolation_is_reported_without_a_warning(full_box):
-    report = full_box.validate(GOOD)
+def test_full_isolation_is_reported_without_a_warning(sandbox):
+    """The session's sandbox, started with the defaults a user gets."""
+    full_isolation_or_skip()
+    report = sandbox.validate(GOOD)
     assert report.is_valid and not any("isolation" in w for w in report.warnings)
-    assert full_box.info()["isolation"] == "full" and full_box.info()["isolation_reason"] == ""
+    assert sandbox.info()["isolation"] == "full" and sandbox.info()["isolation_reason"] == ""
 
 
 # -- through %%assist, with the model as the attacker ------------------------------------------------------

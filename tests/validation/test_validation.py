@@ -199,6 +199,7 @@ def test_twenty_thousand_inputs_with_a_duplicate_are_reported():
     assert not report.is_valid and "Duplicate input names: in_7" in report.error
 
 
+@pytest.mark.slow  # every lfx module
 def test_the_text_finder_names_the_same_class_as_the_ast_finder_on_every_lfx_module():
     import ast
     import importlib.util
