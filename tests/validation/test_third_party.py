@@ -51,6 +51,7 @@ def test_the_corpus_is_real_third_party_code():
         assert "langflow-ai/langflow" not in head, path.name
 
 
+@pytest.mark.slow  # the whole third-party corpus, through the sandbox and through lfx itself
 def test_builds_agrees_with_lfx_on_third_party_components(sandbox, truth_run):
     reports = {path: validate_component(path.read_text(encoding="utf-8"), validator=sandbox) for path in FILES}
     truth = truth_run.result()  # computed beside the sandbox's reports
