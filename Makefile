@@ -36,12 +36,14 @@ $(CHROMIUM):
 test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 # The markers are declared in pyproject.toml; `tests` alone leaves out the nbval notebooks (kernels).
 test-fast: $(STAMP)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not langflow" tests
 
 # The main job, offline unless a provider is configured: executes notebooks/quickstart.ipynb
@@ -49,9 +51,11 @@ test-fast: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python notebooks/run_demo.py $(ARGS)
 
+# ruff, then the layering (.importlinter: which package may import which).
 lint: $(STAMP)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/lint-imports
 
 # Refresh the README's screenshots from the browser suite.
 screenshots: $(STAMP) $(CHROMIUM)
@@ -61,4 +65,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache benchmarks/results notebooks/_build tests/_artifacts
+	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache .import_linter_cache benchmarks/results notebooks/_build tests/_artifacts

@@ -5,19 +5,19 @@ pure helpers (``sandbox/worker/flow_kit.py``), and nothing of the engine or the 
 imports lfx and starts no process: everything that needs lfx (the component catalogue,
 building a flow from a spec, which can run a node's code through a real-time refresh, probe
 runs) goes through the sandbox's one door (``sandbox/client.py``). What runs here is
-text and JSON work: finding a spec in a reply, checking a flow, repairing it (drawing it is a
-view's job: ``flow_picture`` lives in ``ui/render/picture.py`` and is re-exported here).
+text and JSON work: finding a spec in a reply, checking a flow, repairing it.  Drawing it is a
+view's job: ``lfassist_jupyter.flow_picture`` (``ui/render/picture.py``); nothing here imports a view.
 
 Public API::
 
     build_flow(text, *, catalog=None, repair=True) -> BuildResult     # spec or model reply -> flow JSON
     extract_spec(reply) -> str                                        # the spec inside a model reply
     flow_to_spec(flow) -> str                                         # flow JSON -> spec text
+    edit_flow(original, text, *, catalog=None) -> BuildResult          # an edited spec applied to the flow's JSON
     validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
-    flow_picture(flow) -> FlowPicture                                 # inline SVG, _repr_html_
-    run_flow(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # the real run: keys, fenced net
+    run_flow_for_real(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # keys, fenced net
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ __all__ = [
     "RepairResult",
     "build_flow",
     "default_catalog",
+    "edit_flow",
     "extract_spec",
-    "flow_picture",
     "flow_to_spec",
     "repair_flow",
-    "run_flow",
+    "run_flow_for_real",
     "validate_flow",
 ]
 
@@ -54,24 +54,17 @@ _LAZY = {
     "build_flow": "spec",
     "extract_spec": "spec",
     "flow_to_spec": "spec",
+    "edit_flow": "spec",
     "validate_flow": "validate",
     "repair_flow": "repair",
-    "flow_picture": "lfassist_jupyter.ui.render.picture",  # drawing is a view's job: it lives in ui/render
-    "run_flow": "local",
+    "run_flow_for_real": "local",
 }
 
 
 def __getattr__(name: str) -> Any:
     """Import the modules on first use, so `import lfassist_jupyter.flows` stays fast."""
-    if name == "FlowError":  # the old name of FlowProblem, which read like an exception
-        import warnings
-
-        warnings.warn("flows.FlowError is now flows.FlowProblem", DeprecationWarning, stacklevel=2)
-        return FlowProblem
     if name in _LAZY:
         import importlib
 
-        target = _LAZY[name]
-        module = importlib.import_module(target if "." in target else f".{target}", __name__)
-        return getattr(module, name)
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(name)

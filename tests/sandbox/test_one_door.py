@@ -97,8 +97,8 @@ class Door:
         """Flow JSON carrying the hostile code in a custom node (built behind the door)."""
         catalog = default_catalog(sandbox)
         made = sandbox.component_template(self.code)
-        assert made["ok"], made
-        catalog.add("DoorProbe", made["template"])
+        assert made.ok, made
+        catalog.add("DoorProbe", made.template)
         built = build_flow(self.custom_spec(), catalog=catalog)
         assert built.flow is not None, built.errors
         return built.flow
@@ -170,10 +170,10 @@ def test_validate_flow_of_a_spec(door):
 
 def test_run_flow_of_a_spec(door):
     from lfassist_jupyter.errors import ConfigError
-    from lfassist_jupyter.flows import run_flow
+    from lfassist_jupyter.flows import run_flow_for_real
 
     with pytest.raises(ConfigError, match=re.escape(BUILT_BEHIND_THE_DOOR)):  # not run: the build said why
-        run_flow(door.builtin_spec(), "hello", env={}, timeout=60)
+        run_flow_for_real(door.builtin_spec(), "hello", env={}, timeout=60)
     door.assert_contained()
 
 
@@ -366,7 +366,7 @@ def test_every_public_entry_point_in_one_process_never_imports_lfx(tmp_path):
         result = ip.run_cell_magic("assist", "--quiet", "a flow that answers with a prompt")
 
         from lfassist_jupyter import build_flow, validate_flow
-        from lfassist_jupyter.flows import flow_picture
+        from lfassist_jupyter import flow_picture
         from lfassist_jupyter.ui.panel import ChatPanel
 
         built = build_flow(spec)

@@ -681,15 +681,19 @@ async def arepair_until_valid(
     reference: dict[str, Any] | None,
     validate: Callable[[str], Awaitable[ValidationReport]],
     on_repair: Callable[[list[str]], None] | None = None,
+    repair: Callable[[str, ValidationReport, dict[str, Any] | None], Awaitable[Repair | None]] | None = None,
 ) -> Repaired | None:
     """Repair, validate, and repeat while each round fixes what the last validation found.
 
     Returns the repaired code only when it validates; None sends the original code and error
-    to the model.  ``on_repair`` hears each round's changes (the pipeline's progress event)."""
+    to the model.  ``on_repair`` hears each round's changes (the pipeline's progress event).
+    ``repair`` runs one round (``repair_component``'s arguments) where the caller wants it: the
+    pipeline runs it in a worker process with a deadline (``repair_process.py``), so hostile
+    code never blocks the event loop; without it the round runs here."""
     changes: list[str] = []
     current = code
     for _ in range(MAX_ROUNDS):
-        fix = repair_component(current, report, reference)
+        fix = await repair(current, report, reference) if repair else repair_component(current, report, reference)
         if fix is None:
             return None
         if on_repair is not None:
@@ -742,20 +746,12 @@ class FixResult:
         return "No certain repair: these errors need a person (or %%assist) to fix them."
 
     def __repr__(self) -> str:
+        """What changed and the repaired code, then the report's one-line summary (IPython draws
+        the whole report card through the views' formatters, ``ui/formats.py``)."""
         lines = [self.headline, *(f"  - {c}" for c in self.changes)]
         if self.repaired:
             lines += ["", self.code.rstrip()]
-        return "\n".join([*lines, "", repr(self.report)])
-
-    def _repr_markdown_(self) -> str:
-        from lfassist_jupyter.ui.render.component import fix_markdown
-
-        return fix_markdown(self)
-
-    def _repr_html_(self) -> str:
-        from lfassist_jupyter.ui.render.component import fix_html
-
-        return fix_html(self)
+        return "\n".join([*lines, "", self.report.summary])
 
 
 def fix_component(
