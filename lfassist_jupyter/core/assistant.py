@@ -83,6 +83,8 @@ class Assistant:
             a ``Provider`` instance, or None for the first configured one.
         model: the generation model (default: the provider's default).
         intent_model: the classification model (default: the provider's fast model).
+        flow_model: the model the model nodes of the flows it writes call (``provider:model`` or a
+            model of its provider; default: its own provider and model).
         max_retries: total validation attempts, 0..10; 0 skips validation.
         session_id: conversation memory key; a new one is made when omitted.
         validator: a ``ComponentValidator``; default: the sandboxed lfx validator.  ``None``
@@ -100,6 +102,7 @@ class Assistant:
         validator: ComponentValidator | _Default | None = _DEFAULT,
         *,
         intent_model: str | None = None,
+        flow_model: str | None = None,
         session_store: SessionStore | bool | _Default | None = _DEFAULT,
         max_prompt_chars: int = MAX_PROMPT_CHARS,
         history_window: int = 6,
@@ -114,6 +117,7 @@ class Assistant:
         self._provider: Provider | None = provider if isinstance(provider, Provider) else None
         self.model = model
         self.intent_model = intent_model
+        self.flow_model = flow_model
         self.session_id = session_id or new_session_id()
         self._validator_arg = validator
         self._validator: ComponentValidator | None = None if isinstance(validator, _Default) else validator
@@ -212,6 +216,7 @@ class Assistant:
             current_spec=last.content if last else None,
             flows=self._session_flows(),
             library=self._flow_library(),
+            flow_model=self.flow_model,
         )
 
     def _session_flows(self) -> list[dict[str, Any]]:
@@ -325,16 +330,15 @@ class Assistant:
         from lfassist_jupyter.core.flow.pipeline import custom_templates, without_secrets
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows import FlowSpecError, build_flow, default_catalog, flow_to_spec
+        from lfassist_jupyter.flows.files import is_flow_path, read_flow_file, require_flow
 
         data: Any = flow
-        if isinstance(flow, Path) or (isinstance(flow, str) and flow.strip().endswith(".json") and "\n" not in flow):
-            from lfassist_jupyter.flows.library import read_flow_file
-
-            data = read_flow_file(Path(flow).expanduser())  # a regular file, size-capped, flow-shaped
+        if is_flow_path(flow):
+            data = read_flow_file(flow)  # FlowFileError (a ConfigError): one line naming what is wrong
         elif isinstance(flow, str) and flow.lstrip().startswith("{"):
             try:
                 data = json.loads(flow)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise ConfigError(f"The flow is not valid JSON: {exc}") from exc
         catalog = default_catalog(self._flow_sandbox())  # the sandbox that builds and runs flows gives it
         if isinstance(data, str):
@@ -345,8 +349,7 @@ class Assistant:
             if built.flow is None:
                 raise ConfigError("The spec could not be built: " + "; ".join(str(e) for e in built.errors))
             data = built.flow
-        if not isinstance(data, dict) or not isinstance(data.get("data", data).get("nodes"), list):
-            raise ConfigError("Not a Langflow flow: expected a JSON object with data.nodes and data.edges.")
+        require_flow(data)
         data = without_secrets(data)  # the session is written to disk: no key goes with it
         for name, template in custom_templates(data).items():
             if name not in catalog:

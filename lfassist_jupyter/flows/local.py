@@ -37,15 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lfassist_jupyter.artifacts import flow as facts
+from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable  # the worker's build's too
 from lfassist_jupyter.errors import ConfigError
+
+__all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow_for_real", "run_plan"]
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
-"""A key field's value that names a variable (``OPENAI_API_KEY``) rather than being the key."""
-_SECRET_INPUT_TYPES = ("SecretStrInput",)
 
 # Provider -> the hosts a real run may reach for it, and the kernel's variable that moves it.
 _PROVIDER_HOSTS: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -71,22 +72,9 @@ _COMPONENT_PROVIDER = {
 _URL_FIELD = re.compile(r"(^|_)(base_url|api_base|api_url|url|host|endpoint)$")
 
 
-def _is_key_field(field: dict[str, Any]) -> bool:
-    return field.get("password") is True or field.get("_input_type") in _SECRET_INPUT_TYPES
-
-
 def _nodes(flow: dict[str, Any]) -> list[tuple[dict[str, Any], str, str, dict[str, Any]]]:
-    """``(node, display name, id, template)`` for every well-formed node."""
-    data = flow.get("data", flow) if isinstance(flow, dict) else {}
-    out = []
-    for node in data.get("nodes") or []:
-        if not isinstance(node, dict) or not isinstance(node.get("data"), dict):
-            continue
-        info = node["data"].get("node") or {}
-        name = str(info.get("display_name") or node["data"].get("type") or node.get("id"))
-        template = info.get("template") if isinstance(info.get("template"), dict) else {}
-        out.append((node, name, str(node.get("id")), template))
-    return out
+    """``(node, name, id, template fields)`` for every node."""
+    return [(n, facts.node_name(n), facts.node_id(n), facts.fields(n)) for n in facts.nodes(flow)]
 
 
 def prepare_flow(flow: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -102,9 +90,8 @@ def prepare_flow(flow: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             if not isinstance(fld, dict):
                 continue
             value = fld.get("value")
-            if _is_key_field(fld):
-                if isinstance(value, str) and _VARIABLE_REF.match(value.strip()):
-                    fld["load_from_db"] = True
+            if is_key_field(fld):
+                name_variable(fld)
             elif fld.get("load_from_db"):
                 fld["load_from_db"] = False
                 if isinstance(value, str) and value.strip():
@@ -119,7 +106,7 @@ def flow_variables(flow: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     found = []
     for _, name, nid, template in _nodes(flow):
         for fname, fld in template.items():
-            if isinstance(fld, dict) and _is_key_field(fld) and fld.get("load_from_db"):
+            if isinstance(fld, dict) and is_key_field(fld) and fld.get("load_from_db"):
                 value = fld.get("value")
                 if isinstance(value, str) and value.strip():
                     found.append((value.strip(), name, nid, fname))
@@ -137,7 +124,7 @@ def _providers(flow: dict[str, Any]) -> list[tuple[str, str]]:
         override = template.get("provider")
         if isinstance(override, dict) and isinstance(override.get("value"), str) and override["value"].strip():
             names.add(override["value"].strip())
-        kind = _COMPONENT_PROVIDER.get(str(node["data"].get("type")))
+        kind = _COMPONENT_PROVIDER.get(str(facts.node_type(node)))
         if kind:
             names.add(kind)
         found += [(n.lower(), name) for n in sorted(names)]
@@ -208,10 +195,9 @@ def run_plan(
 
     ``env`` and ``allow_hosts`` as for ``run_flow_for_real``: the plan says which wanted variables are
     still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it."""
-    from .catalog import default_catalog
     from .validate import _load
 
-    loaded, errors, _ = _load(flow, default_catalog()) if not isinstance(flow, dict) else (flow, [], [])
+    loaded, errors, _ = _load(flow)
     if loaded is None:
         raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
     prepared, ignored = prepare_flow(loaded)
@@ -303,6 +289,7 @@ def run_flow_for_real(
     reported, not raised.
     """
     from .catalog import default_catalog
+    from .packages import install_line
     from .validate import _load, validate_flow
 
     if not isinstance(input_text, str):
@@ -320,6 +307,11 @@ def run_flow_for_real(
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ConfigError(f"Not run: the flow has errors: {problems[0]}{more}")
 
+    if report.missing_packages:
+        lines = "; ".join(f"{p.distribution} ({', '.join(p.nodes)})" for p in report.missing_packages)
+        names = [p.distribution for p in report.missing_packages]
+        install = install_line(names, getattr(catalog.sandbox, "python", None))
+        raise ConfigError(f"Not run: the flow needs packages not installed here: {lines}. Install them: {install}")
     read_fields = {(nid, fname) for _, _, nid, fname in flow_variables(loaded)}
     unset = [
         f"{n.node}.{n.field} ({n.kind})"

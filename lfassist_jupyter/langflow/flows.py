@@ -25,6 +25,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.errors import LangflowError
 from lfassist_jupyter.langflow.client import TAG
 from lfassist_jupyter.redaction import redact
@@ -102,18 +103,21 @@ def flow_body(flow: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     The same shape is what Langflow's UI imports from a file (its upload endpoint builds a
     ``FlowCreate`` from it), so ``--save`` writes this too.
     """
-    if not isinstance(flow, dict):
-        raise LangflowError("a flow must be Langflow flow JSON (a dict with data.nodes and data.edges).")
-    data = flow.get("data", flow)
-    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        raise LangflowError("the flow has no data.nodes: is it Langflow flow JSON?")
+    problem = facts.shape_problem(flow)
+    if problem is not None:
+        raise LangflowError(f"Not a Langflow flow: {problem}.")
+    nodes = copy.deepcopy(facts.nodes(flow))
+    for node in nodes:  # a key field naming OPENAI_API_KEY reads Langflow's global variable of that name
+        for value in facts.fields(node).values():
+            if isinstance(value, dict):
+                facts.name_variable(value)
     return {
         "name": (name or flow.get("name") or "Flow from a notebook").strip(),
         "description": flow.get("description") or "",
         "data": {
-            "nodes": copy.deepcopy(data["nodes"]),
-            "edges": copy.deepcopy(data.get("edges") or []),
-            "viewport": data.get("viewport") or {"x": 0, "y": 0, "zoom": 1},
+            "nodes": nodes,
+            "edges": copy.deepcopy(facts.edges(flow)),
+            "viewport": facts.graph(flow).get("viewport") or {"x": 0, "y": 0, "zoom": 1},
         },
         "is_component": False,
     }
@@ -217,15 +221,31 @@ async def arun_on_server(
     return parse_run_response(flow_id, _json(response, "the run"))
 
 
+async def alist_variables(client: LangflowClient) -> list[str]:
+    """The names of the global variables the server holds a value for (never their values):
+    what a registered flow's key fields may name (``GET /api/v1/variables/``)."""
+    response = await client.arequest("GET", "/api/v1/variables/")
+    if response.status_code != 200:
+        raise _fail(client, response, "the list of global variables")
+    found = _json(response, "the list of global variables")
+    if not isinstance(found, list):
+        raise LangflowError("Langflow's list of global variables was not a list.")
+    return sorted(
+        str(v["name"])
+        for v in found
+        if isinstance(v, dict) and isinstance(v.get("name"), str) and v.get("has_value", v.get("value") is not None)
+    )
+
+
 async def aget_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
     """A stored flow's JSON (name, description, data{nodes, edges}), to load it for edits."""
     response = await client.arequest("GET", f"/api/v1/flows/{flow_id}")
     if response.status_code != 200:
         raise _fail(client, response, "the flow request", flow_id)
     flow = _json(response, "the flow")
-    data = flow.get("data") if isinstance(flow, dict) else None
-    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        raise LangflowError(f"Langflow's flow {flow_id} has no nodes.")
+    problem = facts.shape_problem(flow)  # what a server sends is untrusted: one line naming the field
+    if problem is not None:
+        raise LangflowError(f"Langflow's flow {flow_id} is not a Langflow flow: {problem}.")
     return flow
 
 
@@ -256,6 +276,10 @@ def run_on_server(
 
 def list_flows(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
     return _sync(alist_flows(client, ours_only=ours_only))
+
+
+def list_variables(client: LangflowClient) -> list[str]:
+    return _sync(alist_variables(client))
 
 
 def get_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:

@@ -50,6 +50,7 @@ OP_MODULES: tuple[Path, ...] = (
     WORKER_DIR / "_run_component.py",
     WORKER_DIR / "_probe_run.py",
     WORKER_DIR / "_flow_ops.py",
+    WORKER_DIR / "_packages.py",
 )
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer
 LINE_CAP = 8 * 1024 * 1024  # the longest line we read from the zygote (its own caps are lower)
@@ -152,7 +153,11 @@ class ZygoteProcess:
         mode, reason = _isolation.probe(self.python, self.sandbox_mode)
         self.isolation, self.isolation_reason = mode, reason
         ops = [str(p) for p in OP_MODULES if p.exists()]
-        config: dict[str, Any] = {"memory_mb": self.memory_mb, "op_modules": ops}
+        config: dict[str, Any] = {
+            "memory_mb": self.memory_mb,
+            "op_modules": ops,
+            "bound_modules": _isolation.bound_modules(),  # artifacts/flow.py, policy.py (stdlib only)
+        }
         if not self.landlock:
             config["landlock"] = False  # what a kernel without Landlock gets (the tests of that path)
         argv = ["-I", "-u", str(WORKER_SCRIPT)]
