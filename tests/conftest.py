@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import signal
 import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from _support.components import SHELL_KEY
 from _support.fakellm import FakeLLM
 
@@ -28,6 +26,27 @@ _PROVIDER_VARS = (
     "LANGFLOW_URL",
     "LANGFLOW_API_KEY",
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shells_closed_at_the_end():
+    """Close the run's IPython shells once, at the end, without IPython's exit clean-up.
+
+    Every ``InteractiveShell`` registers ``atexit_operations``, which resets its namespace and
+    runs a full ``gc.collect()``: with lfx and pydantic loaded, about a second per shell, and a
+    run creates a shell per magic test -- minutes of exit after the last test. Their history is
+    closed here instead (the saving thread stopped, the database closed); nothing else of that
+    clean-up matters to a test process about to exit."""
+    yield
+    interactiveshell = sys.modules.get("IPython.core.interactiveshell")
+    if interactiveshell is None:
+        return
+    for shell in [o for o in gc.get_objects() if isinstance(o, interactiveshell.InteractiveShell)]:
+        atexit.unregister(shell.atexit_operations)
+        if shell.history_manager is not None:
+            shell.history_manager.end_session()
+            shell.history_manager.close()
+            shell.history_manager = None
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +78,25 @@ def sandbox():
     yield validator
     sandbox_module._default = previous
     validator.close()
+
+
+@pytest.fixture(scope="session")
+def langflow_server(tmp_path_factory):
+    """One real Langflow server for the whole run (tests marked ``langflow``).
+
+    Started by the first test that asks for it (a run without such tests starts none) and
+    stopped at the end of the session: its start-up is the slowest thing in the suite. Tests
+    that share it register components and flows under names of their own; a test that needs
+    the server to vanish puts a ``_support.forwarder.Forwarder`` in front of it and stops that.
+    """
+    from _support.langflow_env import Server
+
+    server = Server(tmp_path_factory.mktemp("langflow"))
+    try:
+        server.wait()
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 error paths against a mock transport (each one clear line, never the key).  Only the tests
 against the real server are marked ``langflow``: the mock ones run in every quick run.
 
-The real server is ``tests/_support/langflow_env.Server``.
+The real server is the session's one (conftest's ``langflow_server``); the flows registered here
+have names no other test asserts on.
 """
 
 from __future__ import annotations
@@ -38,20 +39,8 @@ def flow() -> dict:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from _support.langflow_env import Server
-
-    srv = Server(tmp_path_factory.mktemp("langflow-flows"))
-    try:
-        srv.wait()
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return LangflowClient(url=server.url).connect()
+def client(langflow_server):
+    return LangflowClient(url=langflow_server.url).connect()
 
 
 @pytest.mark.langflow
