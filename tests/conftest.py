@@ -81,7 +81,17 @@ def sandbox():
 
 
 @pytest.fixture(scope="session")
-def langflow_server(tmp_path_factory):
+def langflow_provider():
+    """The fake model provider the session's Langflow server calls (flows run there with models).
+
+    On 127.0.0.2, not 127.0.0.1: in a container, lfx rewrites "127.0.0.1" and "localhost" in a
+    provider's URL to the container's host (transform_localhost_url), which is not this machine."""
+    with FakeLLM(host="127.0.0.2") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def langflow_server(tmp_path_factory, langflow_provider):
     """One real Langflow server for the whole run (tests marked ``langflow``).
 
     Started by the first test that asks for it (a run without such tests starts none) and
@@ -89,9 +99,17 @@ def langflow_server(tmp_path_factory):
     that share it register components and flows under names of their own; a test that needs
     the server to vanish puts a ``_support.forwarder.Forwarder`` in front of it and stops that.
     """
-    from _support.langflow_env import Server
+    from _support.langflow_env import SERVER_KEY, Server
 
-    server = Server(tmp_path_factory.mktemp("langflow"))
+    # The server's environment points at the fake provider (``langflow_provider``) and holds a key,
+    # which Langflow makes the global variable OPENAI_API_KEY; its admin lets flows reach that
+    # address (Langflow refuses loopback addresses to flows otherwise).
+    env = {
+        "OPENAI_API_KEY": SERVER_KEY,
+        "OPENAI_BASE_URL": langflow_provider.openai_base_url,
+        "LANGFLOW_SSRF_ALLOWED_HOSTS": langflow_provider.host,
+    }
+    server = Server(tmp_path_factory.mktemp("langflow"), env=env)
     try:
         server.wait()
         yield server

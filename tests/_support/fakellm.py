@@ -160,9 +160,12 @@ class FakeLLM:
     # -- control --------------------------------------------------------------------------
 
     @property
+    def host(self) -> str:
+        return self._httpd.server_address[0]
+
+    @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self.host}:{self._httpd.server_address[1]}"
 
     @property
     def openai_base_url(self) -> str:
