@@ -254,6 +254,43 @@ def catalog_codes(catalog: Any) -> frozenset[str]:
     return frozenset(codes)
 
 
+def code_refusal(code: object) -> str | None:
+    """Why code may not leave for Langflow: it does not parse, or the security scan refuses it in
+    reject mode (the mode generated code is held to); None when it passes."""
+    from lfassist_jupyter.validation.static import security_findings
+
+    problem = code_problem(code)
+    if problem is not None:
+        return f"its code does not parse ({problem})"
+    findings = security_findings(ast.parse(str(code)))
+    if not findings:
+        return None
+    line, text = findings[0]
+    more = f" and {len(findings) - 1} more" if len(findings) > 1 else ""
+    return f"line {line}: {text}{more}"
+
+
+def outgoing_code_problems(flow: object, catalog: Any) -> list[str]:
+    """The custom code a flow would take to Langflow (Save, Register, a run on the server) that
+    the security scan refuses in reject mode: "<node>: line N: ...", one per node.  Code a
+    built-in of the catalogue carries (the zygote's facts) is lfx's own and not scanned."""
+    data = flow.get("data", flow) if isinstance(flow, dict) else None
+    if not isinstance(data, dict):
+        return []
+    builtin = catalog_codes(catalog)
+    problems = []
+    for node in data.get("nodes") or []:
+        if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
+            continue
+        code = node_code(node)
+        if code is None or (isinstance(code, str) and code in builtin):
+            continue
+        why = code_refusal(code)
+        if why is not None:
+            problems.append(f"{_node_name(node)}: {why}")
+    return problems
+
+
 _BUILT: dict[str, tuple[bool, str]] = {}  # code -> lfx's verdict (only verdicts are kept)
 
 

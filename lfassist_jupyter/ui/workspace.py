@@ -194,8 +194,19 @@ class Workspace:
             raise LangflowError("no Langflow connection. Use `%assist connect URL` first.")
         return self.langflow
 
+    @staticmethod
+    def _outgoing_component(code: str) -> None:
+        """Only code the security scan passes in reject mode leaves for Langflow (``LangflowError``)."""
+        from lfassist_jupyter.errors import LangflowError
+        from lfassist_jupyter.flows.checks import code_refusal
+
+        why = code_refusal(code)
+        if why is not None:
+            raise LangflowError(f"the security scan refuses this code ({why}); it was not sent.")
+
     async def register(self, code: str) -> RegisteredComponent:
         """Save ``code`` as a component in the connected Langflow (``LangflowError`` when it cannot)."""
+        self._outgoing_component(code)
         return await self._client().aregister(code)
 
     def register_result(self, result: AssistResult) -> RegisteredComponent:
@@ -204,16 +215,41 @@ class Workspace:
 
         if not result.code:
             raise LangflowError("there is no component code to register.")
+        self._outgoing_component(result.code)
         registered = self._client().register(result.code)
         result.record_registration(registered)
         return registered
 
     # -- flows ------------------------------------------------------------------------------
 
+    def outgoing_flow_problem(self, flow: dict[str, Any]) -> str | None:
+        """Why ``flow`` may not leave for Langflow (Save, Register, a run there), or None.
+
+        Every node's code that no lfx built-in carries must pass the security scan in reject
+        mode, the mode generated code is held to: a flow file or a server's flow can carry
+        anything.  Built-in code is known from the sandbox's catalogue (the zygote's facts)."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.flows.catalog import default_catalog
+        from lfassist_jupyter.flows.checks import outgoing_code_problems
+
+        try:
+            catalog = default_catalog(self.local_validator())
+        except (ConfigError, AttributeError) as exc:
+            return f"its code cannot be checked without the component catalogue ({exc})"
+        problems = outgoing_code_problems(flow, catalog)
+        if not problems:
+            return None
+        more = f" (and {len(problems) - 1} more node(s))" if len(problems) > 1 else ""
+        return f"the security scan refuses custom code in it: {problems[0]}{more}"
+
     def register_flow(self, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
         """Blocking: create the flow in the connected Langflow, or update ours of the same name."""
+        from lfassist_jupyter.errors import LangflowError
         from lfassist_jupyter.langflow.flows import register_flow
 
+        problem = self.outgoing_flow_problem(flow)
+        if problem is not None:
+            raise LangflowError(f"{problem}; nothing was sent.")
         return register_flow(self._client(), flow, name)
 
     def run_registered_flow(self, flow_id: str, input_text: str) -> FlowRunResult:
@@ -231,16 +267,19 @@ class Workspace:
             return FlowRun.failed("This validator cannot run flows.")
         return runner(flow, input_text)
 
-    @staticmethod
-    def save_flow(flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
+    def save_flow(self, flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
         """Write ``flow`` as a JSON file Langflow's UI imports (name, description, data{nodes, edges}).
 
-        Raises ``ConfigError`` with one line when the file cannot be written."""
+        Raises ``ConfigError`` with one line when the file cannot be written, or when custom code
+        in it does not pass the security scan (``outgoing_flow_problem``): the file is for Langflow."""
         import json
 
         from lfassist_jupyter.errors import ConfigError, LangflowError
         from lfassist_jupyter.langflow.flows import flow_body
 
+        problem = self.outgoing_flow_problem(flow) if isinstance(flow, dict) else None
+        if problem is not None:
+            raise ConfigError(f"{problem}; nothing was written.")
         target = Path(path).expanduser()
         if target.suffix.lower() != ".json":
             target = target.with_name(target.name + ".json")
