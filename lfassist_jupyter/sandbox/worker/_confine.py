@@ -280,9 +280,16 @@ def _remount_noexec(root: str) -> None:
     uid, gid = os.getuid(), os.getgid()
     if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare")
+    # Our own ids, mapped to themselves where the kernel lets us: mapping uid 0 needs CAP_SETFCAP
+    # outside (Linux 5.12+), which root inside bubblewrap has not.  The remount needs no mapping
+    # (the namespace's capabilities are ours anyway); unmapped, the ids read as the overflow id.
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
-            fh.write(text)
+        with contextlib.suppress(OSError):
+            fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+            try:
+                os.write(fd, text.encode("ascii"))
+            finally:
+                os.close(fd)
     target = root.encode()
     # The reduced sandbox's directory is no mount point: a bind mount of its own first.
     if not os.path.ismount(root) and libc.mount(target, target, None, _MS_BIND | _MS_REC, None) != 0:

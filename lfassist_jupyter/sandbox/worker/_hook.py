@@ -358,7 +358,11 @@ def make_hook(
             return None
         if event == "compile":
             if length(args) > 1 and writable_code(args[1]):
-                return f"code from {shown(args[1])}", "loading code from a file written while validating is not allowed"
+                where = shown(args[1])
+                return (
+                    f"loading code from {where} (a file written while validating)",
+                    "loading code from a file written while validating is not allowed",
+                )
             return None
         if event == "code.__new__" or event == "function.__new__":
             if by_request_code():
@@ -376,7 +380,7 @@ def make_hook(
             if length(args) > 1 and args[1] is not None and writable_code(args[1]):
                 where = shown(args[1])
                 return (
-                    f"code from {where}",
+                    f"loading {shown(module)} from {where} (a file written while validating)",
                     f"loading {shown(module)} from {where}, a file written while validating, is not allowed",
                 )
             return None
