@@ -34,6 +34,7 @@ $(CHROMIUM):
 test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 # The main job, offline unless a provider is configured: executes notebooks/quickstart.ipynb
@@ -41,9 +42,11 @@ test: $(STAMP) $(CHROMIUM)
 demo: $(STAMP)
 	$(BIN)/python notebooks/run_demo.py $(ARGS)
 
+# ruff, then the layering (.importlinter: which package may import which).
 lint: $(STAMP)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/lint-imports
 
 # Refresh the README's screenshots from the browser suite.
 screenshots: $(STAMP) $(CHROMIUM)
@@ -53,4 +56,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache benchmarks/results notebooks/_build tests/_artifacts
+	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache .import_linter_cache benchmarks/results notebooks/_build tests/_artifacts

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from typing import Any
 
 __version__ = "0.1.0"
@@ -48,6 +49,7 @@ _LAZY = {
     "ChainValidator": "lfassist_jupyter.validation.chain",
     "LangflowClient": "lfassist_jupyter.langflow.client",
     "ChatPanel": "lfassist_jupyter.ui.panel",
+    "flow_picture": "lfassist_jupyter.ui.render.picture",  # drawing is a view's job
 }
 
 __all__ = [*sorted(_LAZY), "load_ipython_extension", "unload_ipython_extension"]
@@ -66,8 +68,18 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
+# The composition root wires the views: inside a running IPython shell (a kernel, a terminal) the
+# package's objects display through the views' formatters from the first import on, %load_ext
+# or not.  ui/formats.py is standard library only and registers by name: nothing heavy loads.
+if "IPython" in sys.modules:
+    from lfassist_jupyter.ui.formats import register_in_running_shell
+
+    register_in_running_shell()
+
+
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext lfassist_jupyter``: register the magics and warm the validator up."""
+    """``%load_ext lfassist_jupyter``: register the magics and the display formatters, and warm
+    the validator up."""
     from lfassist_jupyter.ui.magics import load_ipython_extension as _load
 
     _load(ipython)

@@ -99,6 +99,7 @@ class CaseResult:
     seconds: float = 0.0
     checked: bool = False  # a check ran (and passed, when status is pass)
     output: str | None = None  # the check's output, truncated
+    reduced_isolation: str = ""  # why the sandbox that validated it had reduced isolation; "" under full
 
     @property
     def passed(self) -> bool:
@@ -149,7 +150,9 @@ class SuiteResult:
             (
                 c.name[:40],
                 c.kind,
-                c.status + ("" if c.passed or not c.reason else f": {c.reason[:60]}"),
+                c.status
+                + ("" if c.passed or not c.reason else f": {c.reason[:60]}")
+                + (" (reduced isolation)" if c.passed and c.reduced_isolation else ""),
                 str(c.attempts),
                 str(c.model_calls),
                 str(c.prompt_tokens + c.completion_tokens),
@@ -172,14 +175,12 @@ class SuiteResult:
             f"{t['calls_per_success'] if t['calls_per_success'] is not None else '-'} calls per success, "
             f"{t['failed']} failed, {t['errored']} errored"
         )
+        reduced = sorted({c.reduced_isolation for c in self.cases if c.passed and c.reduced_isolation})
+        if reduced:  # a pass is "validated": never without saying the sandbox ran without its OS layer
+            lines.append(f"Validated with reduced isolation: {'; '.join(reduced)}")
         # The plain closing line test runners print, so CI logs read the same way.
         lines.append(f"{t['passed']} passed, {t['failed'] + t['errored']} failed")
         return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        from lfassist_jupyter.ui.render.eval import suite_html
-
-        return suite_html(self)
 
     def __repr__(self) -> str:
         return self.table()
@@ -285,6 +286,7 @@ async def run_case(case: Case, assistant: Any, runner: CheckRunner) -> CaseResul
     except LfAssistError as exc:
         return CaseResult(case.name, case.kind, "error", reason=str(exc), seconds=time.perf_counter() - t0)
     out = CaseResult(case.name, case.kind, "fail", attempts=int(result.attempts or 0), **_usage(result))
+    out.reduced_isolation = (getattr(result, "reduced_isolation", None) or "") if result.validated else ""
     flow = getattr(result, "flow", None)
     if result.status == "error":
         out.status, out.reason = "error", result.error or "the request failed"

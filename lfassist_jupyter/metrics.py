@@ -279,12 +279,3 @@ METRICS = Metrics()
 def stats() -> dict[str, Any]:
     """This kernel's assistant usage as data: the spec's metrics plus calls, tokens and prompt size."""
     return METRICS.snapshot()
-
-
-def __getattr__(name: str) -> Any:
-    """``StatsView`` lives with the other views (``ui/render/stats.py``); this keeps the old import working."""
-    if name == "StatsView":
-        from lfassist_jupyter.ui.render.stats import StatsView
-
-        return StatsView
-    raise AttributeError(name)

@@ -58,6 +58,11 @@ class ComponentOutcome(_Outcome):
     repairs: list[str] = Field(default_factory=list)
     """What the zero-call repair pass changed to make ``code`` validate, one line per change."""
 
+    @property
+    def reduced_isolation(self) -> str | None:
+        """Why the sandbox that validated ``code`` had reduced isolation; None under full isolation."""
+        return self.report.reduced_isolation if self.report is not None else None
+
     def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
         return CompleteData(
             result=self.result,
@@ -133,6 +138,12 @@ class FlowOutcome(_Outcome):
         """What the user must still provide before a real run (model, key, file...)."""
         return list(self.report.needs) if self.report is not None else []
 
+    @property
+    def reduced_isolation(self) -> str | None:
+        """Why the sandbox that probe-ran this flow (or validated one of its custom components)
+        had reduced isolation; None under full isolation."""
+        return flow_reduced_isolation(self.run, self.components)
+
     def complete_data(self, warnings: list[str] | None = None) -> CompleteData:
         merged = [*(warnings or []), *self.notes]
         return CompleteData(
@@ -146,6 +157,13 @@ class FlowOutcome(_Outcome):
             spec=self.spec,
             run=self.run,
         )
+
+
+def flow_reduced_isolation(run: FlowRun | None, components: list[ComponentOutcome]) -> str | None:
+    """Why the sandbox behind a flow's verdict (its probe run, its custom components'
+    validations) had reduced isolation; None under full isolation."""
+    found = [run.reduced_isolation if run is not None else None, *(c.reduced_isolation for c in components)]
+    return next((why for why in found if why), None)
 
 
 Outcome = Annotated[ComponentOutcome | AnswerOutcome | FlowOutcome, Field(discriminator="kind")]
@@ -200,25 +218,30 @@ class AssistResult:
     def ok(self) -> bool:
         return self.status == "complete" and (self.kind not in ("component", "flow") or self.validated)
 
+    @property
+    def reduced_isolation(self) -> str | None:
+        """Why the sandbox behind "validated" had reduced isolation (no OS-level layer); None under
+        full isolation.  Every view that says "validated" says this with it."""
+        if self.outcome is not None and self.outcome.kind != "answer":
+            return self.outcome.reduced_isolation
+        return self.report.reduced_isolation if self.report is not None else None
+
     def __str__(self) -> str:
         if self.kind == "flow":  # a flow's text is its spec (a custom node's code is in .code)
             return self.spec or self.result or self.error or ""
         return self.code or self.result or self.error or ""
 
-    def _repr_markdown_(self) -> str:
-        from lfassist_jupyter.ui.render.result import result_markdown
-
-        return result_markdown(self)
-
-    def _repr_html_(self) -> str:
-        from lfassist_jupyter.ui.render.result import result_html
-
-        return result_html(self)
-
     def __repr__(self) -> str:
-        from lfassist_jupyter.ui.render.result import result_text
-
-        return result_text(self)
+        """One line of data for a plain Python REPL or a log.  IPython draws the card (HTML in a
+        notebook, the text card in a terminal) through the views' formatters (``ui/formats.py``)."""
+        shown: dict[str, Any] = {"status": self.status, "kind": self.kind}
+        if self.kind in ("component", "flow"):
+            shown.update(class_name=self.class_name, validated=self.validated, attempts=self.attempts)
+        if self.validated and self.reduced_isolation:
+            shown["reduced_isolation"] = self.reduced_isolation
+        if self.error:
+            shown["error"] = self.error if len(self.error) <= 80 else self.error[:79] + "…"
+        return f"AssistResult({', '.join(f'{k}={v!r}' for k, v in shown.items() if v is not None)})"
 
 
 class ResultBuilder:

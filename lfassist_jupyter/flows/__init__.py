@@ -5,8 +5,8 @@ pure helpers (``sandbox/worker/flow_kit.py``), and nothing of the engine or the 
 imports lfx and starts no process: everything that needs lfx (the component catalogue,
 building a flow from a spec, which can run a node's code through a real-time refresh, probe
 runs) goes through the sandbox's one door (``sandbox/client.py``). What runs here is
-text and JSON work: finding a spec in a reply, checking a flow, repairing it (drawing it is a
-view's job: ``flow_picture`` lives in ``ui/render/picture.py`` and is re-exported here).
+text and JSON work: finding a spec in a reply, checking a flow, repairing it.  Drawing it is a
+view's job: ``lfassist_jupyter.flow_picture`` (``ui/render/picture.py``); nothing here imports a view.
 
 Public API::
 
@@ -16,7 +16,6 @@ Public API::
     validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
-    flow_picture(flow) -> FlowPicture                                 # inline SVG, _repr_html_
     run_flow(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # the real run: keys, fenced net
 """
 
@@ -41,7 +40,6 @@ __all__ = [
     "build_flow",
     "default_catalog",
     "extract_spec",
-    "flow_picture",
     "flow_to_spec",
     "repair_flow",
     "run_flow",
@@ -56,7 +54,6 @@ _LAZY = {
     "flow_to_spec": "spec",
     "validate_flow": "validate",
     "repair_flow": "repair",
-    "flow_picture": "lfassist_jupyter.ui.render.picture",  # drawing is a view's job: it lives in ui/render
     "run_flow": "local",
 }
 
@@ -71,7 +68,5 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        target = _LAZY[name]
-        module = importlib.import_module(target if "." in target else f".{target}", __name__)
-        return getattr(module, name)
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(name)

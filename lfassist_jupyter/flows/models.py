@@ -91,11 +91,6 @@ class FlowReport(BaseModel):
         warnings.warn("FlowReport.ok is deprecated; use FlowReport.is_valid", DeprecationWarning, stacklevel=2)
         return self.is_valid
 
-    def _repr_html_(self) -> str:
-        from lfassist_jupyter.ui.render.flow import flow_report_html
-
-        return flow_report_html(self)
-
     def feedback(self, limit: int = 5) -> str:
         """The top errors as plain lines, for a repair prompt to a model."""
         return "\n".join(f"- {e}" for e in self.errors[:limit])

@@ -55,6 +55,9 @@ class FlowRun(BaseModel):
     stubbed: list[Stubbed] = Field(default_factory=list, max_length=500)
     outputs: list[FlowOutput] = Field(default_factory=list, max_length=100)
     seconds: float | None = None
+    reduced_isolation: str | None = Field(default=None, max_length=500)
+    """Why the sandbox that ran this probe run had reduced isolation (no OS-level layer), set by
+    the kernel (whatever the child said); None under full isolation."""
 
     @classmethod
     def failed(cls: type[_Run], error: str, *, stubbed: Iterable[Stubbed] = (), **fields: Any) -> _Run:

@@ -114,10 +114,17 @@ class SandboxValidator(ZygoteProcess):
             report = ValidationReport(is_valid=False, phase="runtime", error=failure)
         hold_refusals(report, refused)
         report.timings_ms["total"] = total
+        report.reduced_isolation = self.reduced_isolation  # the kernel's fact, whatever the child said
         warning = self._isolation_warning()
         if warning:
             report.warnings.append(warning)
         return report
+
+    @property
+    def reduced_isolation(self) -> str | None:
+        """Why this sandbox runs with reduced isolation (no OS-level layer), or None under full
+        isolation (or before it started): what every "validated" it backs must be qualified with."""
+        return (self.isolation_reason or "no OS-level isolation") if self.isolation == "reduced" else None
 
     async def avalidate(self, code: str) -> ValidationReport:
         """The engine's ``Validator`` interface (runtime + smoke; static ran before)."""
@@ -169,7 +176,9 @@ class SandboxValidator(ZygoteProcess):
         if answer is not None:
             answer.pop("id", None)
             try:
-                return FlowRun.model_validate({**redact_tree(answer), "stubbed": stubbed})
+                return FlowRun.model_validate(
+                    {**redact_tree(answer), "stubbed": stubbed, "reduced_isolation": self.reduced_isolation}
+                )
             except ValidationError:
                 failure = "The sandbox's answer was not a flow run; it was discarded."
         return FlowRun.failed(str(failure), stubbed=stubbed)

@@ -674,7 +674,10 @@ def _warm_up_in_background() -> None:
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    from lfassist_jupyter.ui.formats import register_formatters
+
     ipython.register_magics(AssistMagics)
+    register_formatters(ipython)  # how reports and results display (by name: imports nothing)
     _warm_up_in_background()
     if getattr(ipython, "kernel", None) is not None:  # "Langflow Assistant: Open" in JupyterLab's palette
         from lfassist_jupyter.ui.dock import register_command

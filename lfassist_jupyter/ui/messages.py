@@ -8,7 +8,6 @@ value is None are left out (the view treats a missing key as "not known").
 from __future__ import annotations
 
 import uuid
-from html import escape
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -16,6 +15,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from lfassist_jupyter.core.events import ATTEMPT_STEPS, ProgressEvent, step_label
 from lfassist_jupyter.core.session import Session, Turn
 from lfassist_jupyter.sandbox.answers import FlowRun
+from lfassist_jupyter.ui.render.markdown import render_markdown
 from lfassist_jupyter.validation.report import FieldSummary, ValidationReport
 
 MessageKind = Literal["text", "component", "failure", "flow", "cancelled", "error"]
@@ -36,11 +36,14 @@ class PanelMessage(BaseModel):
     role: Literal["user", "assistant"]
     kind: MessageKind
     text: str | None = None
-    html: str | None = None  # rendered by Python from escaped Markdown, never raw model output
+    html: str | None = None  # rendered by `render_markdown` (ui/render/markdown.py), never raw model output
     note: str | None = None  # cancelled messages: why
     # component and failure cards:
     class_name: str | None = None
     validated: bool | None = None
+    badge: str | None = None
+    """The verdict as a card says it (``ui.render.style.verdict``): "validated", "not validated",
+    "validated (reduced isolation: ...)"; absent on a restored card (the view says the plain word)."""
     attempts: int | None = None
     code: str | None = None
     code_html: str | None = None
@@ -106,56 +109,6 @@ class ProgressStep(BaseModel):
         )
 
 
-# What rendered answers may contain: markdown's own output and the highlighter's -- no images,
-# media, forms, frames, SVG or scripts.  The view inserts this HTML with innerHTML, so anything
-# that loads a resource would let a model answer call any server with zero clicks.
-_TAGS = {
-    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "s", "del", "code", "pre",
-    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span", "div",
-}  # fmt: skip
-_ATTRIBUTES = {"a": {"href", "title"}, "span": {"style"}, "pre": {"style"}, "div": {"class"}, "ol": {"start"}}
-_STYLE = {"color", "background-color", "font-style", "font-weight", "line-height"}  # no url(): nothing to fetch
-
-
-def _sanitize(html: str) -> str:
-    import nh3
-
-    return nh3.clean(
-        html,
-        tags=_TAGS,
-        clean_content_tags={"script", "style"},
-        attributes=_ATTRIBUTES,
-        url_schemes={"http", "https", "mailto"},
-        url_relative="deny",
-        link_rel="noopener noreferrer",
-        filter_style_properties=_STYLE,
-    )
-
-
-def render_markdown(text: str) -> str:
-    """Markdown to safe HTML: raw HTML disabled, images shown as links (never loaded), code
-    highlighted, and the result passed through an allow-list sanitiser (nh3) -- model output
-    is untrusted, and the view inserts this with ``innerHTML``."""
-    from markdown_it import MarkdownIt
-
-    from lfassist_jupyter.ui.render.markdown import highlight
-
-    def fence(code: str, lang: str, _attrs: str) -> str:
-        return highlight(code) if lang.strip().lower() in ("", "python", "py") else ""
-
-    def image(renderer, tokens, idx, options, env):  # type: ignore[no-untyped-def]  # markdown-it's rule signature
-        token = tokens[idx]
-        alt = escape(renderer.renderInlineAsText(token.children or [], options, env) or "image")
-        src = str(token.attrGet("src") or "")
-        if src.lower().startswith(("http://", "https://")):
-            return f'<a href="{escape(src, quote=True)}">[image: {alt}]</a>'
-        return f"[image: {alt}]"
-
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": fence})
-    md.add_render_rule("image", image)
-    return _sanitize(md.render(text))
-
-
 def user_message(text: str) -> PanelMessage:
     return PanelMessage(role="user", kind="text", text=text)
 
@@ -203,8 +156,10 @@ def component_message(
     steps: list[str] | None = None,
     report: ValidationReport | None = None,
     repairs: list[str] | None = None,
+    reduced_isolation: str | None = None,
 ) -> PanelMessage:
     from lfassist_jupyter.ui.render.markdown import highlight
+    from lfassist_jupyter.ui.render.style import verdict
 
     def fields(items: list[FieldSummary]) -> list[dict[str, Any]]:
         return [item.model_dump() for item in items]
@@ -214,6 +169,7 @@ def component_message(
         kind="component" if validated else "failure",
         class_name=class_name,
         validated=validated,
+        badge=verdict(validated, reduced_isolation)[0],
         attempts=attempts,
         code=code,
         code_html=highlight(code),
@@ -236,6 +192,7 @@ def flow_message(
     attempts: int | None = None,
     error: str | None = None,
     steps: list[str] | None = None,
+    reduced_isolation: str | None = None,
 ) -> PanelMessage:
     """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it.
 
@@ -244,18 +201,22 @@ def flow_message(
     """
     from lfassist_jupyter.ui.flow_cell import flow_cell_source
     from lfassist_jupyter.ui.render.flow import flow_name, flow_picture_html, report_lines, run_lines
+    from lfassist_jupyter.ui.render.style import verdict
 
-    verdict = report_lines(report)
+    said = report_lines(report)
     if report is None and flow is not None and validated is not None:
-        verdict = [("Flow validated" if validated else "Flow not validated", bool(validated))]
-    lines = [FlowLine(text=t, ok=ok) for t, ok in [*verdict, *run_lines(run)]]
+        text, ok = verdict(bool(validated), reduced_isolation)
+        said = [(f"Flow {text}", ok)]
+    lines = [FlowLine(text=t, ok=ok) for t, ok in [*said, *run_lines(run)]]
     if error and not validated:
         lines.insert(0, FlowLine(text=error.splitlines()[0][:300], ok=False))
+    ok = bool(report.is_valid) if validated is None and report is not None else bool(validated)
     message = PanelMessage(
         role="assistant",
         kind="flow",
         flow_name=flow_name(flow) if flow is not None else _spec_name(spec) or flow_name(None),
-        validated=bool(report.is_valid) if validated is None and report is not None else bool(validated),
+        validated=ok,
+        badge=verdict(ok, reduced_isolation)[0],
         attempts=attempts,
         spec=spec or "",
         cell=flow_cell_source(spec) if spec else None,

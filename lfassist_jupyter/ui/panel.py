@@ -332,6 +332,7 @@ class ChatPanel(anywidget.AnyWidget):
                 attempts=data.validation_attempts,
                 error=data.validation_error,
                 steps=[s.label for s in steps],
+                reduced_isolation=outcome.reduced_isolation if outcome is not None and outcome.kind == "flow" else None,
             )
             if flow is not None:
                 self._flows[message.id] = flow
@@ -347,6 +348,9 @@ class ChatPanel(anywidget.AnyWidget):
                     steps=[s.label for s in steps],
                     report=outcome.report if outcome is not None and outcome.kind == "component" else None,
                     repairs=data.repairs,
+                    reduced_isolation=outcome.reduced_isolation
+                    if outcome is not None and outcome.kind == "component"
+                    else None,
                 ).model_copy(update=decorations)
             )
         else:

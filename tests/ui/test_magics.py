@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from _support.components import GOOD, WRONG_IMPORT, fenced, intent
 from _support.components import SHELL_KEY as KEY
+from _support.display import html_of, text_of
 from _support.fakellm import Reply
 from IPython.core.error import UsageError
 
@@ -22,8 +23,8 @@ def test_assist_cell_builds_validates_and_inserts_the_code(ip, llm, capsys):
     assert ip.rl_next_input == GOOD  # set_next_input: the code lands in the next cell
     out = capsys.readouterr().out
     assert "Generating component" in out and "Validating" in out and "Validated" in out
-    assert "UppercaseComponent: validated (1 attempt)" in repr(result)
-    assert "validated" in result._repr_html_() and "UppercaseComponent" in result._repr_html_()
+    assert "UppercaseComponent: validated (1 attempt)" in text_of(result, ip)
+    assert "validated" in html_of(result, ip) and "UppercaseComponent" in html_of(result, ip)
 
 
 def test_progress_shows_attempt_numbers_on_retry(ip, llm, capsys):
@@ -46,7 +47,7 @@ def test_failed_component_is_not_inserted_but_kept(ip, llm):
     llm.queue(intent("generate_component"), fenced(WRONG_IMPORT))
     result = ip.run_cell_magic("assist", "--max-retries 1", "uppercase component")
     assert not result.validated and result.code == WRONG_IMPORT and ip.rl_next_input is None
-    html = result._repr_html_()
+    html = html_of(result, ip)
     assert "not validated" in html and "<details>" in html and "lfx.base" in html
 
 
@@ -143,7 +144,7 @@ def test_assist_validate_cell(ip):
     assert report.is_valid and report.class_name == "UppercaseComponent"
     report = ip.run_cell_magic("assist_validate", "--no-smoke", WRONG_IMPORT)
     assert not report.is_valid and report.phase == "runtime"
-    assert "failed: runtime" in report._repr_html_()
+    assert "failed: runtime" in html_of(report, ip)
 
 
 def test_unload_removes_the_magics(ip):

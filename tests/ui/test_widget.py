@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 from _support.components import GOOD, WRONG_IMPORT, fenced, intent
+from _support.display import html_of, text_of
 from _support.fakellm import Reply
 
 from lfassist_jupyter.ui.panel import FLUSH_INTERVAL, STATIC, ChatPanel
@@ -415,11 +416,11 @@ def test_model_fallback_through_the_assistant(make_assistant, llm):
     assert all(r.path.endswith("/chat/completions") for r in llm.requests)  # never another provider
     # What %%assist shows (the result's HTML and text) says which model answered, as the panel does.
     assert result.usage.model == "gpt-4o-mini"
-    for shown in (html.unescape(result._repr_html_()), repr(result)):
+    for shown in (html.unescape(html_of(result)), text_of(result)):
         assert "'gpt-4o'" in shown and "'gpt-4o-mini'" in shown and "%assist models" in shown
     llm.queue(intent("question"), "Fine.")
     later = assistant.run("What is a Message?")
-    assert later.usage.fallbacks == [] and "%assist models" not in repr(later)  # said once
+    assert later.usage.fallbacks == [] and "%assist models" not in text_of(later)  # said once
     # A model the provider does not list is the user's choice: an error, not a silent substitute.
     assistant = make_assistant("openai", model="my-finetune")
     llm.queue(intent("generate_component"), Status(404, "no such model"))

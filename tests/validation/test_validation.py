@@ -14,12 +14,13 @@ import sys
 
 import pytest
 from _support import components as c
+from _support.display import html_of, text_of
 from IPython.core.interactiveshell import InteractiveShell
 
 from lfassist_jupyter import validate_component
 from lfassist_jupyter.artifacts import defines_component, find_component_class, guess_class_name
 from lfassist_jupyter.errors import ConfigError
-from lfassist_jupyter.ui.render.component import report_html, report_markdown, report_text
+from lfassist_jupyter.ui.render.component import report_html, report_text
 from lfassist_jupyter.validation.report import ValidationReport
 from lfassist_jupyter.validation.static import validate_static
 
@@ -236,7 +237,7 @@ def test_the_report_shows_both_verdicts_and_policy_findings(reports):
     assert "subprocess" in page
     text = report_text(reports["coroutine_bug"])
     assert "builds in Langflow: yes" in text and "works when called:  no" in text and "[error]" in text
-    assert "Builds in Langflow:** no" in report_markdown(validate_component("class X(:\n"))
+    assert "builds in Langflow: no" in report_text(validate_component("class X(:\n"))
 
 
 def test_assist_validate_displays_the_report(sandbox, monkeypatch):
@@ -248,8 +249,9 @@ def test_assist_validate_displays_the_report(sandbox, monkeypatch):
     try:
         report = shell.run_cell_magic("assist_validate", "", c.COROUTINE_BUG)
         assert report.builds is True and not report.is_valid
-        page = report._repr_html_()
+        page = html_of(report, shell)
         assert "Builds in Langflow" in page and "un-awaited coroutine" in page
+        assert "builds in Langflow: yes" in text_of(report, shell)  # a terminal: the text card, not a field dump
     finally:
         shell.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()

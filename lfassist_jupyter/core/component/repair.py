@@ -742,20 +742,12 @@ class FixResult:
         return "No certain repair: these errors need a person (or %%assist) to fix them."
 
     def __repr__(self) -> str:
+        """What changed and the repaired code, then the report's one-line summary (IPython draws
+        the whole report card through the views' formatters, ``ui/formats.py``)."""
         lines = [self.headline, *(f"  - {c}" for c in self.changes)]
         if self.repaired:
             lines += ["", self.code.rstrip()]
-        return "\n".join([*lines, "", repr(self.report)])
-
-    def _repr_markdown_(self) -> str:
-        from lfassist_jupyter.ui.render.component import fix_markdown
-
-        return fix_markdown(self)
-
-    def _repr_html_(self) -> str:
-        from lfassist_jupyter.ui.render.component import fix_html
-
-        return fix_html(self)
+        return "\n".join([*lines, "", self.report.summary])
 
 
 def fix_component(

@@ -33,7 +33,7 @@ from lfassist_jupyter.core.flow import prompts
 from lfassist_jupyter.core.intent import COMPONENT_THEN_FLOW, json_object_in
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
-from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome
+from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome, flow_reduced_isolation
 from lfassist_jupyter.errors import ProviderError
 from lfassist_jupyter.flows.models import FlowReport, Need
 from lfassist_jupyter.sandbox.answers import FlowRun
@@ -585,7 +585,17 @@ class FlowPipeline:
         validate: bool = True,
     ) -> FlowOutcome:
         flow, run = last.flow, last.run
-        text = summary(flow, validated, attempts, last.error, last.report, run, components, validate=validate)
+        text = summary(
+            flow,
+            validated,
+            attempts,
+            last.error,
+            last.report,
+            run,
+            components,
+            validate=validate,
+            reduced_isolation=flow_reduced_isolation(run, components),
+        )
         if run is not None and self.probe_text != PROBE_TEXT:
             text = text.replace(f"with {PROBE_TEXT!r}", f"with {self.probe_text[:200]!r}")
         if self._reused is not None and flow is not None:
@@ -627,8 +637,10 @@ def summary(
     components: list[ComponentOutcome],
     *,
     validate: bool = True,
+    reduced_isolation: str | None = None,
 ) -> str:
-    """One paragraph: what was built, what the probe run did and stubbed, what the user must provide."""
+    """One paragraph: what was built, what the probe run did and stubbed, what the user must provide.
+    "Validated" under reduced isolation says so (``reduced_isolation``: why)."""
     if flow is None:
         return f"No flow could be built: {error or 'the reply held no flow spec.'}"
     names = _node_names(flow)
@@ -641,7 +653,8 @@ def summary(
         parts.append("It was not validated (max_retries=0).")
     elif validated:
         plural = "s" * (attempts > 1)
-        parts.append(f"It validated after {attempts} attempt{plural}.")
+        reduced = f" (reduced isolation: {reduced_isolation})" if reduced_isolation else ""
+        parts.append(f"It validated{reduced} after {attempts} attempt{plural}.")
     else:
         parts.append(f"It did not validate after {attempts} attempt{'s' * (attempts > 1)}: {error}")
     if run is not None:

@@ -1,10 +1,11 @@
-"""Every rendering the package makes: HTML and SVG for Jupyter, Markdown, plain text.
+"""Every rendering the package makes: HTML and SVG for Jupyter, plain text for a terminal.
 
-Views render; everything else returns data.  A domain object (``ValidationReport``,
-``FlowReport``, ``AssistResult``, ``SuiteResult``...) keeps at most a ``_repr_html_`` that
-imports its renderer here lazily, so ``%load_ext`` stays fast and nothing imports in a circle.
-Nothing here validates, builds, runs or changes what it draws.  Standard library only (and,
-lazily, pygments, which IPython already depends on): the cards render in JupyterLab,
+Views render; everything else returns data.  Domain objects (``ValidationReport``,
+``FlowReport``, ``AssistResult``, ``SuiteResult``...) import nothing from here: ``ui/formats.py``
+registers these renderers with IPython's display formatters by name, so ``%load_ext`` stays
+fast and no arrow points up.  Nothing here validates, builds, runs or changes what it draws.
+The standard library and the domain types they draw at import (markdown-it-py, nh3 and
+pygments load on the first answer or code block drawn): the cards render in JupyterLab,
 Notebook 7, VS Code (all take text/html) and a terminal (text/plain) without any front-end
 extension.
 
@@ -14,6 +15,7 @@ extension.
     picture    ``flow_picture(flow) -> FlowPicture``: a flow as inline SVG
     stats      ``StatsView`` (``%assist stats``)
     eval       an eval run's table
-    markdown   inert model Markdown, unbreakable code fences, highlighted Python
+    markdown   the one Markdown path for model-written text (markdown-it + an allow-list
+               sanitiser), highlighted Python
     style      the card box, badges, line colours
 """

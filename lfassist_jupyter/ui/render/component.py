@@ -1,29 +1,17 @@
-"""The component report card (``ValidationReport``) and the ``--fix`` card, as HTML, Markdown
-and plain text: the same facts in each, for JupyterLab, VS Code, an exported file and a terminal."""
+"""The component report card (``ValidationReport``) and the ``--fix`` card, as HTML and plain
+text: the same facts in each, for JupyterLab, VS Code, an exported file and a terminal."""
 
 from __future__ import annotations
 
 import html
 from typing import TYPE_CHECKING
 
-from .markdown import highlight, inert_markdown
-from .style import CARD, badge
+from .markdown import highlight
+from .style import CARD, badge, verdict
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.component.repair import FixResult
     from lfassist_jupyter.validation.report import Finding, ValidationReport
-
-
-def io_lines(report: ValidationReport) -> list[str]:
-    """The component's inputs and outputs as Markdown lines."""
-    lines = []
-    if report.inputs:
-        items = (f"`{i.name}` ({i.type})" if i.type else f"`{i.name}`" for i in report.inputs)
-        lines.append("**Inputs:** " + ", ".join(items))
-    if report.outputs:
-        items = (f"`{o.name}` → {' | '.join(o.types)}" if o.types else f"`{o.name}`" for o in report.outputs)
-        lines.append("**Outputs:** " + ", ".join(items))
-    return lines
 
 
 def io_text(report: ValidationReport) -> list[str]:
@@ -74,7 +62,7 @@ def _finding_text(f: Finding) -> str:
 def _headline(report: ValidationReport) -> str:
     name = report.class_name or "Component"
     if report.is_valid:
-        return f"{name} is valid"
+        return f"{name} is {verdict(True, report.reduced_isolation, 'valid')[0]}"
     if report.builds is True:
         return f"{name}: Langflow accepts it, but it will break when used"
     if report.builds is False:
@@ -85,23 +73,6 @@ def _headline(report: ValidationReport) -> str:
 def _unshown_warnings(report: ValidationReport) -> list[str]:
     shown = {f.message[:1].upper() + f.message[1:] for f in report.findings}
     return [w for w in report.warnings if w not in shown]
-
-
-def report_markdown(report: ValidationReport) -> str:
-    b_text, _, w_text, _ = _verdicts(report)
-    icon = "✅" if report.is_valid else "❌"
-    lines = [f"{icon} **{_headline(report)}**", f"**Builds in Langflow:** {b_text} · **Works when called:** {w_text}"]
-    if not report.is_valid and report.error:
-        lines.append(f"```\n{report.error}\n```")
-    for sev, items in _findings(report):
-        lines.append(
-            f"**{_SEVERITY_LABEL[sev]}**\n" + "\n".join(f"- {_SEVERITY_ICON[sev]} {_finding_text(f)}" for f in items)
-        )
-    lines.extend(io_lines(report))
-    for pkg in report.missing_packages:
-        lines.append(f"*Missing package* `{pkg.module}`: `{pkg.fix}`")
-    lines += [f"⚠️ {w}" for w in _unshown_warnings(report)]
-    return "\n\n".join(lines)
 
 
 def report_text(report: ValidationReport) -> str:
@@ -140,9 +111,8 @@ def fields_table(report: ValidationReport) -> str:
 def report_html(report: ValidationReport) -> str:
     ok = bool(report.is_valid)
     b_text, b_ok, w_text, w_ok = _verdicts(report)
-    head = f"<b>{html.escape(report.class_name or 'Component')}</b>" + badge(
-        "valid" if ok else f"failed: {report.phase}", ok
-    )
+    said = verdict(True, report.reduced_isolation, "valid") if ok else (f"failed: {report.phase}", False)
+    head = f"<b>{html.escape(report.class_name or 'Component')}</b>" + badge(*said)
     parts = [f'<div style="{CARD}">{head}']
     parts.append(
         '<div style="margin:4px 0">'
@@ -182,17 +152,17 @@ def report_html(report: ValidationReport) -> str:
     return "".join(parts)
 
 
-def fix_markdown(fix: FixResult) -> str:
-    """``%%assist_validate --fix``: what changed, the repaired code, then the report."""
-    parts = [f"**{fix.headline}**", *(f"- {inert_markdown(c)}" for c in fix.changes)]
-    if fix.repaired:
-        parts.append(f"```python\n{fix.code.rstrip()}\n```")
-    return "\n\n".join([*parts, report_markdown(fix.report)])
-
-
 def fix_html(fix: FixResult) -> str:
     items = "".join(f"<li>{html.escape(c)}</li>" for c in fix.changes)
     parts = [f"<div><b>{html.escape(fix.headline)}</b></div>", f"<ul>{items}</ul>" if items else ""]
     if fix.repaired:
         parts.append(highlight(fix.code))
     return "".join([*parts, report_html(fix.report)])
+
+
+def fix_text(fix: FixResult) -> str:
+    """``%%assist_validate --fix`` in a terminal: what changed, the repaired code, then the report."""
+    lines = [fix.headline, *(f"  - {c}" for c in fix.changes)]
+    if fix.repaired:
+        lines += ["", fix.code.rstrip()]
+    return "\n".join([*lines, "", report_text(fix.report)])

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.sandbox.answers import FlowRun, RealRun
 
-from .markdown import code_block
-from .style import CARD, LINE_COLOR, Line
+from .style import CARD, LINE_COLOR, Line, verdict
 from .style import badge as badge_html
 
 if TYPE_CHECKING:
@@ -94,6 +93,12 @@ def flow_report_html(report: FlowReport) -> str:
     return "".join(parts) + "</div>"
 
 
+def flow_report_text(report: FlowReport) -> str:
+    """``validate_flow``'s verdict in a terminal: the same lines as the flow card's."""
+    lines = report_lines(report)
+    return "\n".join([lines[0][0], *(f"  {text}" for text, _ in lines[1:])])
+
+
 def flow_html(
     flow: dict[str, Any] | None,
     *,
@@ -129,7 +134,7 @@ def flow_text(
     title: str | None = None,
     notes: list[Line] | None = None,
 ) -> str:
-    """The same facts as `flow_html`, as plain lines (a terminal, a log, markdown)."""
+    """The same facts as `flow_html`, as plain lines (a terminal, a log)."""
     lines = [title or flow_name(flow)]
     lines += [f"  {text}" for text, _ in [*report_lines(report), *run_lines(run, run_input), *(notes or [])]]
     return "\n".join(lines)
@@ -153,7 +158,7 @@ def _flow_result_parts(result: AssistResult) -> dict[str, Any]:
         report=report,
         run=run,
         title=f"{flow_name(flow)} · {attempts}",
-        badge=("validated" if result.validated else "not validated", bool(result.validated)),
+        badge=verdict(bool(result.validated), result.reduced_isolation),
         notes=notes,
         spec=spec,
     )
@@ -165,14 +170,7 @@ def flow_result_html(result: AssistResult) -> str:
 
 def flow_result_text(result: AssistResult) -> str:
     parts = _flow_result_parts(result)
-    verdict = parts.pop("badge")
+    said, _ok = parts.pop("badge")
     parts.pop("spec")
-    parts["title"] = f"{parts['title']} · {verdict[0]}"
+    parts["title"] = f"{parts['title']} · {said}"
     return flow_text(**parts)
-
-
-def flow_result_markdown(result: AssistResult) -> str:
-    """The flow card as Markdown: model-written text (the spec, a run's answer) stays in its block."""
-    text = flow_result_text(result)
-    spec = _flow_result_parts(result)["spec"]
-    return code_block(text) + (f"\n\n{code_block(spec.rstrip(), 'yaml')}" if spec else "")

@@ -1,42 +1,71 @@
-"""Markdown and code helpers shared by every view: inert model Markdown, unbreakable fences,
-highlighted Python (pygments, which IPython already depends on)."""
+"""The one Markdown path for model-written text, and highlighted Python.
+
+A model's answer is untrusted: an image (``![x](http://host/?k=...)``) or raw ``<img>`` in it
+would make any front end that renders it fetch a URL with zero clicks, and the panel inserts the
+rendered HTML with ``innerHTML``.  Every surface that shows an answer -- the ``%%assist`` card, the
+chat panel, a restored session -- renders it here, the same way: markdown-it-py parses it as
+CommonMark (so what is a code block is decided by the parser, not by a line scan: a fence
+indented four spaces, or one whose info string holds a backtick, is not a fence), raw HTML stays
+text, an image becomes a link, and the HTML goes through an allow-list sanitiser (nh3) with no
+tag or attribute that loads anything.  No view hands ``text/markdown`` to a front end.
+
+markdown-it-py and nh3 are imported on the first answer drawn, never at ``%load_ext``; pygments
+(which IPython already depends on) highlights code.
+"""
 
 from __future__ import annotations
 
 import html
-import re
+from html import escape
+from typing import Any
 
-_FENCE = ("```", "~~~")
-
-
-def inert_markdown(text: str) -> str:
-    """Model-written Markdown that a front end can render without fetching anything.
-
-    ``text/markdown`` is rendered by the front end (JupyterLab, VS Code), not by us, so an
-    image (``![x](http://host/?k=...)``) or raw ``<img>`` in a model's answer would load a
-    remote URL with zero clicks.  Outside code fences, ``!`` before ``[`` and ``<`` are
-    escaped (images become plain links, HTML becomes text); code blocks are left exactly
-    as written.  One pass over the lines: linear in the size of the answer."""
-    out, fence = [], ""
-    for line in text.split("\n"):
-        stripped = line.lstrip()
-        if fence:
-            if stripped.startswith(fence):
-                fence = ""
-        elif stripped.startswith(_FENCE):
-            fence = stripped[:3]
-        else:
-            line = line.replace("<", "\\<").replace("![", "\\![")
-        out.append(line)
-    return "\n".join(out)
+# What rendered answers may contain: markdown's own output and the highlighter's -- no images,
+# media, forms, frames, SVG or scripts.  Anything that loads a resource would let a model answer
+# call any server with zero clicks.
+_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "s", "del", "code", "pre",
+    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span", "div",
+}  # fmt: skip
+_ATTRIBUTES = {"a": {"href", "title"}, "span": {"style"}, "pre": {"style"}, "div": {"class"}, "ol": {"start"}}
+_STYLE = {"color", "background-color", "font-style", "font-weight", "line-height"}  # no url(): nothing to fetch
 
 
-def code_block(text: str, lang: str = "") -> str:
-    """``text`` in a Markdown code block it cannot leave: the fence is one backtick longer than
-    the longest run of backticks inside (CommonMark closes a fence only with one at least as long)."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
+def sanitize(fragment: str) -> str:
+    """``fragment`` through the allow-list: only the tags and attributes above, absolute http(s)
+    and mailto links (a relative URL would reach the Jupyter server itself), ``rel`` set on each."""
+    import nh3
+
+    return nh3.clean(
+        fragment,
+        tags=_TAGS,
+        clean_content_tags={"script", "style"},
+        attributes=_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        url_relative="deny",
+        link_rel="noopener noreferrer",
+        filter_style_properties=_STYLE,
+    )
+
+
+def render_markdown(text: str) -> str:
+    """Model-written Markdown as safe HTML: raw HTML disabled, images shown as links (never
+    loaded), Python code highlighted, and the result through the allow-list sanitiser."""
+    from markdown_it import MarkdownIt
+
+    def fence(code: str, lang: str, _attrs: str) -> str:
+        return highlight(code) if lang.strip().lower() in ("", "python", "py") else ""
+
+    def image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:  # markdown-it's rule signature
+        token = tokens[idx]
+        alt = escape(renderer.renderInlineAsText(token.children or [], options, env) or "image")
+        src = str(token.attrGet("src") or "")
+        if src.lower().startswith(("http://", "https://")):
+            return f'<a href="{escape(src, quote=True)}">[image: {alt}]</a>'
+        return f"[image: {alt}]"
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": fence})
+    md.add_render_rule("image", image)
+    return sanitize(md.render(text))
 
 
 def highlight(code: str) -> str:

@@ -1,5 +1,6 @@
-"""An ``AssistResult`` (what ``%%assist`` returns) as HTML, Markdown and plain text: a component
-card, a flow card, an answer, or one line for a cancelled or failed request."""
+"""An ``AssistResult`` (what ``%%assist`` returns) as HTML and plain text: a component card, a
+flow card, an answer (through the one Markdown path, ``markdown.render_markdown``), or one line
+for a cancelled or failed request."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .component import fields_table, io_lines, io_text
-from .flow import flow_result_html, flow_result_markdown, flow_result_text
-from .markdown import highlight, inert_markdown
-from .style import CARD, badge
+from .component import fields_table, io_text
+from .flow import flow_result_html, flow_result_text
+from .markdown import highlight, render_markdown
+from .style import CARD, badge, verdict
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.result import AssistResult
@@ -31,37 +32,12 @@ def _with_notes(result: AssistResult, body: str, render: Callable[[str], str]) -
     return "".join(render(n) for n in notes) + body if notes else body
 
 
-def result_markdown(result: AssistResult) -> str:
-    return _with_notes(result, _markdown(result), lambda n: f"ℹ️ {inert_markdown(n)}\n\n")
-
-
 def result_html(result: AssistResult) -> str:
     return _with_notes(result, _html(result), lambda n: f'<div style="opacity:.8">ℹ️ {html.escape(n)}</div>')
 
 
 def result_text(result: AssistResult) -> str:
     return _with_notes(result, _text(result), lambda n: f"Note: {n}\n")
-
-
-def _markdown(result: AssistResult) -> str:
-    if result.status == "cancelled":
-        return "⏹ Request cancelled."
-    if result.status == "error":
-        return f"❌ {result.error}"
-    if result.kind == "flow":
-        return flow_result_markdown(result)
-    if result.kind != "component" or not result.code:
-        return inert_markdown(result.result)
-    verdict = "✅ validated" if result.validated else "⚠️ not validated"
-    parts = [f"**{result.class_name}** — {verdict} ({_attempts(result)})"]
-    if result.report is not None:
-        parts.extend(io_lines(result.report))
-    if not result.validated and result.error:
-        parts.append(f"```\n{result.error}\n```")
-    if result.repairs:  # the zero-call repair pass: one line per change
-        parts.append("Repaired without a model call:\n" + "\n".join(f"- {inert_markdown(c)}" for c in result.repairs))
-    parts.append(f"```python\n{result.code.rstrip()}\n```")
-    return "\n\n".join(parts)
 
 
 def _html(result: AssistResult) -> str:
@@ -71,11 +47,10 @@ def _html(result: AssistResult) -> str:
         return f'<div style="{CARD}">❌ {html.escape(result.error or "Error")}</div>'
     if result.kind == "flow":
         return flow_result_html(result)
-    if result.kind != "component" or not result.code:
-        text = html.escape(result.result).replace("\n", "<br>")
-        return f'<div style="{CARD}">{text}</div>'
+    if result.kind != "component" or not result.code:  # an answer: model-written Markdown
+        return f'<div style="{CARD}" class="lfassist-answer">{render_markdown(result.result)}</div>'
     head = f"<b>{html.escape(result.class_name or 'Component')}</b>" + badge(
-        "validated" if result.validated else "not validated", result.validated
+        *verdict(result.validated, result.reduced_isolation)
     )
     parts = [f'<div style="{CARD}">{head} <span style="opacity:.7">· {_attempts(result)}</span>']
     if result.report is not None:
@@ -94,14 +69,16 @@ def _html(result: AssistResult) -> str:
 
 
 def _text(result: AssistResult) -> str:
-    if result.status != "complete":
-        return _markdown(result)
+    if result.status == "cancelled":
+        return "⏹ Request cancelled."
+    if result.status == "error":
+        return f"❌ {result.error}"
     if result.kind == "flow":
         return flow_result_text(result)
     if result.kind != "component" or not result.code:
         return result.result
-    verdict = "validated" if result.validated else "NOT validated"
-    lines = [f"{result.class_name}: {verdict} ({_attempts(result)})"]
+    said = verdict(result.validated, result.reduced_isolation)[0] if result.validated else "NOT validated"
+    lines = [f"{result.class_name}: {said} ({_attempts(result)})"]
     if not result.validated and result.error:
         lines.append(f"Error: {result.error}")
     lines += [f"  repaired: {change}" for change in result.repairs]

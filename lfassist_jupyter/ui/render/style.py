@@ -26,3 +26,14 @@ def badge(text: str, ok: bool | None) -> str:
         f'<span style="border:1px solid {color};color:{color};border-radius:10px;padding:0 8px;'
         f'font-size:12px;margin-left:6px">{html.escape(text)}</span>'
     )
+
+
+def verdict(ok: bool, reduced_isolation: str | None = None, word: str = "validated") -> Line:
+    """What a card says about a validation, with its colour: ``"validated"``, ``"not validated"``,
+    or, when the sandbox behind it ran without its OS-level layer, ``"validated (reduced isolation:
+    <why>)"`` in amber -- never a bare "validated" then.  ``word`` is "valid" for a report card."""
+    if not ok:
+        return f"not {word}", False
+    if reduced_isolation:
+        return f"{word} (reduced isolation: {reduced_isolation})", None
+    return word, True
