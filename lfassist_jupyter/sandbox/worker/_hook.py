@@ -42,7 +42,8 @@ ANSWER_EVENT = "lfassist.answer"  # raised by the child's top-level frame only, 
 # through: ``inspect.stack()`` called by the component is the component asking.
 _FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._getframemodulename"})
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-_CODE_ATTRS = frozenset({"__code__", "gi_code", "cr_code", "ag_code"})
+# (``__code__`` is read ~1,200 times per lfx build: a code object alone is harmless here, since
+# making one -- ``code.__new__``, ``replace`` -- is refused to the request's code below.)
 _FRAME_HELPERS = {
     "inspect": frozenset({"currentframe", "stack", "trace", "getouterframes", "getinnerframes"}),
     "traceback": frozenset({"walk_stack", "walk_tb"}),
@@ -246,7 +247,7 @@ def make_hook(
     network, path_events = frozenset(_NETWORK_EVENTS), frozenset(_PATH_EVENTS)
     violation, net_blocked = SandboxViolation, NetworkBlocked
     fresh_imports = frozenset(policy.FRESH_IMPORTS)
-    frame_events, frame_attrs, code_attrs = _FRAME_EVENTS, _FRAME_ATTRS, _CODE_ATTRS
+    frame_events, frame_attrs = _FRAME_EVENTS, _FRAME_ATTRS
     answer_event = ANSWER_EVENT
     helpers = _frame_helpers()
     getframe, get_ident, exit_ = sys._getframe, threading.get_ident, os._exit
@@ -349,7 +350,7 @@ def make_hook(
         """(what, message) when the event is refused, else None (may run the code's methods)."""
         if event == "object.__getattr__":
             name = exact(args[1]) if length(args) > 1 else None
-            if (name in frame_attrs or name in code_attrs) and busy[0] != get_ident() and by_request_code():
+            if name in frame_attrs and busy[0] != get_ident() and by_request_code():
                 return f"access to {name}", f"reading '{name}' is not allowed while validating"
             return None
         if event in frame_events:
@@ -434,12 +435,12 @@ def make_hook(
     # one set lookup and out, since every event costs a Python call while a hook exists.
     quiet = frozenset({"builtins.id", "exec", "marshal.loads"})
 
-    watched = frame_attrs | code_attrs
+    watched = frame_attrs
 
     def hook(event: str, args: tuple) -> None:
         if event in quiet:
             return
-        if event == "object.__getattr__":  # ~1,200 per build: out at once unless it reads a frame or code
+        if event == "object.__getattr__":  # ~1,200 per build (``__code__``): out at once unless it reads a frame
             name = args[1]
             if (name if type_(name) is str_type else exact(name)) not in watched:
                 return
