@@ -108,6 +108,9 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str) -> None:
         # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
         # Neither do mkfifo and mknod.
         take_away_process_creation()
+        # The hook (and its channel's greeting) is made now, off the request's path; it is armed
+        # once the request is read, after the warm-up below (whose events would cost, not matter).
+        hook = make_hook(scratch, DENY_READ, channel=channel, owner=sys._getframe(), root=ROOT, trusted=TRUSTED)
         # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
         # caches) now, rather than one copy-on-write fault at a time during the request.
         # Not when requests come back to back (the build would compete with the request for
@@ -126,7 +129,6 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str) -> None:
         used = resource.getrusage(resource.RUSAGE_SELF)
         set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
         gc.enable()
-        hook = make_hook(scratch, DENY_READ, channel=channel, owner=sys._getframe(), root=ROOT, trusted=TRUSTED)
         sys.addaudithook(hook)  # from here on, no way back
         del hook
         fn = OPS.get(req.get("op"))
