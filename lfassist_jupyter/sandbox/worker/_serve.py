@@ -1,9 +1,9 @@
 """The fork server: one fresh child per request, its report capped, everything it left killed and wiped.
 
-The zygote (``_worker.py``) hands each request to ``serve``.  A child is forked *ahead*
-(``Spare``), from a zygote that holds nothing of any request (``serve`` forks the next spare
-only after the request it serves has been handed over and wiped from the zygote's memory):
-it isolates itself (its own process group, PR_SET_PDEATHSIG, nothing of the zygote's fds,
+The zygote (``_worker.py``) gives each request to a child with ``hand_over`` and reads its
+``verdict``.  A child is forked *ahead* (``Spare``), from a zygote that holds nothing of any
+request: the request loop forks the next spare between the two calls, once the request is
+with its child and wiped from the zygote's memory.  A child isolates itself (its own process group, PR_SET_PDEATHSIG, nothing of the zygote's fds,
 seccomp + Landlock), arms the audit hook for its whole life and runs one op.
 
 Its report comes back on a socket only the hook writes (``_hook.py``): every refusal as it
@@ -352,14 +352,9 @@ def _annotate(result: dict) -> dict:
     return result
 
 
-def serve(header: dict, body: bytearray, child: Spare | None) -> dict:
-    """Hand the request (``body``, its JSON) to a fresh child; return the zygote's verdict on
-    what came back.  ``body`` is wiped once the child has it.
-
-    The next request's spare is forked while this child works (the fork overlaps with the
-    request on another core), after the request has left the zygote's memory: nothing of it is
-    in the spare, and survives this request's clean-up.
-    """
+def hand_over(header: dict, body: bytearray, child: Spare | None) -> tuple[Spare, float, float]:
+    """Give the request (``body``, its JSON, unread here) to a child, then wipe it: nothing of it
+    stays in the zygote for the next spare to inherit.  Returns (child, start, timeout)."""
     timeout = min(max(float(header.get("timeout", 10)), 0.1), 3600.0)
     child = child or Spare()
     t0 = time.monotonic()
@@ -369,8 +364,17 @@ def serve(header: dict, body: bytearray, child: Spare | None) -> dict:
             data = data[os.write(child.req_w, data) :]
         del data
     os.close(child.req_w)
-    body[:] = bytes(len(body))  # nothing of the request stays in the zygote for the next spare to inherit
-    NEXT[0] = new_spare()
+    body[:] = bytes(len(body))
+    return child, t0, timeout
+
+
+def verdict(child: Spare, t0: float, timeout: float) -> dict:
+    """The zygote's verdict on what ``child`` reported (its answer and refusals, or why not).
+
+    The next request's spare (``NEXT``), forked by the request loop after ``hand_over`` and
+    before this (the fork overlaps with the request on another core), survives this request's
+    clean-up.
+    """
     keep = frozenset({NEXT[0].pid}) if NEXT[0] else frozenset()
     exchange = _Exchange(child)
     exchange.wait(t0 + timeout + 1.0)  # the child's alarm fires at ``timeout``; this is for code that eats it

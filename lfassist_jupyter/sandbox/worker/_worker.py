@@ -281,14 +281,19 @@ def _serve_forever(requests: _Requests) -> None:
             _answer_fact(header)
             continue
         server.NEXT[0] = None
+        rid = header.get("id")
         try:
-            out = server.serve(header, body, spare)
+            child, t0, timeout = server.hand_over(header, body, spare)
+            del body, header, spare  # the request is with its child: nothing of it is live here ...
+            server.NEXT[0] = server.new_spare()  # ... when the next request's child is forked
+            out = server.verdict(child, t0, timeout)
         except Exception as exc:  # the zygote's own failure (e.g. fork refused): report it, keep serving
             out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
-        body[:] = bytes(len(body))
-        out["id"] = header.get("id")
+            if "body" in locals():
+                body[:] = bytes(len(body))
+        out["id"] = rid
         send(out)
-        del out, body, header
+        del out
         while server.CLEANUP:
             server.CLEANUP.pop()()
         spare = server.NEXT[0] or server.new_spare()
