@@ -95,12 +95,15 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     changes = [Change.model_validate(c.model_dump()) for c in answer.changes if c.kind in kinds]
     if control is not None:
         changes[:0], errors[:0] = control.changes, control.errors
+    # This build ran no code but lfx's own (custom refreshes ran before, on their own): what the
+    # sandbox refused here is lfx's doing, said but not held against the flow.
+    refused = [f"The sandbox refused `{r.get('what')}` while lfx built the flow." for r in answer.refused[:3]]
     return BuildResult(
         ok=answer.ok and not errors and answer.flow is not None,
         flow=answer.flow,
         spec=spec_text,
         errors=errors,
-        warnings=list(answer.warnings),
+        warnings=[*answer.warnings, *refused],
         changes=changes,
         node_ids=dict(answer.node_ids),
     )

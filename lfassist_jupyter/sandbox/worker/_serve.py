@@ -3,8 +3,9 @@
 The zygote (``_worker.py``) gives each request to a child with ``hand_over`` and reads its
 ``verdict``.  A child is forked *ahead* (``Spare``), from a zygote that holds nothing of any
 request: the request loop forks the next spare between the two calls, once the request is
-with its child and wiped from the zygote's memory.  A child isolates itself (its own process group, PR_SET_PDEATHSIG, nothing of the zygote's fds,
-seccomp + Landlock), arms the audit hook for its whole life and runs one op.
+with its child and wiped from the zygote's memory.  A child isolates itself (its own process
+group, PR_SET_PDEATHSIG, nothing of the zygote's fds, seccomp + Landlock), arms the audit hook
+for its whole life and runs one op.
 
 Its report comes back on a socket only the hook writes (``_hook.py``): every refusal as it
 happens, then the answer, sent by the child's top-level frame, then the end of the channel.
