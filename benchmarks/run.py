@@ -21,6 +21,10 @@ what is measured is our overhead, not a model's.
 - zero-call repairs: over the tests' broken replies and the demo script's recorded ones, the
   share of failed first replies the repair pass fixes with no model call, model calls per
   validated component with and without the pass, and the pass's own time
+- real flows of other authors (``benchmarks/flow_corpus.py``, the half held back while the rules
+  were written): agreement of ``validate_flow`` with lfx's own verdict, full round trips (load ->
+  spec -> the rebuild an edit makes: every node and edge kept, byte-identical), and
+  ``validate_flow``'s time per flow (``LFASSIST_BENCH_NO_CORPUS=1`` skips it)
 - hostile input: the worst case of code extraction and of static validation over a set of
   1 MB adversarial replies, and the time to a clear error from a model server that accepts
   the connection and never answers, at the default settings (``LFASSIST_BENCH_NO_HANG=1`` skips it)
@@ -343,11 +347,11 @@ def timed_each(fn, items) -> list[float]:
 
 def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[float], list[float]]:
     """The probe run of a small flow in the warm sandbox, a cold ``lfx run`` per run, and our real
-    local run (``run_flow``: a fresh isolated process per run, so about a cold ``lfx run``), in ms."""
+    local run (``run_flow_for_real``: a fresh isolated process per run, so about a cold ``lfx run``), in ms."""
     import tempfile
 
     from lfassist_jupyter.flows import build_flow
-    from lfassist_jupyter.flows.local import run_flow
+    from lfassist_jupyter.flows.local import run_flow_for_real
 
     flow = build_flow(UPPER_SPEC).flow
     assert validator.probe_run(flow, "warm up").text == "WARM UP"
@@ -361,7 +365,7 @@ def probe_runs(validator: SandboxValidator, n: int) -> tuple[list[float], list[f
         assert "PROBE" in out.stdout, out.stdout + out.stderr
 
     def real_run() -> None:
-        assert run_flow(flow, "probe").text == "PROBE"
+        assert run_flow_for_real(flow, "probe").text == "PROBE"
 
     return warm, timed(cold_run, 3), timed(real_run, 3)
 
@@ -396,7 +400,7 @@ class Knock(Component):
 
 
 def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], float, float]:
-    """A real run (``run_flow``) of ChatInput -> model (the openai SDK) -> ChatOutput against the fake
+    """A real run (``run_flow_for_real``) of ChatInput -> model (the openai SDK) -> ChatOutput against the fake
     provider, allow-listed, in ms; and for a flow whose node knocks on a local port that is not
     allowed: when the refusal came (s after the run started) and how long the node waited (ms)."""
     import http.server
@@ -405,11 +409,11 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
     from _support.fakellm import FakeLLM, Reply
 
     from lfassist_jupyter.flows import build_flow, default_catalog
-    from lfassist_jupyter.flows.local import run_flow
+    from lfassist_jupyter.flows.local import run_flow_for_real
 
     catalog = default_catalog()
-    catalog.add("ChatModel", validator.component_template(OPENAI_CHAT_MODEL)["template"])
-    catalog.add("Knock", validator.component_template(_BENCH_KNOCK)["template"])
+    catalog.add("ChatModel", validator.component_template(OPENAI_CHAT_MODEL).template)
+    catalog.add("Knock", validator.component_template(_BENCH_KNOCK).template)
     kernel = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     threading.Thread(target=kernel.serve_forever, daemon=True).start()
     with FakeLLM() as llm:
@@ -422,7 +426,7 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
         env = {"OPENAI_API_KEY": "sk-bench-0123456789abcdef"}
 
         def one() -> None:
-            run = run_flow(flow, "ping", env=env, allow_hosts=[llm.url])
+            run = run_flow_for_real(flow, "ping", env=env, allow_hosts=[llm.url])
             assert run.text == "pong", run
 
         runs = timed(one, n)
@@ -431,7 +435,7 @@ def fenced_real_runs(validator: SandboxValidator, n: int) -> tuple[list[float], 
         f"config:\n  K.url: http://127.0.0.1:{kernel.server_port}/\n",
         catalog=catalog,
     ).flow
-    run = run_flow(knock, "x")
+    run = run_flow_for_real(knock, "x")
     kernel.shutdown()
     assert run.text.startswith("HTTPError") and run.refused, run
     return runs, float(run.refused[0].after_s), float(run.text.split()[1])
@@ -558,6 +562,59 @@ def repair_savings(validator: SandboxValidator) -> dict:
     }
 
 
+def real_flows() -> dict | None:
+    """Other authors' exported flows, the half held back while the rules were written
+    (``benchmarks/flow_corpus.py``): agreement of ``validate_flow`` with lfx's own verdict, full
+    round trips (``%assist flow load`` -> spec -> the rebuild an edit makes) and validate_flow's
+    time per flow. ``LFASSIST_BENCH_NO_CORPUS=1`` skips it (several minutes on a busy machine)."""
+    if os.environ.get("LFASSIST_BENCH_NO_CORPUS"):
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import flow_corpus
+
+    found = flow_corpus.measure("held_back")
+    return {k: v for k, v in found.items() if k != "rows"} | {
+        "disagreements": [
+            {"id": r["id"], "lfx": r["lfx"], "ours": r["ours"]} for r in found["rows"] if r["lfx"] != r["ours"]
+        ]
+    }
+
+
+def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
+    if not corpus:
+        return []
+    judged, agree = corpus["judged"], corpus["agree"]
+    broken = sum(v for k, v in corpus["confusion"].items() if k.startswith("broken->"))
+    caught = corpus["confusion"]["broken->broken"]
+    said_broken = sum(v for k, v in corpus["confusion"].items() if k.endswith("->broken"))
+    return [
+        (
+            "real flows (held back): validate_flow agrees with lfx",
+            f"{agree}/{judged}",
+            f"{agree / max(1, judged):.0%}",
+            f"{corpus['flows']} flows of other authors, 3 classes",
+        ),
+        (
+            "real flows (held back): lfx's broken flows validate_flow calls broken",
+            f"{caught}/{broken}",
+            f"{said_broken} called broken in all",
+            "sound / broken / missing package",
+        ),
+        (
+            "real flows (held back): full round trips (load -> spec -> rebuild)",
+            f"{corpus['full_round_trips']}/{corpus['flows']}",
+            f"nodes identical {corpus['nodes_identical']}/{corpus['nodes']}",
+            f"edges kept {corpus['edges_kept']}/{corpus['edges']}",
+        ),
+        (
+            "real flows (held back): validate_flow per flow p50",
+            f"{corpus['validate_ms_p50']:.0f} ms",
+            f"p95 {corpus['validate_ms_p95']:.0f} ms",
+            "node code built in the warm sandbox",
+        ),
+    ]
+
+
 def main() -> None:
     print("measuring... (about a minute; two with the Langflow server)", flush=True)
     load_with, load_without = extension_load()
@@ -589,6 +646,7 @@ def main() -> None:
     syncs, stream_s = widget_coalescing()
     worst_x_ms, worst_x_name, worst_s_ms, worst_s_name = adversarial()
     hang = hung_server_error_s()
+    corpus = real_flows()
 
     p50_floor = pct(floor, 50)
     rows = [
@@ -692,7 +750,7 @@ def main() -> None:
             "3-node flow",
         ),
         (
-            "flow: real local run (run_flow) vs cold `lfx run` p50",
+            "flow: real local run (run_flow_for_real) vs cold `lfx run` p50",
             f"{statistics.median(real_runs):.0f} ms",
             f"{statistics.median(real_runs) / statistics.median(probe_cold):.2f}x the "
             f"{statistics.median(probe_cold):.0f} ms",
@@ -741,6 +799,7 @@ def main() -> None:
     )
     if hang is not None:
         rows.append(("time to a clear error with a hung model server", f"{hang[0]:.1f} s", "defaults", "target < 60 s"))
+    rows += corpus_rows(corpus)
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  {'value':>10}  {'ratio':<26}  note")
     print("-" * (width + 56))
@@ -758,7 +817,8 @@ def main() -> None:
            "real_runs": real_runs, "validate_starters": starters, "fenced_real_runs": fenced,
            "refused_after_s": refused_after_s, "refused_wait_ms": refused_wait_ms,
            "repairs": repairs,
-           "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang}  # fmt: skip
+           "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
+           "real_flows": corpus}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

@@ -25,8 +25,8 @@ logging.getLogger("lfassist_jupyter").addHandler(logging.NullHandler())
 
 _LAZY = {
     "Assistant": "lfassist_jupyter.core.assistant",
-    "ComponentValidator": "lfassist_jupyter.validation.ports",
-    "Validator": "lfassist_jupyter.validation.ports",
+    "ComponentValidator": "lfassist_jupyter.ports",
+    "FlowLibrary": "lfassist_jupyter.ports",
     "AssistResult": "lfassist_jupyter.core.result",
     "ProgressEvent": "lfassist_jupyter.core.events",
     "TokenEvent": "lfassist_jupyter.core.events",
@@ -42,7 +42,7 @@ _LAZY = {
     "avalidate_component": "lfassist_jupyter.sandbox.client",
     "build_flow": "lfassist_jupyter.flows.spec",
     "validate_flow": "lfassist_jupyter.flows.validate",
-    "run_flow": "lfassist_jupyter.flows.local",  # the real run; the probe run is SandboxValidator.probe_run
+    "run_flow_for_real": "lfassist_jupyter.flows.local",  # the probe run is SandboxValidator.probe_run
     "FlowRun": "lfassist_jupyter.sandbox.answers",
     "RealRun": "lfassist_jupyter.sandbox.answers",
     "SandboxValidator": "lfassist_jupyter.sandbox.client",

@@ -45,16 +45,12 @@ class NoProviderError(ConfigError):
 
 
 class ProviderError(LfAssistError):
-    """The model provider failed.  ``friendly`` is what we show a user."""
+    """The model provider failed; the message is what we show a user (it says what to do)."""
 
     def __init__(self, message: str, *, provider: str = "", status_code: int | None = None) -> None:
         super().__init__(message)
         self.provider = provider
         self.status_code = status_code
-
-    @property
-    def friendly(self) -> str:
-        return str(self)
 
 
 class ProviderAuthError(ProviderError):

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lfassist_jupyter.errors import ConfigError, LfAssistError
-from lfassist_jupyter.settings import Settings, bounds, help_text
+from lfassist_jupyter.settings import Settings, check, help_text
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import ComponentRun, FlowRun
@@ -192,10 +192,6 @@ class CheckRunner(Protocol):
     def run_component(self, code: str, input_text: str) -> str: ...
 
     def probe_run(self, flow: dict[str, Any], input_text: str) -> str: ...
-
-
-class CheckError(LfAssistError):
-    """A check could not run (the sandbox failed, the result cannot be run): the case errors."""
 
 
 class SandboxCheckRunner:
@@ -455,9 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         cases = select_cases(args.cases, args.k)
-        low, high = bounds("max_retries")
-        if not low <= args.max_retries <= high:
-            raise ConfigError(f"--max-retries must be between {low} and {high}.")
+        check("max_retries", args.max_retries, source="--max-retries")
         suite = run_suite(
             cases,
             provider=args.provider,

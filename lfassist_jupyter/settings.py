@@ -1,30 +1,36 @@
-"""The assistant's settings, declared once: name, type, default, bounds, help text and environment variable.
+"""Every ``LFASSIST_*`` setting, declared once: name, type, default, bounds, help text and variable.
 
-Every surface reads this one declaration, so they cannot drift:
+Two groups, declared alike:
 
-- ``%config AssistMagics.<name>`` (and ``ipython_config.py``): the magics' traitlets are made
-  from these fields (default, help, bounds), and the magics mirror them into the workspace;
-- the ``Workspace`` (shared by the magics and the chat panel) holds a ``Settings``;
-- ``python -m lfassist_jupyter.eval`` and ``%assist eval`` take their defaults and help from it;
-- the environment: ``LFASSIST_<NAME>`` (e.g. ``LFASSIST_MAX_RETRIES=5``) sets a default,
-  below ``%config``, ``ipython_config.py`` and command-line flags.  ``LFASSIST_PROVIDER``,
-  ``LFASSIST_MODEL`` and ``LFASSIST_INTENT_MODEL`` are preferences the provider registry applies
-  when nothing names a provider or model (see ``_setting``).
+- ``Settings``: what a notebook configures.  ``%config AssistMagics.<name>`` (and
+  ``ipython_config.py``): the magics' traitlets are made from these fields (default, help) and
+  checked by ``check``; the ``Workspace`` (shared by the magics and the chat panel) holds a
+  ``Settings``; ``python -m lfassist_jupyter.eval`` and ``%assist eval`` take their defaults and
+  help from it.  ``LFASSIST_<NAME>`` sets a default, below ``%config``, ``ipython_config.py`` and
+  command-line flags.  ``provider``, ``model`` and ``intent_model`` are *preferences*: the
+  provider registry applies them where it chooses a provider (``env_values`` leaves them there).
+- ``ProcessSettings``: what the process reads from its environment where it takes effect (the
+  sandbox when it starts, a provider when it is made, the session store): no ``%config``, since
+  changing them in a running kernel would change nothing already started.  ``read(name)``.
 
-``Settings`` is a plain dataclass, and pydantic (which parses and bounds-checks the values that
-arrive as text: environment variables) is imported only when such a value is read: ``%load_ext``
-builds the magics' traitlets from this module and must stay fast (pydantic costs it ~150 ms).
+One parser (``parse``: text from the environment, or a Python value), one bounds check (``check``:
+the bounds, finite numbers, the allowed values), one error type: a bad value is one
+``ConfigError`` line naming its source (``LFASSIST_VALIDATOR_TIMEOUT='ten': input should be a
+valid number, ...``), whichever surface read it.  The standard library only: ``%load_ext``
+imports this module to build the magics, and must stay fast.
 
 This module deliberately has no ``from __future__ import annotations``: ``dataclasses.fields``
 then carries real types, which the traitlets and the parser read.
 """
 
 import dataclasses
-import functools
+import math
 import os
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 ENV_PREFIX = "LFASSIST_"
 
@@ -38,7 +44,8 @@ def _setting(
     gt: float | None = None,
     preference: bool = False,
 ) -> Any:
-    """A field of ``Settings`` with its help text and bounds (read by every surface).
+    """A field of ``Settings`` or ``ProcessSettings`` with its help text and bounds (read by every
+    surface).
 
     ``preference``: the environment variable is a preference the provider registry applies when
     a request names nothing (``providers.available_providers``: a preferred provider that is
@@ -59,7 +66,7 @@ class Settings:
     intent_model: str | None = _setting(
         None, "Intent classification model; default: the provider's fast model.", preference=True
     )
-    max_retries: int = _setting(3, "Total validation attempts (0..10); 0 skips validation.", ge=0, le=10)
+    max_retries: int = _setting(3, "Total validation attempts, between 0 and 10; 0 skips validation.", ge=0, le=10)
     insert: bool = _setting(True, "Insert validated code as a new cell below.")
     server_validation: bool = _setting(
         True, "When connected to Langflow, also build each component on the server (catches lfx version skew)."
@@ -75,8 +82,41 @@ class Settings:
         return cls(**values)
 
 
-FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Settings)}
+@dataclass
+class ProcessSettings:
+    """What the process reads from ``LFASSIST_<NAME>`` where it takes effect (``read(name)``)."""
+
+    validator_python: str | None = _setting(
+        None,
+        "Interpreter of the validation sandbox (e.g. your Langflow server's environment, to validate with its "
+        "lfx); default: this kernel's.",
+    )
+    validator_memory_mb: int = _setting(
+        4096, "Memory limit of the validation sandbox in MB (each request's child included).", ge=256
+    )
+    sandbox: Literal["auto", "reduced"] = _setting(
+        "auto",
+        "Isolation of the sandbox: auto (full, with bubblewrap, where it works) or reduced (the in-process "
+        "layers only).",
+    )
+    sandbox_landlock: bool = _setting(
+        True, "Confine each sandboxed request's files with Landlock where the kernel has it."
+    )
+    timeout: float = _setting(
+        45.0, "How many seconds a model server may take to start answering, or stay silent mid-reply.", gt=0
+    )
+    script: str | None = _setting(None, "A JSON file of scripted replies: the offline demo provider.")
+    data_dir: str | None = _setting(
+        None, "Where conversations and panel preferences are kept; default: the per-user data directory."
+    )
+
+
+FIELDS: dict[str, dataclasses.Field] = {
+    f.name: f for group in (Settings, ProcessSettings) for f in dataclasses.fields(group)
+}
 """Each setting's field: ``.type``, ``.default``, ``.metadata['help']`` and its bounds."""
+NOTEBOOK = tuple(f.name for f in dataclasses.fields(Settings))
+"""The settings a notebook configures (``%config AssistMagics.<name>``)."""
 
 
 def env_name(name: str) -> str:
@@ -95,31 +135,65 @@ def bounds(name: str) -> tuple[float | None, float | None]:
     return meta["ge"], meta["le"]
 
 
-@functools.cache
-def _adapter(name: str) -> Any:
-    from typing import Annotated
+# -- the one parser and the one check -------------------------------------------------------------
 
-    from pydantic import Field, TypeAdapter
-
-    meta = FIELDS[name].metadata
-    return TypeAdapter(Annotated[FIELDS[name].type, Field(ge=meta["ge"], le=meta["le"], gt=meta["gt"])])
+_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 
 
-def parse(name: str, value: Any, *, source: str | None = None) -> Any:
-    """A setting's value, from text ("5", "false", "gpt-4.1") or a Python value, checked against its
-    type and bounds; a bad value is one ``ConfigError`` line naming ``source`` (default: the
-    environment variable)."""
-    from pydantic import ValidationError
-
-    from lfassist_jupyter.errors import ConfigError
-
-    try:
-        return _adapter(name).validate_python(value)
-    except ValidationError as exc:
-        problem = exc.errors()[0]["msg"]
-        raise ConfigError(f"{source or env_name(name)}={value!r}: {problem[:1].lower()}{problem[1:]}.") from None
+def _shape(name: str) -> tuple[type, bool, tuple[str, ...]]:
+    """(base type, whether None is allowed, the allowed values of a ``Literal``)."""
+    kind = FIELDS[name].type
+    args = typing.get_args(kind)
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        (base,) = [a for a in args if a is not type(None)]
+        return base, True, ()
+    if typing.get_origin(kind) is Literal:
+        return str, False, tuple(args)
+    return kind, False, ()
 
 
+def _convert(name: str, value: Any) -> Any:
+    """``value`` as the setting's type, or a ``ValueError`` worded for the user."""
+    base, optional, _ = _shape(name)
+    if isinstance(value, str):
+        value = value.strip()
+        if optional and not value:
+            return None
+    if value is None:
+        if optional:
+            return None
+        raise ValueError(f"input should be a valid {_WORDS[base]}")
+    if base is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
+            return value.lower() in _TRUE
+        raise ValueError("input should be a valid boolean, unable to interpret input")
+    if base is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                raise ValueError("input should be a valid integer, unable to parse string as an integer") from None
+        raise ValueError("input should be a valid integer")
+    if base is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                raise ValueError("input should be a valid number, unable to parse string as a number") from None
+        raise ValueError("input should be a valid number")
+    if not isinstance(value, str):
+        raise ValueError("input should be a valid string")
+    return value
+
+
+_WORDS = {bool: "boolean", int: "integer", float: "number", str: "string"}
 _BOUNDS = (
     ("ge", "greater than or equal to", lambda value, bound: value >= bound),
     ("le", "less than or equal to", lambda value, bound: value <= bound),
@@ -127,25 +201,69 @@ _BOUNDS = (
 )
 
 
-def check(name: str, value: Any, *, source: str) -> Any:
-    """``value`` (already of the setting's type: a traitlet checked it) within the setting's bounds,
-    or one ``ConfigError`` line naming ``source``.  No pydantic: ``ipython_config.py`` values are
-    checked at ``%load_ext``, which must stay fast."""
-    from lfassist_jupyter.errors import ConfigError
-
+def _problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` (already of the setting's type) for the setting, or None."""
+    _, _, choices = _shape(name)
+    if choices and value not in choices:
+        return "input should be " + " or ".join(repr(c) for c in choices)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "input should be a finite number"
     meta = FIELDS[name].metadata
     for key, words, within in _BOUNDS:
         if value is not None and meta[key] is not None and not within(value, meta[key]):
-            raise ConfigError(f"{source}={value!r}: input should be {words} {meta[key]}.")
+            return f"input should be {words} {meta[key]:g}"
+    return None
+
+
+def _error(name: str, value: Any, problem: str, source: str | None) -> Exception:
+    from lfassist_jupyter.errors import ConfigError
+
+    shown = value if not isinstance(value, str) else value[:80]
+    return ConfigError(f"{source or env_name(name)}={shown!r}: {problem}. {FIELDS[name].metadata['help']}")
+
+
+def check(name: str, value: Any, *, source: str | None = None) -> Any:
+    """``value`` (already of the setting's type: a traitlet or the parser made it so) within the
+    setting's bounds, finite and one of its allowed values; else one ``ConfigError`` line naming
+    ``source`` (default: the environment variable).  The one bounds check: ``%config``, the
+    environment, the eval CLI's flags and the assistant's arguments all come through here."""
+    problem = _problem(name, value)
+    if problem is not None:
+        raise _error(name, value, problem, source)
     return value
 
 
+def parse(name: str, value: Any, *, source: str | None = None) -> Any:
+    """A setting's value, from text ("5", "false", "gpt-4.1") or a Python value, checked against its
+    type and bounds; a bad value is one ``ConfigError`` line naming ``source`` (default: the
+    environment variable)."""
+    try:
+        converted = _convert(name, value)
+    except ValueError as exc:
+        raise _error(name, value, str(exc), source) from None
+    problem = _problem(name, converted)
+    if problem is not None:
+        raise _error(name, value, problem, source)  # the value as it was given ('11', not 11)
+    return converted
+
+
+def read(name: str, env: Mapping[str, str] | None = None) -> Any:
+    """The setting's value from ``LFASSIST_<NAME>`` in ``env`` (default: this process's
+    environment), parsed and checked; its default when the variable is unset or empty."""
+    env = os.environ if env is None else env
+    raw = env.get(env_name(name), "")
+    if not str(raw).strip():
+        return FIELDS[name].default
+    return parse(name, raw)
+
+
 def env_values(env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The settings the environment sets: those whose variable is set and not empty, except the
-    preferences (provider and models), which the provider registry reads where it chooses."""
+    """The notebook settings the environment sets: those whose variable is set and not empty,
+    except the preferences (provider and models), which the provider registry reads where it
+    chooses."""
     env = os.environ if env is None else env
     return {
-        name: parse(name, env[env_name(name)].strip())
-        for name, field in FIELDS.items()
-        if not field.metadata["preference"] and env.get(env_name(name), "").strip()
+        name: parse(name, env[env_name(name)])
+        for name in NOTEBOOK
+        if not FIELDS[name].metadata["preference"] and env.get(env_name(name), "").strip()
     }

@@ -32,7 +32,7 @@ def test_wheel_contains_the_bundle_and_the_worker(wheel):
         "lfassist_jupyter/static/widget.js",
         "lfassist_jupyter/static/widget.css",
         "lfassist_jupyter/sandbox/worker/_worker.py",
-        "lfassist_jupyter/magics.py",
+        "lfassist_jupyter/ui/magics.py",
     ):
         assert required in names
     assert not [n for n in names if n.startswith(("tests/", "node_modules/", "js/"))]

@@ -59,10 +59,10 @@ from lfassist_jupyter.core.result import (
 from lfassist_jupyter.core.session import Session, SessionStore, Turn, new_session_id
 from lfassist_jupyter.errors import LfAssistError, ProviderError
 from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
+from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox
 from lfassist_jupyter.providers.base import Provider
 from lfassist_jupyter.redaction import redact
 from lfassist_jupyter.validation.chain import ChainValidator
-from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox, adapt_validator
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.flow.pipeline import FlowPipeline
@@ -116,8 +116,7 @@ class Assistant:
         self.intent_model = intent_model
         self.session_id = session_id or new_session_id()
         self._validator_arg = validator
-        adapted = None if isinstance(validator, _Default) else adapt_validator(validator)
-        self._validator: ComponentValidator | None = adapted
+        self._validator: ComponentValidator | None = None if isinstance(validator, _Default) else validator
         if isinstance(session_store, _Default) or session_store is True:
             session_store = SessionStore()
         self.session_store: SessionStore | None = session_store or None
@@ -212,7 +211,7 @@ class Assistant:
             current_flow=last.flow if last else None,
             current_spec=last.content if last else None,
             flows=self._session_flows(),
-            langflow=self.langflow,
+            library=self._flow_library(),
         )
 
     def _session_flows(self) -> list[dict[str, Any]]:
@@ -225,6 +224,14 @@ class Assistant:
                 seen.add(name.lower())
                 out.append(turn.flow)
         return out
+
+    def _flow_library(self) -> FlowLibrary | None:
+        """The connected Langflow's flows and starter templates as a ``FlowLibrary``, or None."""
+        if self.langflow is None:
+            return None
+        from lfassist_jupyter.langflow.library import LangflowLibrary
+
+        return LangflowLibrary(self.langflow)
 
     def _validator_sandbox(self) -> FlowSandbox | None:
         """The sandbox among this assistant's validators: the validator itself when it is one
@@ -305,7 +312,7 @@ class Assistant:
             self._flow_sandbox(),
             flow_name=intent.flow,
             input_text=intent.input,
-            langflow=self.langflow,
+            langflow=self._flow_library(),
         )
 
     def load_flow(self, flow: dict[str, Any] | str | Path) -> dict[str, Any]:
@@ -321,10 +328,9 @@ class Assistant:
 
         data: Any = flow
         if isinstance(flow, Path) or (isinstance(flow, str) and flow.strip().endswith(".json") and "\n" not in flow):
-            try:
-                data = json.loads(Path(flow).expanduser().read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"Could not read the flow file {flow}: {exc}") from exc
+            from lfassist_jupyter.flows.library import read_flow_file
+
+            data = read_flow_file(Path(flow).expanduser())  # a regular file, size-capped, flow-shaped
         elif isinstance(flow, str) and flow.lstrip().startswith("{"):
             try:
                 data = json.loads(flow)
@@ -579,7 +585,7 @@ class Assistant:
             self._save_session()
             log_request_error(request_id, exc)
             record.error_type = type(exc).__name__
-            emit(ErrorEvent(message=exc.friendly))
+            emit(ErrorEvent(message=str(exc)))
             return
         self._record(session, outcome)
         if unsaved := self._save_session():  # saved before "complete", so a failure can be told
@@ -640,7 +646,7 @@ class Assistant:
         )
         model = self.intent_model or provider.fast_model or self.model or provider.default_model
         reply = await provider.complete(system=system, messages=messages, model=model, max_tokens=400, temperature=0)
-        return parse_intent(reply, text)
+        return await asyncio.to_thread(parse_intent, reply, text)  # lenient JSON of any size: off the loop
 
     @staticmethod
     def _log_completed(request_id: str, t0: float, *, validated: bool, attempts: int) -> None:

@@ -8,11 +8,14 @@ outputs, where it is in Langflow) and offers to generate anyway. No generation c
 The user gets a new component with "generate anyway" (or ``%%assist --generate``).
 
 For flows the plan call sees the user's flows and Langflow's starter templates (one line
-each, ``reuse_lines``) and may answer "reuse X"; the flow pipeline then edits X.
+each, ``reuse_lines``) and may answer "reuse X"; the flow pipeline then edits X.  Those names
+come from a shared server as often as from the user: they are one line, cleaned and capped,
+and travel in the user message as quoted data, never in the system prompt.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +24,7 @@ from typing import Any
 from lfassist_jupyter.core.intent import USE_BUILTIN, json_object_in
 from lfassist_jupyter.core.request_log import log
 from lfassist_jupyter.core.result import AnswerOutcome, BuiltinComponent
+from lfassist_jupyter.ports import NAME_CAP, FlowLibrary, one_line
 
 BUILTIN_BUDGET = 8_000
 """What the catalogue may take of the classification prompt (the whole call stays under 16 KB)."""
@@ -108,14 +112,18 @@ def builtin_outcome(component: BuiltinComponent) -> AnswerOutcome:
 # -- flows ---------------------------------------------------------------------------------------
 
 FLOWS_BUDGET = 3_500
-_TEMPLATES: dict[str, Any] = {}
-"""Langflow's starter templates by server URL, read once per kernel."""
 """What the list of the user's flows and templates may take of the plan prompt."""
+_DESCRIPTION_CAP = 80
+_SPEC_DESCRIPTION_CAP = 500
+"""A reused flow's description, which its spec (the write call's user message) carries on one line."""
 
 
 @dataclass
 class FlowCandidate:
-    """A flow the plan call may reuse: the session's, the connected Langflow's, or a starter template."""
+    """A flow the plan call may reuse: the session's, the connected Langflow's, or a starter template.
+
+    ``name`` and ``description`` are one line each (``ports.one_line``): they may come from a
+    shared server, and reach the plan call's user message as quoted data."""
 
     name: str
     description: str
@@ -125,75 +133,62 @@ class FlowCandidate:
     flow_id: str | None = None
     """A Langflow flow listed by its header only: loaded by id when reused."""
 
+    def __post_init__(self) -> None:
+        self.name = one_line(self.name, NAME_CAP)
+        self.description = one_line(self.description, _DESCRIPTION_CAP)
 
-async def gather_flows(session_flows: list[dict[str, Any]] | None, langflow: Any = None) -> list[FlowCandidate]:
+
+async def gather_flows(
+    session_flows: list[dict[str, Any]] | None, library: FlowLibrary | None = None
+) -> list[FlowCandidate]:
     """The flows a request may start from: this conversation's (newest first, one per name),
-    then the connected Langflow's flows and starter templates. A server that cannot be asked
-    only drops its part (the request goes on with what is known)."""
+    then the library's (the connected Langflow's) flows and starter templates. A library that
+    cannot be asked only drops its part (the request goes on with what is known)."""
     out: list[FlowCandidate] = []
     seen: set[str] = set()
 
     def add(candidate: FlowCandidate) -> None:
-        key = candidate.name.strip().lower()
-        if candidate.name.strip() and key not in seen:
+        key = candidate.name.lower()
+        if candidate.name and key not in seen:
             seen.add(key)
             out.append(candidate)
 
     for flow in session_flows or []:
-        add(FlowCandidate(str(flow.get("name") or ""), _line(flow.get("description")), "this conversation", flow))
-    if langflow is not None:
-        from lfassist_jupyter.errors import LfAssistError
-        from lfassist_jupyter.langflow.flows import alist_flows
+        add(FlowCandidate(str(flow.get("name") or ""), flow.get("description"), "this conversation", flow))
+    if library is None:
+        return out
+    from lfassist_jupyter.errors import LfAssistError
 
-        try:
-            for head in await alist_flows(langflow, ours_only=False):
-                add(
-                    FlowCandidate(
-                        str(head.get("name") or ""),
-                        _line(head.get("description")),
-                        "Langflow",
-                        None,
-                        str(head.get("id")),
-                    )
-                )
-        except LfAssistError as exc:
-            log.info("Langflow's flows are not offered for reuse: %s", exc)
-        templates = _TEMPLATES.get(str(getattr(langflow, "url", "")))
-        if templates is None:
-            try:
-                response = await langflow._request("GET", "/api/v1/starter-projects/")
-                templates = response.json() if response.status_code == 200 else []
-                if response.status_code == 200:  # a few MB that change with the server's version only
-                    _TEMPLATES[str(getattr(langflow, "url", ""))] = templates
-            except (LfAssistError, ValueError) as exc:
-                log.info("Langflow's starter templates are not offered for reuse: %s", exc)
-                templates = []
-        for item in templates if isinstance(templates, list) else []:
-            if isinstance(item, dict) and isinstance((item.get("data") or {}).get("nodes"), list):
-                add(
-                    FlowCandidate(
-                        str(item.get("name") or ""), _line(item.get("description")), "Langflow template", item
-                    )
-                )
+    try:
+        for entry in await library.alist_flows():
+            add(FlowCandidate(entry.name, entry.description, library.where, None, entry.id))
+    except LfAssistError as exc:
+        log.info("%s's flows are not offered for reuse: %s", library.where, exc)
+    try:
+        for entry in await library.astarters():
+            add(FlowCandidate(entry.name, entry.description, f"{library.where} template", entry.flow))
+    except LfAssistError as exc:
+        log.info("%s's starter templates are not offered for reuse: %s", library.where, exc)
     return out
 
 
-def _line(text: Any) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= 80 else text[:79].rstrip() + "…"
-
-
 def reuse_lines(candidates: list[FlowCandidate], budget: int = FLOWS_BUDGET) -> str:
-    """One line per flow, within ``budget`` (the newest, closest ones first)."""
+    """One line per flow, within ``budget`` (the newest, closest ones first): the name and what it
+    does as quoted strings (``- "Echo QA" (this conversation): "Answers with a prompt."``), so a
+    name is visibly data however it is worded.  Goes into the plan call's user message."""
     lines: list[str] = []
     size = 0
     for c in candidates:
-        line = f"{c.name} ({c.where}): {c.description or 'no description'}"
+        line = f"- {_quoted(c.name)} ({c.where}): {_quoted(c.description or 'no description')}"
         if size + len(line) + 1 > budget:
             break
         lines.append(line)
         size += len(line) + 1
     return "\n".join(lines)
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
 
 
 def parse_reuse(reply: str) -> tuple[str | None, str, dict[str, str]]:
@@ -216,20 +211,21 @@ def match_candidate(name: str, candidates: list[FlowCandidate]) -> FlowCandidate
     return match_name(name, [(c.name, c) for c in candidates])
 
 
-async def load_candidate(candidate: FlowCandidate, langflow: Any = None) -> dict[str, Any] | None:
-    """The candidate's flow JSON (a Langflow flow listed by header is fetched by id)."""
-    if candidate.flow is not None:
-        return candidate.flow
-    if langflow is None or not candidate.flow_id:
-        return None
-    from lfassist_jupyter.errors import LfAssistError
-    from lfassist_jupyter.langflow.flows import aget_flow
+async def load_candidate(candidate: FlowCandidate, library: FlowLibrary | None = None) -> dict[str, Any] | None:
+    """The candidate's flow JSON (a flow listed by header is fetched by id), named as it was
+    listed: a stored flow's own name and description are cleaned like the listing's."""
+    flow = candidate.flow
+    if flow is None and library is not None and candidate.flow_id:
+        from lfassist_jupyter.errors import LfAssistError
 
-    try:
-        return await aget_flow(langflow, candidate.flow_id)
-    except LfAssistError as exc:
-        log.info("The flow %s could not be loaded for reuse: %s", candidate.name, exc)
+        try:
+            flow = await library.aget_flow(candidate.flow_id)
+        except LfAssistError as exc:
+            log.info("The flow %s could not be loaded for reuse: %s", candidate.name, exc)
+            return None
+    if not isinstance(flow, dict):
         return None
+    return {**flow, "name": candidate.name, "description": one_line(flow.get("description"), _SPEC_DESCRIPTION_CAP)}
 
 
 _CHAT_INPUTS = ("input", "input_value", "text", "message", "question", "query", "chat_input")

@@ -4,12 +4,15 @@ A follow-up ("now make it lowercase too") only works if the generator sees the e
 component, so each session keeps its turns.  Long sessions keep a recent window verbatim
 plus a running summary of what came before (built locally, with no extra model call, so
 memory never costs tokens or latency of its own).  Sessions are JSON files written
-atomically; at most ``MAX_SESSIONS`` are kept.  Every file is checked against a pydantic
-schema when read: one that fails (not JSON, or JSON with wrong types such as
-``"content": 12345`` or ``"updated": "yesterday"``) is set aside as ``<name>.corrupt-<n>``
-with a warning and that session starts fresh, while every other session keeps working --
-never a crash, never a silent overwrite.  When a conversation cannot be saved (a read-only
-data directory, a full disk) ``try_save`` says so once, as a warning the user sees.
+atomically; at most ``MAX_SESSIONS`` are kept.  A file is read only when it is a regular file
+under ``MAX_SESSION_BYTES`` (``datadir.read_regular_file``: a FIFO, a link to ``/dev/zero``
+or a device in the folder is never opened), then checked against a pydantic schema, restore
+points included: one that fails (not JSON, or JSON with wrong types such as
+``"content": 12345``, ``"updated": "yesterday"`` or a restore point's ``"version": "two"``)
+is set aside as ``<name>.corrupt-<n>`` with one warning and that session starts fresh, while
+every other session keeps working -- never a crash, a freeze or a silent overwrite.  When a
+conversation cannot be saved (a read-only data directory, a full disk) ``try_save`` says so
+once, as a warning the user sees.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import logging
 import os
 import re
-import tempfile
+import stat
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -28,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lfassist_jupyter.core.datadir import default_data_dir
+from lfassist_jupyter.core.datadir import default_data_dir, read_regular_file, set_aside, why, write_atomic
 
 log = logging.getLogger("lfassist_jupyter")
 
@@ -182,7 +185,7 @@ class Session:
             summary=model.summary,
             created=model.created if model.created is not None else time.time(),
             updated=model.updated if model.updated is not None else time.time(),
-            restore_points=[p for p in model.restore_points if isinstance(p.get("spec"), str)],
+            restore_points=[p.model_dump() for p in model.restore_points],
             flow_version=model.flow_version,
             flow_versions=model.flow_versions,
         )
@@ -203,6 +206,16 @@ class _TurnFile(BaseModel):
     flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON: data, shown as stored, never rebuilt
 
 
+class _RestorePointFile(BaseModel):
+    """The schema of one restore point (``Session.add`` writes them; ``Session.undo`` reads them)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    version: int = Field(default=1, ge=1)
+    spec: str
+    flow: dict[str, Any] | None = None
+    validated: bool | None = None
+
+
 class _SessionFile(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore")
     id: str
@@ -211,9 +224,9 @@ class _SessionFile(BaseModel):
     summary: str = ""
     created: float | None = None
     updated: float | None = None
-    restore_points: list[dict[str, Any]] = Field(default_factory=list)
-    flow_version: int = 0
-    flow_versions: int = 0
+    restore_points: list[_RestorePointFile] = Field(default_factory=list)
+    flow_version: int = Field(default=0, ge=0)
+    flow_versions: int = Field(default=0, ge=0)
 
 
 _UNREADABLE = (OSError, ValueError, TypeError, KeyError, ValidationError, RecursionError)
@@ -238,32 +251,11 @@ class SessionStore:
         return self.directory / f"{stem}.json"
 
     def _read(self, path: Path) -> Session:
-        if path.stat().st_size > MAX_SESSION_BYTES:
-            raise ValueError(f"larger than {MAX_SESSION_BYTES:,} bytes")
-        return Session.from_json(json.loads(path.read_text(encoding="utf-8")))
+        return Session.from_json(json.loads(read_regular_file(path, MAX_SESSION_BYTES).decode("utf-8")))
 
     def _set_aside(self, path: Path, exc: BaseException) -> None:
         """Rename a file that fails its schema to ``<name>.corrupt-<n>`` (kept for the user to look at)."""
-        aside = path
-        for n in range(1, 1000):
-            candidate = path.with_name(f"{path.name}.corrupt-{n}")
-            if not candidate.exists():
-                try:
-                    path.replace(candidate)
-                    aside = candidate
-                except OSError:
-                    pass
-                break
-        reason = exc.errors()[0]["loc"] if isinstance(exc, ValidationError) and exc.errors() else None
-        detail = f"{type(exc).__name__}" + (f" at {'.'.join(map(str, reason))}" if reason else "")
-        if aside == path:
-            log.warning(
-                "Session file %s could not be read (%s) and could not be set aside; it is ignored.", path, detail
-            )
-        else:
-            log.warning(
-                "Session file %s could not be read (%s); it was set aside as %s.", path.name, detail, aside.name
-            )
+        set_aside(path, "Session file", why(exc))
 
     def load(self, session_id: str) -> Session:
         """The stored session, or a fresh one (a file that fails its schema is set aside)."""
@@ -298,16 +290,7 @@ class SessionStore:
 
     def save(self, session: Session) -> None:
         """Atomic write (temp file + rename), then prune to the newest sessions."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self._path(session.id)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(session.to_json(), fh, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self._path(session.id), json.dumps(session.to_json(), ensure_ascii=False))
         self._prune()
 
     def list(self) -> list[dict[str, Any]]:
@@ -339,12 +322,14 @@ class SessionStore:
             return False
 
     def _prune(self) -> None:
-        def mtime(p: Path) -> float:
+        """Remove all but the newest sessions (regular files only: what is not ours stays)."""
+        stamped = []
+        for p in self.directory.glob("*.json"):
             try:
-                return p.stat().st_mtime
+                st = os.lstat(p)
             except OSError:
-                return 0.0
-
-        files = sorted(self.directory.glob("*.json"), key=mtime, reverse=True)
-        for old in files[self.max_sessions :]:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                stamped.append((st.st_mtime, p))
+        for _, old in sorted(stamped, key=lambda x: x[0], reverse=True)[self.max_sessions :]:
             old.unlink(missing_ok=True)

@@ -13,10 +13,11 @@ Public API::
     build_flow(text, *, catalog=None, repair=True) -> BuildResult     # spec or model reply -> flow JSON
     extract_spec(reply) -> str                                        # the spec inside a model reply
     flow_to_spec(flow) -> str                                         # flow JSON -> spec text
+    edit_flow(original, text, *, catalog=None) -> BuildResult          # an edited spec applied to the flow's JSON
     validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
-    run_flow(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # the real run: keys, fenced net
+    run_flow_for_real(flow, text, *, env=None, allow_hosts=(), timeout=300) -> RealRun  # keys, fenced net
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ __all__ = [
     "RepairResult",
     "build_flow",
     "default_catalog",
+    "edit_flow",
     "extract_spec",
     "flow_to_spec",
     "repair_flow",
-    "run_flow",
+    "run_flow_for_real",
     "validate_flow",
 ]
 
@@ -52,19 +54,15 @@ _LAZY = {
     "build_flow": "spec",
     "extract_spec": "spec",
     "flow_to_spec": "spec",
+    "edit_flow": "spec",
     "validate_flow": "validate",
     "repair_flow": "repair",
-    "run_flow": "local",
+    "run_flow_for_real": "local",
 }
 
 
 def __getattr__(name: str) -> Any:
     """Import the modules on first use, so `import lfassist_jupyter.flows` stays fast."""
-    if name == "FlowError":  # the old name of FlowProblem, which read like an exception
-        import warnings
-
-        warnings.warn("flows.FlowError is now flows.FlowProblem", DeprecationWarning, stacklevel=2)
-        return FlowProblem
     if name in _LAZY:
         import importlib
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.sandbox.worker.flow_kit import resolve as _resolve
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.ports import FlowSandbox
 
 _DESC_MAX = 80
 
@@ -33,7 +36,7 @@ class Catalog:
     which a build sends along.
     """
 
-    def __init__(self, registry: dict[str, dict[str, Any]], *, sandbox: Any = None) -> None:
+    def __init__(self, registry: dict[str, dict[str, Any]], *, sandbox: FlowSandbox | None = None) -> None:
         # A shallow copy: add() must never change the validator's cached catalogue.
         self.registry: dict[str, dict[str, Any]] = dict(registry)
         self.sandbox = sandbox
@@ -202,7 +205,7 @@ def describe_component(key: str, entry: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def default_catalog(sandbox: Any = None) -> Catalog:
+def default_catalog(sandbox: FlowSandbox | None = None) -> Catalog:
     """A fresh catalogue of lfx's bundled components (about 130), ready for `add`.
 
     The templates come from the sandbox (``sandbox``, else the default validator): its zygote

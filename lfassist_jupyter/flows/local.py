@@ -206,7 +206,7 @@ def run_plan(
 ) -> RunPlan:
     """Which variables a real run of ``flow`` wants and which hosts it may reach -- nothing runs.
 
-    ``env`` and ``allow_hosts`` as for ``run_flow``: the plan says which wanted variables are
+    ``env`` and ``allow_hosts`` as for ``run_flow_for_real``: the plan says which wanted variables are
     still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it."""
     from .catalog import default_catalog
     from .validate import _load
@@ -277,7 +277,7 @@ def _plan(
     return plan
 
 
-def run_flow(
+def run_flow_for_real(
     flow: dict[str, Any] | str | Path,
     input_text: str = "",
     *,

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from lfassist_jupyter.errors import ConfigError
 
@@ -32,7 +31,7 @@ class FlowProblem(BaseModel):
     """One thing that stops the flow from running, with where it is and how to fix it.
 
     Data in a ``FlowReport``, not an exception (an error *raised* while reading a spec is
-    ``FlowSpecError``); it was called ``FlowError``, which read like one."""
+    ``FlowSpecError``)."""
 
     code: ErrorCode
     node: str | None = None
@@ -66,7 +65,10 @@ class FlowProblem(BaseModel):
 class Need(BaseModel):
     """Something the user must still provide before a real run; not a wiring error."""
 
-    kind: Literal["model", "secret", "file", "choice", "value"]
+    kind: Literal["model", "secret", "file", "choice", "value", "package", "service"]
+    """``package``: a node needs a package the sandbox's environment lacks (the message has the
+    ``%pip install`` line): the flow is not broken, this environment is short of it. ``service``:
+    a server the flow talks to (a database, a model host) that a run could not reach."""
     node: str
     node_id: str | None = None
     field: str
@@ -76,20 +78,13 @@ class Need(BaseModel):
 class FlowReport(BaseModel):
     """What `validate_flow` found: errors block the flow; needs are for the user to provide."""
 
-    is_valid: bool = Field(validation_alias=AliasChoices("is_valid", "ok"))
-    """No error blocks the flow (the same word as ``ValidationReport.is_valid``; a report
-    stored under its old name ``ok`` still loads)."""
+    is_valid: bool
+    """No error blocks the flow (the same word as ``ValidationReport.is_valid``)."""
     errors: list[FlowProblem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
     node_count: int = 0
     edge_count: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """Deprecated: use ``is_valid``."""
-        warnings.warn("FlowReport.ok is deprecated; use FlowReport.is_valid", DeprecationWarning, stacklevel=2)
-        return self.is_valid
 
     def feedback(self, limit: int = 5) -> str:
         """The top errors as plain lines, for a repair prompt to a model."""

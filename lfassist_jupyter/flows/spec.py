@@ -22,6 +22,7 @@ from typing import Any, get_args
 from lfassist_jupyter.sandbox.worker.flow_kit import spec_scalar
 
 from .catalog import Catalog, default_catalog
+from .merge import components, merge_flow, spec_ids, spec_kinds
 from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
 
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
@@ -242,15 +243,6 @@ def settle_nodes(flow: dict[str, Any] | None, catalog: Catalog) -> list[FlowProb
 # -- flow JSON -> spec text ----------------------------------------------------------------
 
 
-def _spec_ids(nodes: list[dict[str, Any]]) -> dict[str, str]:
-    """Short spec ids (A, B, ... Z, A1 ...) in the order of the flow's nodes."""
-    out = {}
-    for i, node in enumerate(nodes):
-        letter = chr(ord("A") + i % 26)
-        out[node["id"]] = letter if i < 26 else f"{letter}{i // 26}"
-    return out
-
-
 def _format_value(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -273,12 +265,16 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
 
     lfx has no writer (its `flow_to_spec_summary` leaves out values and is not re-parseable),
     so this is a small one; `build_flow(flow_to_spec(f))` rebuilds the same wiring.
-    Secrets (password fields) and code are never written: a spec lands in a notebook cell.
+    Each node is written as the catalogue entry it is (``merge.spec_kinds``: by its module or
+    code); a node no entry expresses (a group, a component this lfx lacks, custom code) is
+    added to ``catalog`` as an entry of its own, so the spec names it and an edit keeps it
+    (``edit_flow``). Secrets (password fields) and code are never written: a spec lands in a
+    notebook cell.
     """
     catalog = catalog or default_catalog()
-    data = flow.get("data", flow)
-    nodes = [n for n in data.get("nodes", []) if n.get("type", "genericNode") == "genericNode"]
-    sids = _spec_ids(nodes)
+    nodes = components(flow)
+    kinds = spec_kinds(flow, catalog)
+    sids = spec_ids(nodes)
     lines = []
     if flow.get("name"):
         lines.append(f"name: {flow['name']}")
@@ -287,27 +283,27 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     lines.append("")
     lines.append("nodes:")
     for node in nodes:
-        kind = node["data"].get("_flow_builder_registry_type") or node["data"].get("type")
-        lines.append(f"  {sids[node['id']]}: {kind}")
+        lines.append(f"  {sids[node['id']]}: {kinds[node['id']]}")
     edges = []
-    for edge in data.get("edges", []):
-        if edge.get("source") not in sids or edge.get("target") not in sids:
+    for edge in (flow.get("data", flow) or {}).get("edges", []):
+        if not isinstance(edge, dict) or edge.get("source") not in sids or edge.get("target") not in sids:
             continue
-        sh = (edge.get("data") or {}).get("sourceHandle", {})
-        th = (edge.get("data") or {}).get("targetHandle", {})
+        sh = (edge.get("data") or {}).get("sourceHandle") or {}
+        th = (edge.get("data") or {}).get("targetHandle") or {}
         port = th.get("fieldName") or th.get("name")
         edges.append(f"  {sids[edge['source']]}.{sh.get('name')} -> {sids[edge['target']]}.{port}")
     if edges:
         lines += ["", "edges:", *edges]
     config = []
     for node in nodes:
-        kind = node["data"].get("type")
-        defaults = (catalog.registry.get(kind) or {}).get("template", {})
-        for name, field in node["data"]["node"].get("template", {}).items():
+        entry = catalog.registry.get(kinds[node["id"]]) or {}
+        defaults = entry.get("template") or {}
+        template = ((node.get("data") or {}).get("node") or {}).get("template") or {}
+        for name, field in template.items():
             if name.startswith("_") or name == "code" or not isinstance(field, dict):
                 continue
-            if field.get("password") or field.get("load_from_db"):
-                continue
+            if field.get("password") or field.get("load_from_db") or (defaults and name not in defaults):
+                continue  # a secret, or a field the entry does not have (the edit keeps it as it is)
             value = field.get("value")
             default = (defaults.get(name) or {}).get("value") if isinstance(defaults.get(name), dict) else None
             if value in (None, "", [], {}) or value == default:
@@ -318,3 +314,23 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     if config:
         lines += ["", "config:", *config]
     return "\n".join(lines).strip("\n") + "\n"
+
+
+def edit_flow(
+    original: dict[str, Any], text: str, *, catalog: Catalog | None = None, repair: bool = True
+) -> BuildResult:
+    """Apply an edited spec (or a model reply holding one) to ``original``, the flow it edits.
+
+    ``original`` was shown as ``flow_to_spec(original)``; the edited spec is built with lfx
+    (``build_flow``) and merged into the original JSON (``merge.merge_flow``): what the edit keeps
+    comes back byte for byte (positions, values, code, groups, components this lfx lacks); only
+    what it names changes. The result's ``flow`` is the merged flow, ``node_ids`` its spec id ->
+    node id. Raises ``FlowSpecError`` like ``build_flow`` when there is no spec at all.
+    """
+    catalog = catalog or default_catalog()
+    old_spec = flow_to_spec(original, catalog=catalog)
+    built = build_flow(text, catalog=catalog, repair=repair)
+    if built.flow is None:
+        return built
+    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids)
+    return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids})

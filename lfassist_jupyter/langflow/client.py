@@ -14,6 +14,10 @@ What the Langflow UI does, through its HTTP API (facts checked against Langflow 
   Posting the same name again makes "Name (1)", so an existing component (found by our
   tag and its name) is updated in place with ``PATCH``: never a silent duplicate.
 
+Every request goes through ``arequest`` (public, so ``langflow/flows.py`` and the flow library
+use the same door): it adds the key, turns transport failures into one ``LangflowError`` line
+and reads at most ``MAX_RESPONSE_BYTES`` of an answer -- what a server sends is untrusted data.
+
 The plain name blocks and its coroutine twin has an ``a`` prefix (``connect``/``aconnect``,
 ``register``/``aregister``): the blocking one runs the coroutine on the package's background
 loop (safe inside a Jupyter kernel).  A fresh ``httpx.AsyncClient`` per call
@@ -26,7 +30,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -50,6 +54,43 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 TAG = "lfassist-jupyter"  # marks the components registered from notebooks
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""The most of one answer the client reads.  Langflow 1.13's largest answer, the starter
+templates, is about 6 MB; a listing past this cap is not read (a 52 MB one used to add
+350-410 MB to the kernel)."""
+
+
+@dataclass(frozen=True)
+class LangflowResponse:
+    """One answer of the server, read whole (up to ``LangflowClient.arequest``'s cap)."""
+
+    status_code: int
+    headers: httpx.Headers = field(repr=False)
+    content: bytes = field(repr=False)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0] or "no content type"
+
+    def json(self) -> Any:
+        """The body as JSON; ``ValueError`` when it is not JSON."""
+        import json
+
+        return json.loads(self.content)
+
+    @property
+    def detail(self) -> Any:
+        """What Langflow says went wrong: its ``detail`` field, else the start of the body."""
+        try:
+            body = self.json()
+        except ValueError:
+            return self.text[:300]
+        return body.get("detail") if isinstance(body, dict) else self.text[:300]
 
 
 @dataclass
@@ -85,18 +126,49 @@ class LangflowClient:
     def connected(self) -> bool:
         return self.version is not None
 
-    # -- HTTP ---------------------------------------------------------------------------
+    # -- HTTP: the one door to the server ---------------------------------------------------
 
-    async def _request(self, method: str, path: str, *, auth: bool = True, **kwargs: Any) -> httpx.Response:
-        headers = dict(kwargs.pop("headers", {}) or {})
+    async def arequest(
+        self,
+        method: str,
+        path: str,
+        *,
+        auth: bool = True,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        max_bytes: int = MAX_RESPONSE_BYTES,
+    ) -> LangflowResponse:
+        """One request to the server, its answer read whole: the URL, the key, the timeout, the
+        transport errors and the size cap are handled here, for every caller.
+
+        Args:
+            method, path: ``"GET"``, ``"/api/v1/flows/"`` (relative to ``url``).
+            auth: send the API key (``x-api-key``); False for the unauthenticated endpoints.
+            params, json, headers: the query, the JSON body and extra headers.
+            timeout: seconds for this request (default: ``timeout``; a run takes longer).
+            max_bytes: the most of the answer that is read (decompressed).  A server is
+                untrusted: a bigger answer is not read past the cap, and is a ``LangflowError``
+                saying so, never hundreds of megabytes in the kernel.
+
+        Returns a ``LangflowResponse`` whatever the status (callers word their own 404);
+        raises ``LangflowConnectionError`` (unreachable, timed out), ``LangflowNotReadyError``
+        (503) or ``LangflowError`` (the answer is over ``max_bytes``).
+        """
+        sent = dict(headers or {})
         if auth and self.api_key:
-            headers["x-api-key"] = self.api_key
+            sent["x-api-key"] = self.api_key
+        limit = self.timeout if timeout is None else timeout
         try:
-            async with httpx.AsyncClient(base_url=self.url, timeout=self.timeout, transport=self.transport) as http:
-                response = await http.request(method, path, headers=headers, **kwargs)
+            async with (
+                httpx.AsyncClient(base_url=self.url, timeout=limit, transport=self.transport) as http,
+                http.stream(method, path, params=params, json=json, headers=sent) as response,
+            ):
+                content = await self._read_capped(response, method, path, max_bytes)
         except httpx.TimeoutException as exc:
             raise LangflowConnectionError(
-                f"Langflow at {self.url} did not answer within {self.timeout:g} s. Is it overloaded or still starting?"
+                f"Langflow at {self.url} did not answer within {limit:g} s. Is it overloaded or still starting?"
             ) from exc
         except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:
             raise LangflowConnectionError(
@@ -105,23 +177,36 @@ class LangflowClient:
             ) from exc
         if response.status_code == 503:
             raise LangflowNotReadyError(f"Langflow at {self.url} is still starting; try again in a few seconds.")
-        return response
+        return LangflowResponse(response.status_code, response.headers, content)
 
-    def _auth_error(self, response: httpx.Response) -> LangflowAuthError:
+    async def _read_capped(self, response: httpx.Response, method: str, path: str, max_bytes: int) -> bytes:
+        """The body, streamed and counted: reading stops at ``max_bytes`` (after decompression,
+        so a small gzip bomb is caught too)."""
+        declared = response.headers.get("content-length", "")
+        too_big = LangflowError(
+            f"Langflow at {self.url} answered {method} {path} with more than {max_bytes / 2**20:g} MB; "
+            "it was not read past that (a Langflow answer is far smaller: is this a Langflow server?)."
+        )
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise too_big
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise too_big
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def auth_error(self, response: LangflowResponse) -> LangflowAuthError:
+        """The one line for a 401/403: which credentials were refused and how to give others."""
         how = "the API key" if self.api_key else "requests without an API key"
         return LangflowAuthError(
             f"Langflow at {self.url} rejected {how} ({response.status_code}). Create a key in Langflow "
             "(Settings > API Keys) and set LANGFLOW_API_KEY, or use `%assist connect URL --ask-key`."
         )
 
-    @staticmethod
-    def _detail(response: httpx.Response) -> Any:
-        try:
-            return response.json().get("detail")
-        except (ValueError, AttributeError):
-            return response.text[:300]
-
-    def _json(self, response: httpx.Response, what: str, kind: type = dict) -> Any:
+    def expect_json(self, response: LangflowResponse, what: str, kind: type | tuple[type, ...] = dict) -> Any:
         """The JSON body of a 200, checked to be a ``kind``: a proxy's HTML page, a list where an
         object belongs or a truncated body is one clear ``LangflowError``, never a traceback."""
         try:
@@ -129,9 +214,8 @@ class LangflowClient:
         except ValueError:
             body = None
         if not isinstance(body, kind):
-            ctype = response.headers.get("content-type", "").split(";")[0] or "no content type"
             raise LangflowError(
-                f"Langflow at {self.url} answered {what} with something unexpected ({ctype}, "
+                f"Langflow at {self.url} answered {what} with something unexpected ({response.content_type}, "
                 f"{response.status_code}). Is this URL a Langflow server (and not a proxy or login page)?"
             )
         return body
@@ -140,51 +224,50 @@ class LangflowClient:
 
     async def aconnect(self) -> LangflowClient:
         """Check health and version, then authenticate (the key, or auto-login + a new key)."""
-        health = await self._request("GET", "/health", auth=False)
+        health = await self.arequest("GET", "/health", auth=False)
         if health.status_code != 200:
             raise LangflowConnectionError(
                 f"{self.url} does not look like a Langflow server (GET /health answered {health.status_code})."
             )
-        version = await self._request("GET", "/api/v1/version", auth=False)
+        version = await self.arequest("GET", "/api/v1/version", auth=False)
         if version.status_code == 200:
-            self.version = str(self._json(version, "the version request").get("version") or "unknown")[:40]
+            self.version = str(self.expect_json(version, "the version request").get("version") or "unknown")[:40]
         else:
             self.version = "unknown"
         try:
             await self._authenticate()
-            check = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
+            check = await self.arequest("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
         except LangflowError:
             self.version = None
             raise
         if check.status_code in (401, 403):
             self.version = None
-            raise self._auth_error(check)
+            raise self.auth_error(check)
         return self
 
     async def _authenticate(self) -> None:
         if self.api_key:
             self.auth = "api_key"
         else:
-            login = await self._request("GET", "/api/v1/auto_login", auth=False)
+            login = await self.arequest("GET", "/api/v1/auto_login", auth=False)
             token = None
             if login.status_code == 200:
-                token = self._json(login, "the auto-login request").get("access_token")
+                token = self.expect_json(login, "the auto-login request").get("access_token")
             if not token:
                 self.version = None
                 raise LangflowAuthError(
                     f"Langflow at {self.url} needs an API key (auto-login is off). Set LANGFLOW_API_KEY or use "
                     "`%assist connect URL --ask-key`."
                 )
-            created = await self._request(
+            created = await self.arequest(
                 "POST",
                 "/api/v1/api_key/",
                 auth=False,
                 json={"name": f"{TAG} {time.strftime('%Y-%m-%d %H:%M')}"},
                 headers={"Authorization": f"Bearer {token}"},
             )
-            key = (
-                self._json(created, "the API key request").get("api_key") if created.status_code in (200, 201) else None
-            )
+            ok = created.status_code in (200, 201)
+            key = self.expect_json(created, "the API key request").get("api_key") if ok else None
             if not isinstance(key, str) or not key:
                 raise LangflowAuthError(
                     f"Auto-login worked but Langflow refused to create an API key ({created.status_code})."
@@ -199,16 +282,16 @@ class LangflowClient:
 
     async def avalidate_code(self, code: str) -> dict[str, Any]:
         """Build ``code`` on the server; returns ``{"data": <node template>, "type": <name>}``."""
-        response = await self._request("POST", "/api/v1/custom_component", json={"code": code})
+        response = await self.arequest("POST", "/api/v1/custom_component", json={"code": code})
         if response.status_code == 200:
-            built = self._json(response, "the build request")
+            built = self.expect_json(response, "the build request")
             if not isinstance(built.get("data"), dict):
                 raise LangflowError(
                     f"Langflow at {self.url} answered the build request without a component template. "
                     "Is this URL a Langflow server?"
                 )
             return built
-        detail = self._detail(response)
+        detail = response.detail
         if response.status_code == 400 and isinstance(detail, dict):
             error = str(detail.get("error") or "the server could not build the component")
             raise LangflowBuildError(
@@ -222,17 +305,17 @@ class LangflowClient:
                 "enable them (LANGFLOW_ALLOW_CUSTOM_COMPONENTS), or paste the code into a component by hand."
             )
         if response.status_code in (401, 403):
-            raise self._auth_error(response)
+            raise self.auth_error(response)
         raise LangflowError(f"Langflow answered {response.status_code} to the build request: {redact(str(detail))}")
 
     async def alist_components(self, *, ours_only: bool = True) -> list[dict[str, Any]]:
         """Saved components (``is_component`` flows); by default only those registered from notebooks."""
-        response = await self._request("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
+        response = await self.arequest("GET", "/api/v1/flows/", params={"components_only": "true", "get_all": "true"})
         if response.status_code in (401, 403):
-            raise self._auth_error(response)
+            raise self.auth_error(response)
         if response.status_code != 200:
             raise LangflowError(f"Langflow answered {response.status_code} when listing components.")
-        flows = self._json(response, "the list of components", (list, dict))
+        flows = self.expect_json(response, "the list of components", (list, dict))
         if isinstance(flows, dict):  # paginated answers
             flows = flows.get("items", [])
         if not isinstance(flows, list):
@@ -243,10 +326,10 @@ class LangflowClient:
 
     async def get_component(self, component_id: str) -> dict[str, Any]:
         component_id = _check_id(component_id)
-        response = await self._request("GET", f"/api/v1/flows/{component_id}")
+        response = await self.arequest("GET", f"/api/v1/flows/{component_id}")
         if response.status_code != 200:
             raise LangflowError(f"Langflow has no component {component_id} ({response.status_code}).")
-        return self._json(response, "the component request")
+        return self.expect_json(response, "the component request")
 
     async def aregister(self, code: str, *, name: str | None = None) -> RegisteredComponent:
         """Save ``code`` as a component in Langflow: created, or updated in place if one of ours
@@ -271,17 +354,17 @@ class LangflowClient:
         existing = [c for c in await self.alist_components() if c.get("name") == name]
         if existing:
             component_id = existing[0]["id"]
-            response = await self._request("PATCH", f"/api/v1/flows/{component_id}", json=body)
+            response = await self.arequest("PATCH", f"/api/v1/flows/{component_id}", json=body)
             created = False
         else:
-            response = await self._request("POST", "/api/v1/flows/", json=body)
+            response = await self.arequest("POST", "/api/v1/flows/", json=body)
             created = True
         if response.status_code in (401, 403):
-            raise self._auth_error(response)
+            raise self.auth_error(response)
         if response.status_code not in (200, 201):
-            detail = redact(str(self._detail(response)))
+            detail = redact(str(response.detail))
             raise LangflowError(f"Langflow refused to save the component ({response.status_code}): {detail}")
-        saved = self._json(response, "the save request")
+        saved = self.expect_json(response, "the save request")
         if saved.get("id") is None:
             raise LangflowError(f"Langflow at {self.url} did not say where it saved the component (no id).")
         return RegisteredComponent(
@@ -290,7 +373,7 @@ class LangflowClient:
 
     async def adelete_component(self, component_id: str) -> None:
         component_id = _check_id(component_id)
-        response = await self._request("DELETE", f"/api/v1/flows/{component_id}")
+        response = await self.arequest("DELETE", f"/api/v1/flows/{component_id}")
         if response.status_code not in (200, 204):
             raise LangflowError(f"Langflow could not delete component {component_id} ({response.status_code}).")
 
@@ -316,7 +399,7 @@ class LangflowClient:
         path = folder / f"{stem}.py"
         path.write_text(code, encoding="utf-8")
         if reload:
-            response = await self._request("POST", f"/api/v1/extensions/{category}/bundles/{category}/reload")
+            response = await self.arequest("POST", f"/api/v1/extensions/{category}/bundles/{category}/reload")
             if response.status_code >= 400:
                 raise LangflowError(
                     f"Wrote {path}, but Langflow did not reload it ({response.status_code}); restart Langflow or "
@@ -334,6 +417,10 @@ class LangflowClient:
 
     def connect(self) -> LangflowClient:
         return _sync(self.aconnect())
+
+    def request(self, method: str, path: str, **kwargs: Any) -> LangflowResponse:
+        """``arequest``, blocking."""
+        return _sync(self.arequest(method, path, **kwargs))
 
     def validate_code(self, code: str) -> dict[str, Any]:
         return _sync(self.avalidate_code(code))

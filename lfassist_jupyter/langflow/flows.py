@@ -15,8 +15,8 @@ What the Langflow UI does, through its HTTP API (checked against Langflow 1.13's
 
 Every failure is a ``LangflowError`` with one clear line (server down, 401/403, 404, 422,
 a body that is not JSON); the API key never appears in one.  The functions take the
-connected ``LangflowClient`` (its ``_request`` handles the URL, the key and the transport
-errors); each coroutine (``aregister_flow``...) has a blocking twin without the ``a``.
+connected ``LangflowClient`` (its public ``arequest`` handles the URL, the key, the transport
+errors and the size cap); each coroutine (``aregister_flow``...) has a blocking twin without the ``a``.
 """
 
 from __future__ import annotations
@@ -30,9 +30,7 @@ from lfassist_jupyter.langflow.client import TAG
 from lfassist_jupyter.redaction import redact
 
 if TYPE_CHECKING:
-    import httpx
-
-    from lfassist_jupyter.langflow.client import LangflowClient
+    from lfassist_jupyter.langflow.client import LangflowClient, LangflowResponse
 
 FLOW_TAG = "lfassist-flow"
 """Second tag on flows registered from notebooks (the first, ``TAG``, is shared with components)."""
@@ -70,7 +68,7 @@ class FlowRunResult:
         return f"Ran in Langflow: {self.text!r}" if self.text is not None else "Ran in Langflow: no chat output."
 
 
-def _json(response: httpx.Response, what: str) -> Any:
+def _json(response: LangflowResponse, what: str) -> Any:
     try:
         return response.json()
     except ValueError as exc:
@@ -81,12 +79,12 @@ def _json(response: httpx.Response, what: str) -> Any:
         ) from exc
 
 
-def _fail(client: LangflowClient, response: httpx.Response, what: str, flow_id: str | None = None) -> LangflowError:
+def _fail(client: LangflowClient, response: LangflowResponse, what: str, flow_id: str | None = None) -> LangflowError:
     """One clear line for an HTTP failure."""
     status = response.status_code
     if status in (401, 403):
-        return client._auth_error(response)
-    detail = redact(str(client._detail(response)))[:300]
+        return client.auth_error(response)
+    detail = redact(str(response.detail))[:300]
     if status == 404:
         return LangflowError(
             f"Langflow has no flow {flow_id} (404): it was deleted or belongs to another user. Register it again."
@@ -123,7 +121,7 @@ def flow_body(flow: dict[str, Any], name: str | None = None) -> dict[str, Any]:
 
 async def alist_flows(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
     """The server's flows (not components); by default only those registered from notebooks."""
-    response = await client._request(
+    response = await client.arequest(
         "GET", "/api/v1/flows/", params={"get_all": "true", "header_flows": "true", "remove_example_flows": "true"}
     )
     if response.status_code != 200:
@@ -148,11 +146,11 @@ async def aregister_flow(client: LangflowClient, flow: dict[str, Any], name: str
     if existing:
         flow_id = str(existing[0]["id"])
         update = {k: body[k] for k in ("name", "description", "data")}
-        response = await client._request("PATCH", f"/api/v1/flows/{flow_id}", json=update)
+        response = await client.arequest("PATCH", f"/api/v1/flows/{flow_id}", json=update)
         created = False
     else:
         flow_id = None
-        response = await client._request("POST", "/api/v1/flows/", json={**body, "tags": [TAG, FLOW_TAG]})
+        response = await client.arequest("POST", "/api/v1/flows/", json={**body, "tags": [TAG, FLOW_TAG]})
         created = True
     if response.status_code not in (200, 201):
         raise _fail(client, response, "the flow", flow_id)
@@ -203,8 +201,8 @@ async def arun_on_server(
 ) -> FlowRunResult:
     """The **run on the server**: Langflow runs a stored flow on ``input_text`` (chat in, chat out),
     with its own variables and network, and this returns what it answered.  Not the probe run
-    (``SandboxValidator.probe_run``) nor the real local run (``lfassist_jupyter.run_flow``)."""
-    response = await client._request(
+    (``SandboxValidator.probe_run``) nor the real local run (``lfassist_jupyter.run_flow_for_real``)."""
+    response = await client.arequest(
         "POST",
         f"/api/v1/run/{flow_id}",
         json={"input_value": str(input_text), "input_type": "chat", "output_type": "chat"},
@@ -213,7 +211,7 @@ async def arun_on_server(
     )
     if response.status_code != 200:
         if response.status_code >= 500 or response.status_code == 400:
-            detail = redact(str(client._detail(response)))[:300]
+            detail = redact(str(response.detail))[:300]
             raise LangflowError(f"The flow failed in Langflow ({response.status_code}): {detail}")
         raise _fail(client, response, "the run request", flow_id)
     return parse_run_response(flow_id, _json(response, "the run"))
@@ -221,17 +219,18 @@ async def arun_on_server(
 
 async def aget_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
     """A stored flow's JSON (name, description, data{nodes, edges}), to load it for edits."""
-    response = await client._request("GET", f"/api/v1/flows/{flow_id}")
+    response = await client.arequest("GET", f"/api/v1/flows/{flow_id}")
     if response.status_code != 200:
         raise _fail(client, response, "the flow request", flow_id)
     flow = _json(response, "the flow")
-    if not isinstance(flow, dict) or not isinstance((flow.get("data") or {}).get("nodes"), list):
+    data = flow.get("data") if isinstance(flow, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise LangflowError(f"Langflow's flow {flow_id} has no nodes.")
     return flow
 
 
 async def adelete_flow(client: LangflowClient, flow_id: str) -> None:
-    response = await client._request("DELETE", f"/api/v1/flows/{flow_id}")
+    response = await client.arequest("DELETE", f"/api/v1/flows/{flow_id}")
     if response.status_code not in (200, 204):
         raise _fail(client, response, "the delete request", flow_id)
 

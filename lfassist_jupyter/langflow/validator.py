@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from lfassist_jupyter.errors import LangflowBuildError, LangflowError
-from lfassist_jupyter.validation.ports import Reference
+from lfassist_jupyter.ports import Reference
 from lfassist_jupyter.validation.report import ValidationReport
 
 if TYPE_CHECKING:

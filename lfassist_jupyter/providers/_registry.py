@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError, NoProviderError
 from lfassist_jupyter.providers.base import ModelInfo, Provider
 
@@ -105,7 +106,7 @@ def _info(name: str, env: Mapping[str, str]) -> ProviderInfo:
         base_url = host.rstrip("/") + "/v1" if host and not host.rstrip("/").endswith("/v1") else host or None
         configured = bool(host)
     else:
-        script = env.get("LFASSIST_SCRIPT") or None
+        script = settings.read("script", env)
         configured = bool(script)
     return ProviderInfo(
         name=name,
@@ -124,7 +125,7 @@ def available_providers(env: Mapping[str, str] | None = None) -> list[ProviderIn
     """Every known provider with its configuration state, in preference order."""
     env = os.environ if env is None else env
     infos = [_info(name, env) for name in PREFERRED_ORDER]
-    preferred = env.get("LFASSIST_PROVIDER")
+    preferred = settings.read("provider", env)
     if preferred:
         infos.sort(key=lambda i: i.name != preferred)
     return infos
@@ -134,9 +135,9 @@ def _model_override(env: Mapping[str, str], info: ProviderInfo) -> tuple[str, st
     """(generation model, intent model): env overrides, else the catalog's pair.  A
     provider without a known fast model (Ollama) classifies with the generation model,
     since that is the model the user is known to have."""
-    model = env.get("LFASSIST_MODEL") or info.default_model
+    model = settings.read("model", env) or info.default_model
     fast = _CATALOG[info.name]["fast_model"]
-    return model, env.get("LFASSIST_INTENT_MODEL") or fast or model
+    return model, settings.read("intent_model", env) or fast or model
 
 
 def check_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -11,16 +11,15 @@ SDK exceptions are translated into our ``ProviderError`` tree at this boundary
 from __future__ import annotations
 
 import asyncio
-import math
-import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError, ProviderHTTPError, ProviderModelNotFoundError, ProviderTimeoutError
 
-DEFAULT_TIMEOUT = 45.0
+DEFAULT_TIMEOUT: float = settings.FIELDS["timeout"].default
 """Seconds a model call may take to *start* answering (connection, SDK retries, first text),
 overridable with ``LFASSIST_TIMEOUT`` or ``timeout=``.  A server that accepts the connection and
 never answers is reported within this time, well inside a minute, instead of 120 s x 3 attempts."""
@@ -32,20 +31,17 @@ MAX_REPLY_CHARS = 1_000_000
 """A component is a few KB; a reply past a megabyte of text is a model that will not stop."""
 
 
-def env_timeout(env: dict[str, str] | None = None) -> float:
+def env_timeout(env: Mapping[str, str] | None = None) -> float:
     """``LFASSIST_TIMEOUT`` (seconds), else ``DEFAULT_TIMEOUT``; a bad value is a ``ConfigError``."""
-    raw = (os.environ if env is None else env).get("LFASSIST_TIMEOUT", "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        return check_timeout(float(raw))
-    except ValueError:
-        raise ConfigError(f"LFASSIST_TIMEOUT must be a number of seconds, not {raw[:40]!r}.") from None
+    return check_timeout(settings.read("timeout", env))
 
 
 def check_timeout(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    """A model timeout (``timeout=`` or ``LFASSIST_TIMEOUT``): checked as the setting is, then
+    capped at ``MAX_CALL_SECONDS``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"The model timeout must be a positive number of seconds, not {value!r}.")
+    settings.check("timeout", float(value), source="timeout")
     return float(min(value, MAX_CALL_SECONDS))
 
 

@@ -158,15 +158,15 @@ def bwrap_command(
     return cmd
 
 
-def probe(python: str) -> tuple[str, str]:
+def probe(python: str, mode: str = "auto") -> tuple[str, str]:
     """``("full", "")`` when bwrap works here, else ``("reduced", reason)``.
 
-    ``LFASSIST_SANDBOX=reduced`` forces the reduced mode (tests, or a platform where the
-    self-test passes but the sandbox misbehaves).  The self-test starts the real
+    ``mode`` "reduced" (``LFASSIST_SANDBOX=reduced``, read by the caller) forces the reduced mode
+    (tests, or a platform where the self-test passes but the sandbox misbehaves).  The self-test starts the real
     interpreter in the real sandbox (~30 ms, once per process and interpreter) and checks
     that it sees a private PID namespace and no network.
     """
-    if os.environ.get("LFASSIST_SANDBOX", "").strip().lower() == "reduced":
+    if mode == "reduced":
         return "reduced", "LFASSIST_SANDBOX=reduced"
     return _self_test(python)
 

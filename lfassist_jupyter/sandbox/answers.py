@@ -2,7 +2,7 @@
 against, and the runs that travel up to the views.
 
 A probe run (``SandboxValidator.probe_run``: models stubbed, no keys, no network) is a
-``FlowRun``; a real run (``lfassist_jupyter.run_flow``: models called with the keys the user
+``FlowRun``; a real run (``lfassist_jupyter.run_flow_for_real``: models called with the keys the user
 allowed) is a ``RealRun``, a ``FlowRun`` that also says where it ran, with which variables and
 which connections the fence refused.  Both travel typed from the sandbox to the views; they become
 JSON only at an edge (the ``complete`` event's wire form, a stored session).  A failed run has one
@@ -43,6 +43,17 @@ class FlowOutput(BaseModel):
     text: str = ""
 
 
+class RunNeed(BaseModel):
+    """What a run stopped at that the user must provide (not a fault of the flow): a file, a key
+    or a service (a server the flow talks to)."""
+
+    kind: Literal["file", "secret", "service"]
+    node: str = Field(max_length=300)
+    node_id: str | None = Field(default=None, max_length=300)
+    field: str | None = Field(default=None, max_length=300)
+    message: str = Field(max_length=2000)
+
+
 class FlowRun(BaseModel):
     """A probe run's answer: the flow's chat output for one input text, and what was stubbed.
 
@@ -55,6 +66,9 @@ class FlowRun(BaseModel):
     stubbed: list[Stubbed] = Field(default_factory=list, max_length=500)
     outputs: list[FlowOutput] = Field(default_factory=list, max_length=100)
     seconds: float | None = None
+    needs: list[RunNeed] = Field(default_factory=list, max_length=100)
+    """Filled in the kernel (``flows.needs.run_needs``) when a failed run stopped at a file, a key or
+    a service the user must provide: the run did not fail for a fault of the flow."""
     reduced_isolation: str | None = Field(default=None, max_length=500)
     """Why the sandbox that ran this probe run had reduced isolation (no OS-level layer), set by
     the kernel (whatever the child said); None under full isolation."""
@@ -86,7 +100,7 @@ class Refused(BaseModel):
 
 
 class RealRun(FlowRun):
-    """A real run's answer (``lfassist_jupyter.run_flow``): a ``FlowRun`` (nothing is stubbed)
+    """A real run's answer (``lfassist_jupyter.run_flow_for_real``): a ``FlowRun`` (nothing is stubbed)
     plus where it ran and what it was given: the names of the variables passed (never their
     values), the allow-list, the connections the fence refused and the isolation."""
 
@@ -112,6 +126,34 @@ class ComponentRun(BaseModel):
 
 
 # -- builds -------------------------------------------------------------------------------
+
+
+class MissingPackage(BaseModel):
+    """A package to install: the module that was missing, its distribution, the line to run."""
+
+    module: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.\- ]+$")
+    distribution: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")
+    fix: str = Field(max_length=200)
+
+
+class ComponentTemplate(BaseModel):
+    """What ``component_template`` answers: the node template lfx built for a component's code
+    (the frontend node a flow's custom node carries), or why it built none."""
+
+    ok: bool
+    template: dict[str, Any] | None = None
+    error: str | None = None
+    missing_methods: list[str] = Field(default_factory=list, max_length=50)
+    """Of the output methods asked about, those the built component does not have."""
+    missing_package: MissingPackage | None = None
+    """Why it built none, when that is a package this environment lacks (not the code)."""
+    stale_import: str | None = Field(default=None, max_length=200)
+    """Why it built none, when that is a module gone from an installed package (code written for
+    another version)."""
+
+    @classmethod
+    def failed(cls, error: str, **why: Any) -> ComponentTemplate:
+        return cls(ok=False, error=str(error), **why)
 
 
 class BuildError(BaseModel):

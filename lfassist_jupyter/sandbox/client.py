@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import threading
 import time
 from typing import Any
 
 from pydantic import ValidationError
 
+from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import redact_text, redact_tree
 from lfassist_jupyter.sandbox import _isolation
@@ -32,17 +32,19 @@ from lfassist_jupyter.sandbox.answers import (
     CATALOG_CAP,
     FLOW_CAP,
     ComponentRun,
+    ComponentTemplate,
     FlowBuild,
     FlowRun,
+    MissingPackage,
     Stubbed,
     check_catalog,
 )
 from lfassist_jupyter.sandbox.worker import policy
 from lfassist_jupyter.sandbox.zygote import (
     STARTUP_TIMEOUT,
+    WorkerDiedError,
+    WorkerTimeoutError,
     ZygoteProcess,
-    _WorkerDied,
-    _WorkerTimeout,
     refused_text,
 )
 from lfassist_jupyter.validation.report import Finding, ValidationReport
@@ -156,7 +158,7 @@ class SandboxValidator(ZygoteProcess):
         network; lfx's own runner runs the rest.  Returns a ``FlowRun`` (its text, the outputs,
         what was stubbed), schema-checked and redacted; never raises: a flow that fails is
         ``ok=False`` with the reason.  (A *real* run, models called with the keys the user
-        allowed, is ``lfassist_jupyter.run_flow``.)
+        allowed, is ``lfassist_jupyter.run_flow_for_real``.)
         """
         from lfassist_jupyter.flows.run import stub_flow
 
@@ -183,32 +185,41 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a flow run; it was discarded."
         return FlowRun.failed(str(failure), stubbed=stubbed)
 
-    def component_template(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+    def component_template(
+        self, code: str, timeout: float | None = None, *, methods: list[str] | None = None
+    ) -> ComponentTemplate:
         """The node template lfx builds for ``code`` (built in a sandboxed child, never here).
 
-        Returns ``{"ok": True, "template": {...}}`` (the frontend node a flow's custom node
-        carries; its ``code`` value is the code we sent, not what came back) or ``{"ok": False,
-        "error": ...}``; redacted, never raises.
+        Returns a ``ComponentTemplate``: ``ok`` with ``template`` (the frontend node a flow's
+        custom node carries; its ``code`` value is the code we sent, not what came back) and
+        ``missing_methods`` (those of ``methods`` the component lacks), or ``ok`` False with
+        ``error``, and ``missing_package`` or ``stale_import`` when the environment, not the code,
+        is why; redacted, shape-checked, never raises.
         """
         timeout = self.timeout if timeout is None else timeout
-        answer, failure = self._call({"op": "component_template", "code": code, "timeout": timeout}, timeout)
+        request: dict[str, Any] = {"op": "component_template", "code": code, "timeout": timeout}
+        if methods:
+            request["methods"] = [str(m)[:200] for m in methods[:50]]
+        answer, failure = self._call(request, timeout)
         if failure == "fatal":
-            return {"ok": False, "error": self._unavailable_report().error}
+            return ComponentTemplate.failed(str(self._unavailable_report().error))
         if answer is not None and answer.get("sandbox_refused"):
-            return {
-                "ok": False,
-                "error": f"building it, the code did {refused_text(answer['sandbox_refused'][0])}, "
-                "which the validation sandbox refuses.",
-            }
+            return ComponentTemplate.failed(
+                f"building it, the code did {refused_text(answer['sandbox_refused'][0])}, "
+                "which the validation sandbox refuses."
+            )
         if answer is not None:
             template = answer.get("template")
             if answer.get("ok") and isinstance(template, dict) and isinstance(template.get("template"), dict):
                 template = redact_tree(template)
                 if isinstance(template["template"].get("code"), dict):
                     template["template"]["code"]["value"] = code
-                return {"ok": True, "template": template}
+                asked = set(request.get("methods") or [])
+                missing = [m for m in answer.get("missing_methods") or [] if isinstance(m, str) and m in asked]
+                return ComponentTemplate(ok=True, template=template, missing_methods=missing)
             failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
-        return {"ok": False, "error": failure}
+            return ComponentTemplate.failed(failure, **_environment_cause(answer))
+        return ComponentTemplate.failed(str(failure))
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
         """lfx's bundled components (``{type: node template}``), for flows; never computed here.
@@ -292,7 +303,7 @@ class SandboxValidator(ZygoteProcess):
         with self._lock:
             try:
                 self._wait_ready()
-            except (_WorkerDied, _WorkerTimeout):
+            except (WorkerDiedError, WorkerTimeoutError):
                 return None
             return self._reference
 
@@ -303,7 +314,7 @@ class SandboxValidator(ZygoteProcess):
         """State for ``%assist status``: interpreter, lfx version, pid, restarts, isolation."""
         ready = self._ready or {}
         if self.isolation is None:
-            self.isolation, self.isolation_reason = _isolation.probe(self.python)
+            self.isolation, self.isolation_reason = _isolation.probe(self.python, self.sandbox_mode)
         return {
             "state": self.state,
             "python": self.python,
@@ -377,14 +388,30 @@ _default: SandboxValidator | None = None
 _default_lock = threading.Lock()
 
 
+def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
+    """The child's word on a failed build's cause, kept only in its expected shape."""
+    package = answer.get("missing_package")
+    if isinstance(package, dict):
+        dist = package.get("distribution")
+        try:
+            return {"missing_package": MissingPackage(module=package.get("module"), distribution=dist,
+                                                      fix=f"%pip install {dist}")}  # fmt: skip
+        except ValidationError:
+            return {}
+    stale = answer.get("stale_import")
+    if isinstance(stale, str) and len(stale) <= 200 and all(c.isalnum() or c in "._" for c in stale):
+        return {"stale_import": stale}
+    return {}
+
+
 def default_validator() -> SandboxValidator:
-    """The process-wide validator (configured by ``LFASSIST_VALIDATOR_*`` variables)."""
+    """The process-wide validator (configured by the ``LFASSIST_VALIDATOR_*`` and
+    ``LFASSIST_SANDBOX*`` settings; a bad value is one ``ConfigError`` line naming it)."""
     global _default
     with _default_lock:
         if _default is None:
             _default = SandboxValidator(
-                timeout=float(os.environ.get("LFASSIST_VALIDATOR_TIMEOUT", "10")),
-                memory_mb=int(os.environ.get("LFASSIST_VALIDATOR_MEMORY_MB", "4096")),
+                timeout=settings.read("validator_timeout"), memory_mb=settings.read("validator_memory_mb")
             )
         return _default
 

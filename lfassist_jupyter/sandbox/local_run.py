@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import redact_text
 from lfassist_jupyter.sandbox import _isolation
@@ -36,12 +37,12 @@ MAX_ANSWER_BYTES = 1_000_000
 def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> RealRun:
     """Run the prepared ``flow`` in a process of its own with only ``plan``'s variables and hosts.
 
-    The caller (``flows.local.run_flow``) has loaded, validated and planned the flow; this is the
+    The caller (``flows.local.run_flow_for_real``) has loaded, validated and planned the flow; this is the
     part that starts a process, which is why it lives in the sandbox package.
     """
     variables = plan.allowed
-    python = os.environ.get("LFASSIST_VALIDATOR_PYTHON") or sys.executable
-    mode, reason = _isolation.probe(python)
+    python = settings.read("validator_python") or sys.executable
+    mode, reason = _isolation.probe(python, settings.read("sandbox"))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lfassist-run-") as tmp:
         os.makedirs(os.path.join(tmp, "home"), exist_ok=True)

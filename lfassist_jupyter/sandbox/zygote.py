@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lfassist_jupyter import settings
 from lfassist_jupyter.redaction import is_secret_name, redact_text, redact_tree
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.answers import Reference
@@ -82,12 +83,12 @@ def _signal_name(returncode: int | None) -> str:
     return f"exit code {returncode}"
 
 
-class _WorkerDied(Exception):
-    pass
+class WorkerDiedError(Exception):
+    """The zygote exited (or never started); ``SandboxValidator`` restarts it or reports why."""
 
 
-class _WorkerTimeout(Exception):
-    pass
+class WorkerTimeoutError(Exception):
+    """The zygote did not answer in time; it is restarted."""
 
 
 class ZygoteProcess:
@@ -96,13 +97,16 @@ class ZygoteProcess:
 
     Args:
         python: the interpreter to run the worker with (default: ``LFASSIST_VALIDATOR_PYTHON``,
-            else this one).
+            else this one).  ``LFASSIST_SANDBOX`` and ``LFASSIST_SANDBOX_LANDLOCK`` are read here
+            too, once: a bad value is a ``ConfigError`` now, not a surprise at the first request.
         memory_mb: address-space limit of the worker (and so of each child).
         scratch_mb: the size of the sandbox's private /tmp (default: an eighth of ``memory_mb``).
     """
 
     def __init__(self, python: str | None = None, *, memory_mb: int = 4096, scratch_mb: int | None = None) -> None:
-        self.python = python or os.environ.get("LFASSIST_VALIDATOR_PYTHON") or sys.executable
+        self.python = python or settings.read("validator_python") or sys.executable
+        self.sandbox_mode: str = settings.read("sandbox")
+        self.landlock: bool = settings.read("sandbox_landlock")
         self.memory_mb = memory_mb
         self.scratch_mb = int(scratch_mb) if scratch_mb else max(16, memory_mb // 8)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -145,11 +149,11 @@ class ZygoteProcess:
 
     def _spawn(self) -> None:
         self._cleanup_dir()
-        mode, reason = _isolation.probe(self.python)
+        mode, reason = _isolation.probe(self.python, self.sandbox_mode)
         self.isolation, self.isolation_reason = mode, reason
         ops = [str(p) for p in OP_MODULES if p.exists()]
         config: dict[str, Any] = {"memory_mb": self.memory_mb, "op_modules": ops}
-        if os.environ.get("LFASSIST_SANDBOX_LANDLOCK", "").strip().lower() in ("0", "off"):
+        if not self.landlock:
             config["landlock"] = False  # what a kernel without Landlock gets (the tests of that path)
         argv = ["-I", "-u", str(WORKER_SCRIPT)]
         if mode == "full":
@@ -234,10 +238,10 @@ class ZygoteProcess:
         fd = proc.stdout.fileno()
         while b"\n" not in self._buf:
             if len(self._buf) > LINE_CAP:
-                raise _WorkerDied("an oversized answer")
+                raise WorkerDiedError("an oversized answer")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise _WorkerTimeout
+                raise WorkerTimeoutError
             readable, _, _ = select.select([fd], [], [], remaining)
             if not readable:
                 continue
@@ -245,15 +249,15 @@ class ZygoteProcess:
             if not chunk:
                 with contextlib.suppress(Exception):
                     proc.wait(timeout=2)
-                raise _WorkerDied(_signal_name(proc.poll()))
+                raise WorkerDiedError(_signal_name(proc.poll()))
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
         try:
             msg = json.loads(line)
         except ValueError as exc:
-            raise _WorkerDied("a malformed answer") from exc
+            raise WorkerDiedError("a malformed answer") from exc
         if not isinstance(msg, dict):
-            raise _WorkerDied("a malformed answer")
+            raise WorkerDiedError("a malformed answer")
         return msg
 
     def _wait_ready(self) -> None:
@@ -265,10 +269,10 @@ class ZygoteProcess:
         if msg.get("op") == "fatal":
             self._fatal = redact_text(str(msg.get("error", "unknown error"))[:2000])
             self._kill()
-            raise _WorkerDied("fatal")
+            raise WorkerDiedError("fatal")
         if msg.get("op") != "ready":
             self._kill()
-            raise _WorkerDied("an unexpected first message")
+            raise WorkerDiedError("an unexpected first message")
         try:
             ref = msg.get("reference")
             self._reference = redact_tree(Reference.model_validate(ref).model_dump()) if ref else None
@@ -291,7 +295,7 @@ class ZygoteProcess:
                 self._proc.stdin.write(json.dumps(header).encode() + b"\n" + body)
                 self._proc.stdin.flush()
             except (BrokenPipeError, OSError) as exc:
-                raise _WorkerDied(_signal_name(self._proc.poll())) from exc
+                raise WorkerDiedError(_signal_name(self._proc.poll())) from exc
             # The zygote kills the child at ``timeout`` + 1 s and cleans up; beyond that it is stuck.
             deadline = time.monotonic() + timeout + 10
             while True:
@@ -332,10 +336,10 @@ class ZygoteProcess:
         """``_call`` with the zygote's list of refusals apart: (answer, failure, refused)."""
         try:
             verdict = self._request(payload, timeout)
-        except _WorkerTimeout:
+        except WorkerTimeoutError:
             self.restart()
             return None, f"The validation sandbox did not answer within {timeout:g} s; it was restarted.", []
-        except _WorkerDied as exc:
+        except WorkerDiedError as exc:
             if self._fatal:
                 return None, "fatal", []
             self.restart()

@@ -142,7 +142,7 @@ def local_run(
     ``env_names`` (from the kernel's environment) and the network of ``allow_hosts`` plus its
     providers'.  What it wants and reaches is printed first; a wanted variable the user did not
     name stops it, with the ``--env`` to add."""
-    from lfassist_jupyter.flows.local import run_flow, run_plan
+    from lfassist_jupyter.flows.local import run_flow_for_real, run_plan
 
     view.run_input = text
     if view.flow is None or not view.ok:
@@ -167,7 +167,7 @@ def local_run(
         return
     print(f"Running the flow for real (its models are called; {plan.summary()})...", flush=True)
     try:
-        view.run = run_flow(view.flow, text, env=names, allow_hosts=allow_hosts or [])
+        view.run = run_flow_for_real(view.flow, text, env=names, allow_hosts=allow_hosts or [])
     except ConfigError as exc:
         view.notes.append((str(exc), False))
 

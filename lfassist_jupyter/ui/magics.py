@@ -24,8 +24,7 @@ from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Float, Int, TraitError, TraitType, Unicode, observe, validate
 
-from lfassist_jupyter.settings import FIELDS as SETTINGS
-from lfassist_jupyter.settings import help_text
+from lfassist_jupyter.settings import FIELDS, NOTEBOOK, help_text
 from lfassist_jupyter.ui.render.progress import LiveProgress
 from lfassist_jupyter.ui.render.text import Lines
 from lfassist_jupyter.ui.workspace import current_workspace, reset_workspace
@@ -93,7 +92,7 @@ environment before %load_ext (LFASSIST_MAX_RETRIES=5). %config, then the environ
 def _trait(name: str) -> TraitType:
     """The ``%config`` traitlet of the setting ``name``: its type, default and help come from
     ``lfassist_jupyter.settings`` (bounds are checked by ``AssistMagics._check_setting``)."""
-    field = SETTINGS[name]
+    field = FIELDS[name]
     kinds: dict[Any, type[TraitType]] = {bool: Bool, int: Int, float: Float}
     kind = kinds.get(field.type, Unicode)
     return kind(field.default, allow_none=field.default is None, help=help_text(name)).tag(config=True)
@@ -161,7 +160,7 @@ class AssistMagics(Magics):
             if name not in configured and name not in given:
                 setattr(self, name, value)
 
-    @validate(*SETTINGS)
+    @validate(*NOTEBOOK)
     def _check_setting(self, proposal: Any) -> Any:
         """``%config AssistMagics.<name> = value`` is checked against the setting's bounds."""
         from lfassist_jupyter.errors import ConfigError
@@ -173,14 +172,14 @@ class AssistMagics(Magics):
         except ConfigError as exc:
             raise TraitError(str(exc)) from None
 
-    @observe(*SETTINGS)
+    @observe(*NOTEBOOK)
     def _on_config_change(self, _change: Any) -> None:
         self._push_config()
 
     def _push_config(self) -> None:
         """The traitlets are the settings' Jupyter face; the workspace holds them for both views."""
         cfg = self.workspace.config
-        for name in SETTINGS:
+        for name in NOTEBOOK:
             setattr(cfg, name, getattr(self, name))
 
     @property

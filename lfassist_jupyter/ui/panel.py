@@ -29,7 +29,7 @@ Langflow key stays inside the ``LangflowClient``.
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lfassist_jupyter.ui.messages import (
     PanelMessage,
@@ -60,6 +61,15 @@ if TYPE_CHECKING:
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 FLUSH_INTERVAL = 0.05  # seconds between streaming_text syncs (20 Hz)
+MAX_PREFS_BYTES = 64_000
+"""``panel.json`` holds one model name: a file past this is not ours and is set aside unread."""
+
+
+class _PanelPrefs(BaseModel):
+    """The schema of ``panel.json`` (strict: anything else is set aside, and the panel opens)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    selected_model: str = ""
 
 
 class ChatPanel(anywidget.AnyWidget):
@@ -122,7 +132,7 @@ class ChatPanel(anywidget.AnyWidget):
         self.langflow_connected = workspace.connected
         choices, default = workspace.model_choices()
         self.models = [c._asdict() for c in choices]
-        saved = self._prefs().get("selected_model")
+        saved = self._prefs().selected_model
         cfg = workspace.config
         if provider or model:
             self._use_model(self._choice(provider, model))
@@ -144,18 +154,25 @@ class ChatPanel(anywidget.AnyWidget):
     def _prefs_path(self) -> Path:
         return self.workspace.data_dir / "panel.json"
 
-    def _prefs(self) -> dict[str, Any]:
+    def _prefs(self) -> _PanelPrefs:
+        """The saved preferences; a file that is not a small regular file holding them (a FIFO, a
+        link to a device, ``[]``, a number for the model) is set aside with one warning."""
+        from lfassist_jupyter.core.datadir import read_regular_file, set_aside, why
+
+        path = self._prefs_path()
         try:
-            return json.loads(self._prefs_path().read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
+            return _PanelPrefs.model_validate_json(read_regular_file(path, MAX_PREFS_BYTES))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, ValidationError) as exc:  # a ValidationError is a ValueError too
+            set_aside(path, "Panel preferences", why(exc))
+        return _PanelPrefs()
 
     def _save_prefs(self) -> None:
-        try:
-            self._prefs_path().parent.mkdir(parents=True, exist_ok=True)
-            self._prefs_path().write_text(json.dumps({"selected_model": self.selected_model}), encoding="utf-8")
-        except OSError:
-            pass
+        from lfassist_jupyter.core.datadir import write_atomic
+
+        with contextlib.suppress(OSError):  # a read-only data folder: the choice lasts this panel's life
+            write_atomic(self._prefs_path(), _PanelPrefs(selected_model=self.selected_model).model_dump_json())
 
     def _choice(self, provider: str | None, model: str | None) -> str:
         """ "provider:model" for an explicit provider and/or model, filled from the configuration."""

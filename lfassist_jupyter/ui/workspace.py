@@ -28,16 +28,11 @@ if TYPE_CHECKING:
     from lfassist_jupyter.core.session import SessionStore
     from lfassist_jupyter.langflow.client import LangflowClient, RegisteredComponent
     from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
+    from lfassist_jupyter.ports import ComponentValidator
     from lfassist_jupyter.sandbox.answers import FlowRun
     from lfassist_jupyter.ui.messages import PanelMessage
-    from lfassist_jupyter.validation.ports import ComponentValidator
 
 _MAX_ASSISTANTS = 8  # a few conversations (the magic's, the panel's) stay warm; memory is on disk anyway
-
-
-AssistConfig = Settings
-"""The settings both views use (``%config AssistMagics.<name>`` and ``LFASSIST_<NAME>`` set them);
-the old name of ``lfassist_jupyter.settings.Settings``."""
 
 
 class ModelChoice(NamedTuple):
@@ -265,7 +260,9 @@ class Workspace:
             from lfassist_jupyter.sandbox.answers import FlowRun  # pydantic: not at %load_ext
 
             return FlowRun.failed("This validator cannot run flows.")
-        return runner(flow, input_text)
+        from lfassist_jupyter.flows.needs import explain_run
+
+        return explain_run(flow, runner(flow, input_text))  # a file, key or service to provide, not "failed"
 
     def save_flow(self, flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
         """Write ``flow`` as a JSON file Langflow's UI imports (name, description, data{nodes, edges}).

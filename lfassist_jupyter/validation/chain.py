@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox, Reference, adapt_validator
+from lfassist_jupyter.ports import ComponentValidator, FlowSandbox, Reference
 from lfassist_jupyter.validation.report import ValidationReport
 
 
@@ -21,7 +21,7 @@ class ChainValidator:
     validates components but runs no probe), else None."""
 
     def __init__(self, *validators: ComponentValidator | None, flow_sandbox: FlowSandbox | None = None) -> None:
-        self.validators: list[ComponentValidator] = [adapt_validator(v) for v in validators if v is not None]
+        self.validators: list[ComponentValidator] = [v for v in validators if v is not None]
         if not self.validators:
             raise ValueError("ChainValidator needs at least one validator")
         if flow_sandbox is None:

@@ -68,25 +68,6 @@ async def test_the_terminal_event_carries_the_outcome_and_cost_off_the_wire(llm,
     assert set(error.model_dump()) == {"event", "message"}
 
 
-async def test_a_validator_written_with_the_old_async_validate_still_validates_with_a_warning(
-    llm, make_assistant, sandbox
-):
-    """The rule is "plain name blocks, ``a`` prefix is the coroutine"; a validator of one's own
-    written before it (``async def validate``) keeps working for one release, and says so."""
-    seen = []
-
-    class OldStyle:
-        async def validate(self, code):
-            seen.append(code)
-            return await sandbox.avalidate(code)
-
-    llm.queue(intent("generate_component"), fenced(GOOD))
-    with pytest.warns(DeprecationWarning, match="avalidate"):
-        assistant = make_assistant("openai", validator=OldStyle())
-    final = (await collect(assistant, "uppercase component"))[-1].model_dump()
-    assert final["data"]["validated"] is True and seen == [GOOD]
-
-
 async def test_intent_uses_fast_model_and_generation_uses_main_model(llm, make_assistant):
     llm.queue(intent("generate_component"), fenced(GOOD))
     await collect(make_assistant("openai"), "uppercase component")

@@ -385,9 +385,9 @@ def test_sandbox_probe_run_is_time_capped(sandbox):
 
     slow = GOOD.replace("return Message(text=", "import time\n        time.sleep(60)\n        return Message(text=")
     made = sandbox.component_template(slow)
-    assert made["ok"], made
+    assert made.ok, made
     catalog = default_catalog()
-    catalog.add("SlowComponent", made["template"])
+    catalog.add("SlowComponent", made.template)
     spec = "nodes:\n  A: ChatInput\n  U: SlowComponent\n  C: ChatOutput\nedges:\n  A.message -> U.input_text\n"
     flow = build_flow(spec + "  U.output -> C.input_value\n", catalog=catalog).flow
     run = sandbox.probe_run(flow, "x", timeout=2)

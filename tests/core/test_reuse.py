@@ -16,16 +16,6 @@ from lfassist_jupyter.flows import build_flow
 from lfassist_jupyter.langflow import LangflowClient
 
 
-@pytest.fixture(autouse=True)
-def fresh_templates():
-    """Each fake server's starter templates are its own (the real cache is per URL, per kernel)."""
-    from lfassist_jupyter.core import reuse
-
-    reuse._TEMPLATES.clear()
-    yield
-    reuse._TEMPLATES.clear()
-
-
 def builtin_intent(name: str, translation: str = "a component that splits text into chunks") -> str:
     return json.dumps({"translation": translation, "intent": "generate_component", "builtin": name})
 
@@ -107,7 +97,7 @@ async def test_a_flow_of_the_session_is_reused_with_the_requests_value(llm, make
     result = await assistant.arun("the prompt flow again, with the template 'Reply to: {question}'")
 
     assert len(llm.requests) - calls == 2  # classification and plan; nothing to write: no write call
-    assert "Echo QA (this conversation)" in llm.requests[calls + 1].text
+    assert '"Echo QA" (this conversation)' in llm.requests[calls + 1].text
     assert result.ok, result.error
     assert node_types(result.flow) == node_types(echo.flow) and result.flow["name"] == "Echo QA"
     assert "B.template: Reply to: {question}" in result.spec
@@ -155,8 +145,8 @@ async def test_a_langflow_template_is_loaded_and_edited(llm, make_assistant):
 
     assert len(llm.requests) == 3  # classification, plan, write: at most 3
     plan_prompt, write_prompt = llm.requests[1].text, llm.requests[2].text
-    assert "Basic Prompting (Langflow template): Answers with a prompt template." in plan_prompt
-    assert "Shouter (Langflow)" in plan_prompt and len(plan_prompt) < 16_000 and len(write_prompt) < 16_000
+    assert '"Basic Prompting" (Langflow template): "Answers with a prompt template."' in plan_prompt
+    assert '"Shouter" (Langflow)' in plan_prompt and len(plan_prompt) < 16_000 and len(write_prompt) < 16_000
     assert "Answer this: {question}" in write_prompt  # the write call edits the template's spec
     assert "B: Prompt Template" in write_prompt and "tools_metadata" not in write_prompt
     assert result.ok, result.error
@@ -211,9 +201,10 @@ def langflow_server(tmp_path_factory):
 async def test_the_real_servers_starter_templates_are_offered_and_reusable(langflow_server, sandbox):
     from lfassist_jupyter.core.reuse import gather_flows, normalise_flow, reuse_lines
     from lfassist_jupyter.flows import default_catalog, flow_to_spec
+    from lfassist_jupyter.langflow.library import LangflowLibrary
 
     client = await LangflowClient(url=langflow_server.url).aconnect()
-    candidates = await gather_flows([], client)
+    candidates = await gather_flows([], LangflowLibrary(client))
     templates = [c for c in candidates if c.where == "Langflow template"]
     assert len(templates) >= 3 and "Basic Prompting" in {c.name for c in templates}
     assert len(reuse_lines(candidates)) <= 3_500

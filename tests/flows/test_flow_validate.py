@@ -53,7 +53,7 @@ def test_validate_accepts_spec_text_and_a_file(tmp_path):
 
 def test_bad_inputs_give_clear_errors_not_tracebacks(tmp_path):
     missing = validate_flow(tmp_path / "nope.json")
-    assert not missing.ok and "Cannot read" in missing.errors[0].message
+    assert not missing.is_valid and "Cannot read" in missing.errors[0].message
     garbage = tmp_path / "bad.json"
     garbage.write_text("{not json")
     assert "not JSON" in validate_flow(garbage).errors[0].message
@@ -322,14 +322,8 @@ def test_a_starter_flow_with_one_nodes_code_broken_is_rejected_as_lfx_run_fails(
             assert "Invalid Python code" in out.stdout + out.stderr, name
 
 
-def test_flow_report_says_is_valid_like_a_component_report_and_ok_still_answers():
-    """`FlowReport.is_valid` is the word `ValidationReport` uses; `.ok` is a deprecated alias, and a
-    report stored under the old name still loads."""
-    from lfassist_jupyter.flows import FlowReport
-
+def test_flow_report_says_is_valid_like_a_component_report():
+    """`FlowReport.is_valid` is the word `ValidationReport` uses."""
     good, bad = validate_flow(LLM_SPEC), validate_flow(LLM_SPEC.replace("-> C.input_value", "-> C.nothing"))
     assert good.is_valid and not bad.is_valid
-    with pytest.warns(DeprecationWarning, match="is_valid"):
-        assert good.ok is True and bad.ok is False
-    stored = {**bad.model_dump(exclude={"is_valid"}), "ok": False}
-    assert FlowReport.model_validate(stored) == bad and "is_valid" in good.model_dump()
+    assert "is_valid" in good.model_dump() and "ok" not in good.model_dump()

@@ -1,4 +1,4 @@
-"""A real run of a flow, the user's explicit choice: ``lfassist_jupyter.run_flow(flow, text)`` and
+"""A real run of a flow, the user's explicit choice: ``lfassist_jupyter.run_flow_for_real(flow, text)`` and
 ``%%assist_flow --run-local TEXT``.
 
 Unlike the probe run it reaches the network and gets keys -- only the keys the user allowed, and
@@ -101,8 +101,8 @@ def server():
 
 def _catalog(sandbox):
     catalog = default_catalog()
-    catalog.add("EnvProbe", sandbox.component_template(PROBE)["template"])
-    catalog.add("ChatModel", sandbox.component_template(OPENAI_CHAT_MODEL)["template"])
+    catalog.add("EnvProbe", sandbox.component_template(PROBE).template)
+    catalog.add("ChatModel", sandbox.component_template(OPENAI_CHAT_MODEL).template)
     return catalog
 
 
@@ -172,7 +172,7 @@ def test_a_model_flow_reaches_its_allowed_provider_with_the_key_and_nothing_else
     llm.queue(Reply("the model says hi"))
     keys = {"OPENAI_API_KEY": "sk-test-fence-0123456789abcdef", "DEMO_SERVICE_KEY": "demo-secret-value-42"}
 
-    run = lfassist_jupyter.run_flow(model_flow, "hello", env=keys, allow_hosts=[llm.url])
+    run = lfassist_jupyter.run_flow_for_real(model_flow, "hello", env=keys, allow_hosts=[llm.url])
 
     assert run.ok is True, run
     assert llm.requests[-1].headers["authorization"] == f"Bearer {keys['OPENAI_API_KEY']}"  # the key got there
@@ -198,9 +198,9 @@ def test_what_a_run_wants_is_shown_first_and_nothing_runs_without_it(model_flow,
     assert "sk-test-kernel" not in str(plan) + repr(plan)
 
     with pytest.raises(ConfigError, match=r"wants OPENAI_API_KEY \(Chat Model\.api_key\), DEMO_SERVICE_KEY"):
-        lfassist_jupyter.run_flow(model_flow, "hi")
+        lfassist_jupyter.run_flow_for_real(model_flow, "hi")
     with pytest.raises(ConfigError, match=r"wants DEMO_SERVICE_KEY \(Env Probe\.api_key\) -- allowed but not set"):
-        lfassist_jupyter.run_flow(model_flow, "hi", env=["OPENAI_API_KEY", "DEMO_SERVICE_KEY"])
+        lfassist_jupyter.run_flow_for_real(model_flow, "hi", env=["OPENAI_API_KEY", "DEMO_SERVICE_KEY"])
     assert llm.requests == []  # nothing ran
 
 
@@ -217,7 +217,7 @@ def test_the_readme_model_example_names_a_variable_and_its_provider_host(monkeyp
     ]
     assert plan.config == {"OPENAI_BASE_URL": llm.openai_base_url}
     with pytest.raises(ConfigError, match=r"wants OPENAI_API_KEY \(Language Model\.api_key\); allow it with env="):
-        lfassist_jupyter.run_flow(spec, "hi")
+        lfassist_jupyter.run_flow_for_real(spec, "hi")
 
 
 def test_a_hidden_non_key_field_naming_a_variable_gets_nothing(sandbox, server, home, monkeypatch):
@@ -233,7 +233,7 @@ def test_a_hidden_non_key_field_naming_a_variable_gets_nothing(sandbox, server, 
     assert "Env Probe.canary names 'GITHUB_TOKEN' but is not a key field: not read" in str(run_plan(flow))
     # Even "allowed", a variable only a non-key field names is not passed, nor read into the field.
     monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
-    run = lfassist_jupyter.run_flow(flow, "hi", env=["GITHUB_TOKEN", "DEMO_SERVICE_KEY"], allow_hosts=[server])
+    run = lfassist_jupyter.run_flow_for_real(flow, "hi", env=["GITHUB_TOKEN", "DEMO_SERVICE_KEY"], allow_hosts=[server])
     assert run.ok is True, run
     assert run.variables == ["DEMO_SERVICE_KEY"]
     assert run.text.startswith("HI vars=DEMO_SERVICE_KEY net=pong") and "canary=False" in run.text
@@ -244,9 +244,9 @@ def test_keys_come_only_from_env_and_a_missing_one_is_named(probe_flow, server, 
     monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
     monkeypatch.setenv("OTHER_SECRET_KEY", "kernel-secret-value-77")
     with pytest.raises(ConfigError, match=r"wants DEMO_SERVICE_KEY \(Env Probe\.api_key\)"):
-        lfassist_jupyter.run_flow(probe_flow, "hi")  # the environment alone allows nothing
+        lfassist_jupyter.run_flow_for_real(probe_flow, "hi")  # the environment alone allows nothing
 
-    run = lfassist_jupyter.run_flow(probe_flow, "hello", env=["DEMO_SERVICE_KEY"], allow_hosts=[server])
+    run = lfassist_jupyter.run_flow_for_real(probe_flow, "hello", env=["DEMO_SERVICE_KEY"], allow_hosts=[server])
     assert run.ok is True, run
     assert run.text.startswith("HELLO vars=DEMO_SERVICE_KEY net=pong")  # the one key; the named host works
     assert run.refused == [] and run.variables == ["DEMO_SERVICE_KEY"]
@@ -255,25 +255,25 @@ def test_keys_come_only_from_env_and_a_missing_one_is_named(probe_flow, server, 
     if _fenced():
         assert "canary=False" in run.text  # the user's HOME is not there
 
-    given = lfassist_jupyter.run_flow(probe_flow, "hi", env={"DEMO_SERVICE_KEY": "given-explicitly-123"})
+    given = lfassist_jupyter.run_flow_for_real(probe_flow, "hi", env={"DEMO_SERVICE_KEY": "given-explicitly-123"})
     assert given.ok and given.text.startswith("HI vars=DEMO_SERVICE_KEY net=blocked")
     assert [(r.host, r.port) for r in given.refused] == [("127.0.0.1", _port(server))]
 
 
 def test_a_flow_that_needs_a_model_choice_is_refused_before_anything_runs():
     with pytest.raises(ConfigError, match=r"still needs .*Language Model\.model \(model\)"):
-        lfassist_jupyter.run_flow(LLM_SPEC, "hi", env={"OPENAI_API_KEY": "sk-test-1234567890"})
+        lfassist_jupyter.run_flow_for_real(LLM_SPEC, "hi", env={"OPENAI_API_KEY": "sk-test-1234567890"})
     with pytest.raises(ConfigError, match="Unknown component type 'Nope'"):
-        lfassist_jupyter.run_flow(QA_SPEC.replace("ChatOutput", "Nope"), "hi")
+        lfassist_jupyter.run_flow_for_real(QA_SPEC.replace("ChatOutput", "Nope"), "hi")
     with pytest.raises(ConfigError, match="timeout"):
-        lfassist_jupyter.run_flow(QA_SPEC, "hi", timeout=float("nan"))
+        lfassist_jupyter.run_flow_for_real(QA_SPEC, "hi", timeout=float("nan"))
     with pytest.raises(ConfigError, match="allow_hosts: bad port"):
-        lfassist_jupyter.run_flow(QA_SPEC, "hi", allow_hosts=["example.com:99999"])
+        lfassist_jupyter.run_flow_for_real(QA_SPEC, "hi", allow_hosts=["example.com:99999"])
 
 
 def test_a_crashing_or_hanging_component_is_a_report(probe_flow):
     env = {"DEMO_SERVICE_KEY": "demo-secret-value-42"}
-    crashed = lfassist_jupyter.run_flow(probe_flow, "crash", env=env)
+    crashed = lfassist_jupyter.run_flow_for_real(probe_flow, "crash", env=env)
     assert crashed.ok is False and "the service said no" in crashed.error
 
     started = time.monotonic()
@@ -287,7 +287,7 @@ def test_a_crashing_or_hanging_component_is_a_report(probe_flow):
 
     scanner = threading.Thread(target=scan_command_lines)
     scanner.start()
-    hung = lfassist_jupyter.run_flow(probe_flow, "hang", env=env, timeout=10)
+    hung = lfassist_jupyter.run_flow_for_real(probe_flow, "hang", env=env, timeout=10)
     scanner.join()
     assert seen_in_ps and not any(seen_in_ps)
     assert hung.ok is False and "did not finish within 10 s" in hung.error

@@ -677,7 +677,7 @@ def test_a_build_answer_that_changes_a_custom_nodes_code_is_refused(sandbox, mon
 
     catalog = default_catalog(sandbox)
     made = sandbox.component_template(POISON)
-    catalog.add("ReachProbe", made["template"])
+    catalog.add("ReachProbe", made.template)
     real = SandboxValidator.build_flow
 
     def altered(self, *args, **kwargs) -> FlowBuild:

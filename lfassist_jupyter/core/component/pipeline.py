@@ -5,6 +5,13 @@ validates it (static and security phases in-process, then the ``ComponentValidat
 the sandbox, and the Langflow server when connected) and, when it fails, first tries the
 zero-call repair pass (``repair.py``: mechanical mistakes with one certain fix, validated
 again, no model call), then asks again with the original error and code as context.
+
+The pure CPU work never runs on the event loop, so progress flows and Stop (a cancel of the
+request's task) is honoured at once whatever the model sent.  Extraction and the static phase
+of a reply up to ``INLINE_CHARS`` run in a worker thread (milliseconds); of a bigger one, and
+the repair pass always, in a worker process with a deadline (``core/offload.py``: the ``ast``
+and LibCST parsers hold the GIL for seconds on hostile input, and a process can be killed).
+Past ``REPAIR_DEADLINE`` the attempt goes to the model as if no certain repair existed.
 ``max_retries`` is the spec's name for the total number of attempts (0: generate once, skip
 validation).
 
@@ -15,33 +22,83 @@ call it for a custom node of a flow.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
 
+from lfassist_jupyter import settings
+from lfassist_jupyter.artifacts.component import MAX_CODE_CHARS
 from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
 from lfassist_jupyter.core.component.prompts import generation_system_prompt, retry_message
-from lfassist_jupyter.core.component.repair import Repaired, arepair_until_valid
+from lfassist_jupyter.core.component.repair import Repair, Repaired, arepair_until_valid
 from lfassist_jupyter.core.events import ProgressEvent
+from lfassist_jupyter.core.offload import Skipped, call
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome
 from lfassist_jupyter.errors import ConfigError, ProviderError
-from lfassist_jupyter.validation.ports import ComponentValidator, Reference
-from lfassist_jupyter.validation.report import ValidationReport
+from lfassist_jupyter.ports import ComponentValidator, Reference
+from lfassist_jupyter.validation.report import Finding, ValidationReport
 from lfassist_jupyter.validation.static import validate_static
 
-MAX_RETRIES_LIMIT = 10
 NO_CODE_ERROR = "No ```python code block with a Component class was found."
+REPAIR_DEADLINE = 5.0
+"""Seconds one round of the repair pass may take.  A component's repair takes milliseconds; a
+hostile reply (211 KB of deep expressions) took LibCST 10-75 s: past this it is skipped."""
+INLINE_CHARS = 32_000
+"""Replies and code up to this size are parsed in a worker thread (``ast`` holds the GIL for
+milliseconds); bigger ones in the worker process, where it may hold it for seconds."""
+PARSE_DEADLINE = 30.0
+"""Seconds extraction or the static phase may take in the worker (1 MB of hostile code: 5-20 s
+on a loaded machine); past it the reply has no usable code."""
+
+
+async def _extract(reply: str) -> str | None:
+    """``extract_component_code`` off the event loop."""
+    if len(reply) <= INLINE_CHARS:
+        return await asyncio.to_thread(extract_component_code, reply)
+    try:
+        code = await call("extract", reply, deadline=PARSE_DEADLINE)
+    except Skipped as exc:
+        log.warning("Extracting the code was stopped (%s); the reply is taken as having none.", exc)
+        return None
+    return code if isinstance(code, str) else None
+
+
+async def _validate_static(code: str) -> ValidationReport:
+    """``validate_static`` off the event loop; past the deadline, a failed static report."""
+    if len(code) <= INLINE_CHARS or len(code) > MAX_CODE_CHARS:  # small, or refused unparsed
+        return await asyncio.to_thread(validate_static, code)
+    try:
+        return ValidationReport.model_validate(await call("static", code, deadline=PARSE_DEADLINE))
+    except (Skipped, ValueError) as exc:
+        message = f"The code could not be analysed ({exc}); a component is far smaller and simpler."
+        finding = Finding(severity="error", phase="static", message=message)
+        return ValidationReport(
+            is_valid=False, phase="static", error=message, findings=[finding], phases_run=["static"]
+        )
+
+
+async def _repair_in_worker(
+    code: str, report: ValidationReport, reference: dict[str, Any] | None, *, deadline: float
+) -> Repair | None:
+    """One round of the repair pass in the worker process (``Skipped`` past ``deadline``)."""
+    answer = await call("repair", code, report.model_dump(mode="json"), reference, deadline=deadline)
+    if not isinstance(answer, dict) or not isinstance(answer.get("code"), str):
+        return None
+    changes = answer.get("changes")
+    return Repair(code=answer["code"], changes=[str(c) for c in changes]) if isinstance(changes, list) else None
 
 
 def check_max_retries(value: object) -> int:
-    """``max_retries`` as the spec defines it: total attempts, an integer from 0 to 10."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RETRIES_LIMIT:
-        raise ConfigError(
-            f"max_retries (total attempts) must be an integer between 0 and {MAX_RETRIES_LIMIT}, not {value!r}."
-        )
-    return value
+    """``max_retries`` as the spec defines it: total attempts, an integer from 0 to 10 (the bounds
+    are the setting's, ``lfassist_jupyter.settings``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        low, high = settings.bounds("max_retries")
+        raise ConfigError(f"max_retries (total attempts) must be an integer from {low:g} to {high:g}, not {value!r}.")
+    return settings.check("max_retries", value, source="max_retries")
 
 
 @dataclass
@@ -73,12 +130,21 @@ class ComponentPipeline:
         max_retries: total attempts (0..10); 0 skips validation.
         repair: run the zero-call repair pass on a failed attempt before asking the model again
             (False: every failure goes to the model, as the benchmark's baseline does).
+        repair_deadline: seconds one repair round may take before it is skipped.
     """
 
-    def __init__(self, validator: ComponentValidator | None, max_retries: int = 3, *, repair: bool = True) -> None:
+    def __init__(
+        self,
+        validator: ComponentValidator | None,
+        max_retries: int = 3,
+        *,
+        repair: bool = True,
+        repair_deadline: float = REPAIR_DEADLINE,
+    ) -> None:
         self.validator = validator
         self.max_retries = check_max_retries(max_retries)
         self.repair = repair
+        self.repair_deadline = repair_deadline
 
     async def run(self, request: Request, sink: Sink) -> ComponentOutcome:
         """Attempts until one validates (or is repaired), the attempts run out, or a failure
@@ -105,16 +171,16 @@ class ComponentPipeline:
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return ComponentOutcome(
-                    result=exc.friendly,
+                    result=str(exc),
                     code=job.code,
                     class_name=job.class_name,
                     attempts=attempt - 1 if validate else 0,
-                    error=exc.friendly,
+                    error=str(exc),
                     report=job.report,
                 )
             job.progress("generation_complete", attempt, "Generation complete.")
             job.progress("extracting_code", attempt, "Extracting code...")
-            new_code = extract_component_code(reply)
+            new_code = await _extract(reply)
             if new_code is None and attempt == 1:
                 # The model answered in prose (e.g. asked for details): show it as is.
                 return ComponentOutcome(result=reply)
@@ -230,14 +296,21 @@ class ComponentPipeline:
             progress("repairing", attempt, f"Repairing {len(changes)} mistake{plural} without a model call...",
                      changes=changes)  # fmt: skip
 
+        in_worker = functools.partial(_repair_in_worker, deadline=self.repair_deadline)
         try:
-            return await arepair_until_valid(code, report, reference, self._validate, on_repair=announce)
+            return await arepair_until_valid(
+                code, report, reference, self._validate, on_repair=announce, repair=in_worker
+            )
+        except Skipped as exc:
+            log.warning("The repair pass was skipped (%s); asking the model.", exc)
+            progress("repairing", attempt, f"Repair skipped ({exc}); asking the model.")
+            return None
         except Exception as exc:  # a validator failure mid-repair: the model retry still follows
             log.warning("The repair pass failed (%s); asking the model.", exc)
             return None
 
     async def _validate(self, code: str) -> ValidationReport:
-        report = validate_static(code)
+        report = await _validate_static(code)
         if not report.is_valid or self.validator is None:
             return report
         return await self.validator.avalidate(code)

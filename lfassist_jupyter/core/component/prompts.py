@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lfassist_jupyter.validation.ports import Reference
+from lfassist_jupyter.ports import Reference
 
 IMPORT_STYLE = """\
 from lfx.custom.custom_component.component import Component

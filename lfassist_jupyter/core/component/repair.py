@@ -681,15 +681,19 @@ async def arepair_until_valid(
     reference: dict[str, Any] | None,
     validate: Callable[[str], Awaitable[ValidationReport]],
     on_repair: Callable[[list[str]], None] | None = None,
+    repair: Callable[[str, ValidationReport, dict[str, Any] | None], Awaitable[Repair | None]] | None = None,
 ) -> Repaired | None:
     """Repair, validate, and repeat while each round fixes what the last validation found.
 
     Returns the repaired code only when it validates; None sends the original code and error
-    to the model.  ``on_repair`` hears each round's changes (the pipeline's progress event)."""
+    to the model.  ``on_repair`` hears each round's changes (the pipeline's progress event).
+    ``repair`` runs one round (``repair_component``'s arguments) where the caller wants it: the
+    pipeline runs it in a worker process with a deadline (``repair_process.py``), so hostile
+    code never blocks the event loop; without it the round runs here."""
     changes: list[str] = []
     current = code
     for _ in range(MAX_ROUNDS):
-        fix = repair_component(current, report, reference)
+        fix = await repair(current, report, reference) if repair else repair_component(current, report, reference)
         if fix is None:
             return None
         if on_repair is not None:

@@ -36,8 +36,8 @@ from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome, flow_reduced_isolation
 from lfassist_jupyter.errors import ProviderError
 from lfassist_jupyter.flows.models import FlowReport, Need
+from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox
 from lfassist_jupyter.sandbox.answers import FlowRun
-from lfassist_jupyter.validation.ports import ComponentValidator, FlowSandbox
 
 PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
@@ -208,8 +208,8 @@ class FlowPipeline:
             (building one costs a sandbox child); the last one built replaces the others.
         current_flow: the flow a follow-up edits (Langflow JSON); its spec goes into the prompts.
         flows: the user's flows (this conversation's), which the plan may reuse instead of
-            writing a new one; ``langflow`` (a connected client) adds the server's flows and
-            its starter templates.
+            writing a new one; ``library`` (a ``FlowLibrary``: the connected Langflow) adds its
+            flows and its starter templates.
         current_spec: that flow's spec, when known (else derived with ``flow_to_spec``).
         probe_timeout: seconds the probe run may take.
     """
@@ -228,7 +228,7 @@ class FlowPipeline:
         current_spec: str | None = None,
         probe_timeout: float = 30.0,
         flows: list[dict[str, Any]] | None = None,
-        langflow: Any = None,
+        library: FlowLibrary | None = None,
     ) -> None:
         self.validator = validator
         self.max_retries = check_max_retries(max_retries)
@@ -241,7 +241,7 @@ class FlowPipeline:
         self.current_spec = current_spec
         self.probe_timeout = probe_timeout
         self.flows = flows
-        self.langflow = langflow
+        self.library = library
         self.probe_text = PROBE_TEXT
         self._reused: dict[str, Any] | None = None
 
@@ -281,8 +281,7 @@ class FlowPipeline:
         """The node template of the session's component: cached, else built in the sandbox."""
         template = self.templates.get(made.code)
         if template is None and self.sandbox is not None:
-            answer = self.sandbox.component_template(made.code)
-            template = answer["template"] if answer.get("ok") else None
+            template = self.sandbox.component_template(made.code).template
             if template is not None:  # the last one is the one reused
                 self.templates.clear()
                 self.templates[made.code] = template
@@ -294,7 +293,10 @@ class FlowPipeline:
         """Plan, make the custom nodes, then write, build, validate and probe-run with repairs."""
         catalog = await asyncio.to_thread(self.catalog)
         current_spec = self.current_spec
-        if self.current_flow and not current_spec:
+        if self.current_flow:
+            # The spec an edit is applied against (``edit_flow``): written from the flow itself,
+            # so its ids map back onto the flow's nodes; it also names the nodes no catalogue
+            # entry expresses (their own entries join the catalogue).
             from lfassist_jupyter.flows import flow_to_spec
 
             current_spec = await asyncio.to_thread(flow_to_spec, self.current_flow, catalog=catalog)
@@ -334,21 +336,21 @@ class FlowPipeline:
         self._progress(sink)("planning_flow", 1, "Choosing components...")
         from lfassist_jupyter.core import reuse
 
-        candidates = await reuse.gather_flows(self.flows, self.langflow) if self.flows or self.langflow else []
+        candidates = await reuse.gather_flows(self.flows, self.library) if self.flows or self.library else []
         flows_text = reuse.reuse_lines(candidates)
         light = prompts.light_catalogue(catalog.light(), catalog.names, prompts.LIGHT_BUDGET - len(flows_text))
         try:
             plan_reply = await request.provider.complete(
-                system=prompts.plan_system(light, flows_text),
-                messages=[{"role": "user", "content": prompts.plan_message(request.text, current_spec)}],
+                system=prompts.plan_system(light, reuse=bool(flows_text)),
+                messages=[{"role": "user", "content": prompts.plan_message(request.text, current_spec, flows_text)}],
                 model=request.model,
                 max_tokens=PLAN_TOKENS,
                 temperature=0,
             )
         except ProviderError as exc:
             log_request_error(request.request_id, exc)
-            return FlowOutcome(result=exc.friendly, intent=self.intent, error=exc.friendly)
-        chosen, new = _parse_plan(plan_reply, catalog)
+            return FlowOutcome(result=str(exc), intent=self.intent, error=str(exc))
+        chosen, new = await asyncio.to_thread(_parse_plan, plan_reply, catalog)  # lenient JSON: off the loop
         plan = _Plan(chosen=chosen, new=new, current_spec=current_spec)
         await self._reuse(request, plan_reply, candidates, catalog, plan)
         for key in _spec_types(plan.current_spec, catalog):
@@ -371,9 +373,9 @@ class FlowPipeline:
         from lfassist_jupyter.core import reuse
 
         self._reused = None
-        name, change, inputs = reuse.parse_reuse(plan_reply)
+        name, change, inputs = await asyncio.to_thread(reuse.parse_reuse, plan_reply)
         candidate = reuse.match_candidate(name, candidates) if name else None
-        loaded = await reuse.load_candidate(candidate, self.langflow) if candidate else None
+        loaded = await reuse.load_candidate(candidate, self.library) if candidate else None
         if candidate is None or not isinstance(loaded, dict) or not isinstance(loaded.get("data", loaded), dict):
             return
         from lfassist_jupyter.flows import flow_to_spec
@@ -427,12 +429,12 @@ class FlowPipeline:
             except ProviderError as exc:
                 log_request_error(request.request_id, exc)
                 return FlowOutcome(
-                    result=exc.friendly,
+                    result=str(exc),
                     intent=self.intent,
                     flow=last.flow,
                     spec=last.spec,
                     attempts=attempt - 1,
-                    error=exc.friendly,
+                    error=str(exc),
                     report=last.report,
                     run=last.run,
                     components=components,
@@ -494,6 +496,8 @@ class FlowPipeline:
             run = last.run = await self._probe(flow)
             if not run.ok:
                 report.needs += file_needs(flow, str(run.error or ""))
+                known = {(n.kind, n.node_id) for n in report.needs}
+                report.needs += [Need(**n.model_dump()) for n in run.needs if (n.kind, n.node_id) not in known]
             if not run.ok and not report.needs:
                 problems = [f"flow: the probe run failed: {run.error}"]
         return problems
@@ -506,13 +510,17 @@ class FlowPipeline:
         )
         return "".join([chunk async for chunk in chunks])
 
-    @staticmethod
-    def _build(reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
-        """lfx's builder with our deterministic repairs; (result, blocking problems, notes)."""
-        from lfassist_jupyter.flows import FlowSpecError, build_flow
+    def _build(self, reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
+        """lfx's builder with our deterministic repairs; (result, blocking problems, notes).
+        An edit of a flow (``current_flow``) is applied to that flow's JSON (``edit_flow``):
+        what the edit does not name comes back as it was."""
+        from lfassist_jupyter.flows import FlowSpecError, build_flow, edit_flow
 
         try:
-            built = build_flow(reply, catalog=catalog, repair=True)
+            if self.current_flow and not self._reused:
+                built = edit_flow(self.current_flow, reply, catalog=catalog, repair=True)
+            else:
+                built = build_flow(reply, catalog=catalog, repair=True)
         except FlowSpecError as exc:
             return None, [str(exc)] if "```" in (reply or "") or "nodes" in (reply or "") else [], []
         notes = [*built.warnings, *(f"Repaired {c.node}: {c.message}" for c in built.changes if c.kind != "quote")]
@@ -523,7 +531,10 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> FlowRun:
         if self.sandbox is None:
             return FlowRun.failed("No sandbox to probe-run the flow in.")
+        from lfassist_jupyter.flows.needs import explain_run
+
         run = await asyncio.to_thread(self.sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
+        run = explain_run(flow, run)  # stopped at a file, key or service the user must provide
         return run.require_answer(
             "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
         )
@@ -569,10 +580,10 @@ class FlowPipeline:
         if self.sandbox is None:
             return outcome, None, "no sandbox to build its node template in"
         made = await asyncio.to_thread(self.sandbox.component_template, outcome.code)
-        if not made.get("ok"):
-            return outcome, None, str(made.get("error"))
+        if not made.ok or made.template is None:
+            return outcome, None, str(made.error)
         key = outcome.class_name or item["name"]
-        catalog.add(key, made["template"], description=str(made["template"].get("description") or item["description"]))
+        catalog.add(key, made.template, description=str(made.template.get("description") or item["description"]))
         return outcome, key, None
 
     def _finish(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,9 @@ from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.intent import RUN_FLOW, parse_run_request
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import FlowOutcome
+from lfassist_jupyter.flows.library import FolderLibrary
+from lfassist_jupyter.ports import FlowLibrary, FlowSandbox
 from lfassist_jupyter.sandbox.answers import FlowRun
-from lfassist_jupyter.validation.ports import FlowSandbox
-
-MAX_FLOW_FILE = 20_000_000
 
 
 def _norm(name: str) -> str:
@@ -56,8 +54,9 @@ class RunFlowPipeline:
         sandbox: the ``FlowSandbox`` port: its catalogue validates the flow, its probe run (``probe_run``) runs it.
         flow_name: the flow as the user named it ("" / None: the current flow).
         input_text: the text to run it on (None: read from the request).
-        langflow: a connected ``LangflowClient``, searched by flow name last.
-        cwd: where saved flow files are looked for (default: the working directory).
+        files: the folder where saved flow files are looked for (default: the working
+            directory's ``*.json``).
+        langflow: the connected Langflow's flows (a ``FlowLibrary``), searched by name last.
     """
 
     def __init__(
@@ -67,13 +66,13 @@ class RunFlowPipeline:
         *,
         flow_name: str | None = None,
         input_text: str | None = None,
-        langflow: Any = None,
-        cwd: Path | None = None,
+        files: FolderLibrary | None = None,
+        langflow: FlowLibrary | None = None,
         timeout: float = 30.0,
     ) -> None:
         self.session, self.sandbox, self.langflow = session, sandbox, langflow
         self.flow_name, self.input_text = flow_name, input_text
-        self.cwd = cwd or Path.cwd()
+        self.files = files if files is not None else FolderLibrary(Path.cwd())
         self.timeout = timeout
 
     async def run(self, request: Request, sink: Sink) -> FlowOutcome:
@@ -133,39 +132,34 @@ class RunFlowPipeline:
         hit = match_name(name, [(str(f.get("name") or ""), f) for f in flows])
         if hit is not None:
             return hit, "from this conversation"
-        path = self._file(name)
-        if path is not None:
-            try:
-                if path.stat().st_size > MAX_FLOW_FILE:
-                    return None, f"{path} is too large to be a flow."
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                return None, f"Could not read the flow file {path}: {exc}"
-            if isinstance(data, dict) and isinstance(data.get("data", data).get("nodes"), list):
-                return data, f"the file {path.name}"
-            return None, f"{path} is not a Langflow flow (no data.nodes)."
-        if self.langflow is not None:
-            from lfassist_jupyter.errors import LfAssistError
-            from lfassist_jupyter.langflow.flows import aget_flow, alist_flows
+        from lfassist_jupyter.errors import LfAssistError
 
+        file_id = await self._file(name)
+        if file_id is not None:
             try:
-                listed = await alist_flows(self.langflow, ours_only=False)
-                hit = match_name(name, [(str(f.get("name") or ""), f) for f in listed])
-                if hit is not None:
-                    return await aget_flow(self.langflow, str(hit.get("id"))), "from the connected Langflow"
+                return await self.files.aget_flow(file_id), f"the file {Path(file_id).name}"
+            except LfAssistError as exc:
+                return None, str(exc)
+        if self.langflow is not None:
+            try:
+                listed = await self.langflow.alist_flows()
+                entry = match_name(name, [(e.name, e) for e in listed])
+                if entry is not None:
+                    return await self.langflow.aget_flow(entry.id), "from the connected Langflow"
             except LfAssistError as exc:
                 return None, f"No flow named {name!r} here, and Langflow could not be asked: {exc}"
         known = [str(f.get("name")) for f in flows if f.get("name")]
         where = f" The flows of this conversation: {', '.join(dict.fromkeys(known))}." if known else ""
         return None, f"No flow named {name!r} in this conversation, as a .json file here, or in Langflow.{where}"
 
-    def _file(self, name: str) -> Path | None:
-        raw = Path(name).expanduser()
-        stems = {name, name.replace(" ", "_"), name.replace(" ", "-"), name.lower().replace(" ", "_")}
-        candidates = [raw, *(self.cwd / f"{s}.json" for s in stems)]
-        if not raw.is_absolute():
-            candidates.insert(1, self.cwd / raw)
-        try:
-            return next((p for p in candidates if p.suffix == ".json" and p.is_file()), None)
-        except OSError:  # a name no file system takes (too long, a NUL): no such file
-            return None
+    async def _file(self, name: str) -> str | None:
+        """The flow file ``name`` names: a path to a ``.json`` file, or the one file whose stem is
+        the name (``echo_qa.json`` for "Echo QA"); None when there is none."""
+        if name.endswith(".json"):
+            try:
+                return name if self.files.path(name).is_file() else None
+            except (OSError, ValueError):  # a name no file system takes (too long, a NUL)
+                return None
+        key = _norm(name)
+        entries = await self.files.alist_flows()
+        return next((e.id for e in entries if _norm(e.name) == key), None)

@@ -267,7 +267,8 @@ CHUNK = 16_000
 
 def pack(obj: Any) -> list[str]:
     """``obj`` as JSON, zlib-compressed, base64, in chunks short enough for the worker's caps."""
-    text = base64.b64encode(zlib.compress(json.dumps(obj, separators=(",", ":")).encode(), 6)).decode()
+    # default=str: a value lfx keeps as an object (a UUID in an MCP node's field) travels as its text.
+    text = base64.b64encode(zlib.compress(json.dumps(obj, separators=(",", ":"), default=str).encode(), 6)).decode()
     return [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
 
 

@@ -46,6 +46,9 @@ def run_lines(run: FlowRun | None, input_text: str | None = None) -> list[Line]:
     kind = "Real run" if isinstance(run, RealRun) else "Probe run"
     if run.ok:
         lines: list[Line] = [(f"{kind}{on}: {run.text!r}", True)]
+    elif run.needs:  # not a fault of the flow: what the user must provide
+        provide = "; ".join(n.message for n in run.needs[:5])
+        lines = [(f"{kind}{on} stopped at what you must provide: {provide}", None)]
     else:
         lines = [(f"{kind}{on} failed: {str(run.error or 'unknown error').splitlines()[0][:300]}", False)]
     if isinstance(run, RealRun):

@@ -1,0 +1,147 @@
+"""The ports: what a pipeline needs from the outside world, declared in one place.
+
+A pipeline never knows *how* code is checked, a flow is run or a flow is found; it talks to
+these protocols, and the composition (``Assistant``, the workspace) plugs the adapters in:
+
+- ``ComponentValidator`` checks component code: ``SandboxValidator`` (sandbox/client.py),
+  ``LangflowValidator`` (langflow/validator.py) and ``ChainValidator`` (validation/chain.py).
+- ``FlowSandbox`` is what the flow pipelines use: the catalogue, node templates for generated
+  code, building and probe-running flows -- everything that runs lfx, which happens behind the
+  sandbox's door and never in the kernel.  ``SandboxValidator`` is one; its answers are the
+  typed values of ``sandbox/answers.py``.  A ``ChainValidator`` names the one in its chain
+  (``flow_sandbox``), so the assistant never has to guess which validator can run a flow.
+- ``FlowLibrary`` is where stored flows are found: ``LangflowLibrary`` over a connected
+  Langflow (langflow/library.py) and ``FolderLibrary`` over a folder of flow JSON files
+  (flows/library.py).  What a library lists is *data from elsewhere* (a shared server, a
+  file someone sent): a ``FlowEntry``'s name and description are one line, with control
+  characters removed and a length cap, whatever the source sent (``one_line``).
+
+Only the standard library is imported at run time (the answers' types are pydantic models,
+named for type checkers only), so every layer can depend on this module for nothing.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.sandbox.answers import ComponentTemplate, FlowBuild, FlowRun
+    from lfassist_jupyter.validation.report import ValidationReport
+
+Reference = dict[str, Any]
+"""What the installed lfx offers (version, input and output classes), for the generation prompt;
+schema-checked against ``sandbox.answers.Reference`` where it enters."""
+
+
+# -- checking and running ---------------------------------------------------------------------
+
+
+@runtime_checkable
+class ComponentValidator(Protocol):
+    """Runtime validation of component code.  The static and security phases run before
+    it, in-process, so an implementation only ever sees code that parses and looks safe."""
+
+    async def avalidate(self, code: str) -> ValidationReport: ...
+
+    async def areference(self) -> Reference | None:
+        """The lfx this validator builds with, or None when it cannot say (the prompt then
+        uses its built-in reference).  Declared here so callers never probe with getattr."""
+        ...
+
+
+@runtime_checkable
+class FlowSandbox(Protocol):
+    """The sandbox as the flow pipelines see it.  Each call blocks (a sandboxed child does the
+    work), so a pipeline makes them from its async run through ``asyncio.to_thread``, never
+    while it is assembled; none raises for a bad flow or code: the answer says what failed."""
+
+    def flow_catalog(self) -> dict[str, dict[str, Any]]:
+        """lfx's bundled components, ``{type: node template}`` (cached by the sandbox)."""
+        ...
+
+    def component_template(
+        self, code: str, timeout: float | None = None, *, methods: list[str] | None = None
+    ) -> ComponentTemplate:
+        """The node template lfx builds for generated code (``ok``, ``template`` or ``error``; with
+        ``methods``, those the component lacks; on failure, a missing package or stale import)."""
+        ...
+
+    def build_flow(
+        self,
+        spec: str,
+        *,
+        extra: dict[str, dict[str, Any]] | None = None,
+        repair: bool = True,
+        timeout: float | None = None,
+        refresh: list[str] | None = None,
+        templates: dict[str, dict[str, Any]] | None = None,
+    ) -> FlowBuild:
+        """Langflow flow JSON from spec text, built by lfx's builder (``flows.build_flow``); the
+        code of ``extra``'s components runs only for the spec ids in ``refresh``, and
+        ``templates`` are such nodes' refreshed templates for a build that runs none of it."""
+        ...
+
+    def probe_run(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun:
+        """The probe run: ``flow`` run on ``input_text`` with its models stubbed."""
+        ...
+
+
+# -- finding stored flows ---------------------------------------------------------------------
+
+NAME_CAP = 100
+"""The longest flow name a prompt or a view shows (Langflow's UI truncates far shorter)."""
+DESCRIPTION_CAP = 160
+
+
+def one_line(text: object, limit: int) -> str:
+    """``text`` as one line of at most ``limit`` characters: line breaks and tabs become spaces,
+    other control and format characters (NUL, escape sequences, bidi overrides, zero-width
+    joiners) go, runs of spaces collapse, and a cut ends with "…".  For text that comes from
+    elsewhere (a server's flow names) and goes where a newline would start a line of its own."""
+    raw = "" if text is None else str(text)
+    kept = "".join(" " if ch.isspace() else ch for ch in raw if ch.isspace() or unicodedata.category(ch)[0] != "C")
+    flat = " ".join(kept.split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class FlowEntry:
+    """One flow a library holds, by its header: what a prompt or a listing may show of it.
+
+    ``name`` and ``description`` are cleaned on construction (``one_line``, capped), so no
+    library can hand a multi-line name onwards.  ``flow`` is the flow JSON when the listing
+    already carries it (a starter template); otherwise ``FlowLibrary.aget_flow(id)`` loads it."""
+
+    id: str
+    name: str
+    description: str = ""
+    flow: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", one_line(self.id, 200))
+        object.__setattr__(self, "name", one_line(self.name, NAME_CAP))
+        object.__setattr__(self, "description", one_line(self.description, DESCRIPTION_CAP))
+
+
+@runtime_checkable
+class FlowLibrary(Protocol):
+    """Where stored flows are found: listed by header, loaded one at a time, plus the starter
+    templates the place offers.  Async (a server is asked); a failure is one
+    ``LfAssistError`` line (``LangflowError``, ``ConfigError``), never a traceback."""
+
+    where: str
+    """How a person calls the place: "Langflow", "the folder ~/flows"."""
+
+    async def alist_flows(self) -> list[FlowEntry]:
+        """The stored flows, by header (not components)."""
+        ...
+
+    async def aget_flow(self, flow_id: str) -> dict[str, Any]:
+        """One stored flow's JSON (name, description, data{nodes, edges}), shape-checked."""
+        ...
+
+    async def astarters(self) -> list[FlowEntry]:
+        """The starter templates, each with its ``flow`` ([] where there are none)."""
+        ...
