@@ -156,7 +156,7 @@ def door_ip(flow_ip, llm, monkeypatch):
 def test_build_flow_runs_the_code_in_the_sandbox_only(door, sandbox):
     catalog = default_catalog(sandbox)
     made = sandbox.component_template(door.code)
-    catalog.add("DoorProbe", made["template"])
+    catalog.add("DoorProbe", made.template)
     built = build_flow(door.custom_spec("loud"), catalog=catalog)
     assert built.ok, built.errors
     door.assert_ran_elsewhere(built.flow)
