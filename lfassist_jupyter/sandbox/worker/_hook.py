@@ -258,7 +258,9 @@ def make_hook(
     trusted_prefixes = (*trusted, "<frozen ")
     resolve = _resolver(os.getcwd, os.lstat, os.readlink, stat_module.S_ISLNK)
     # Never a root that holds a whole denied directory (a Python whose prefix is HOME itself).
-    readable = tuple(p for p in trusted if p.startswith("/") and not any(d.startswith(p) for d in deny_read))
+    readable = tuple(
+        p for p in trusted if p.startswith("/") and not any((d.rstrip("/") + "/").startswith(p) for d in deny_read)
+    )
     real, inside, is_dir, denied_read, writable_code = _path_rules(sandbox_dir, deny_read, root, resolve, readable)
     busy = [0]  # the thread id while the hook itself calls sys._getframe (its own event is not a request's)
 
@@ -358,6 +360,14 @@ def make_hook(
                 return event, f"'{event}' (walking the interpreter's frames) is not allowed while validating"
             return None
         if event == "compile":
+            name = exact(args[1]) if length(args) > 1 else None
+            if type_(name) is str_type and name.startswith(trusted_prefixes) and by_request_code():
+                # Code the request compiles under the name of the interpreter's own files would
+                # pass for the interpreter's code (its frames, its calls): it keeps its own name.
+                return (
+                    f"compiling code as {name[:200]}",
+                    "compiling code under the interpreter's file names is not allowed",
+                )
             if length(args) > 1 and writable_code(args[1]):
                 where = shown(args[1])
                 return (
