@@ -19,11 +19,13 @@ import json
 import re
 from typing import Any, get_args
 
-from lfassist_jupyter.sandbox.worker.flow_kit import spec_scalar
+from lfassist_jupyter.sandbox.worker.flow_kit import VARIABLE_REF, is_key_field, name_variable, spec_scalar
 
 from .catalog import Catalog, default_catalog
 from .merge import components, merge_flow, spec_ids, spec_kinds
 from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
+
+__all__ = ["VARIABLE_REF", "build_flow", "extract_spec", "flow_to_spec", "is_key_field", "name_variable"]
 
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)
@@ -260,6 +262,16 @@ def _format_value(value: Any) -> str | None:
     return value
 
 
+def _model_value(value: Any) -> str | None:
+    """A model selection as the spec writes it: ``{"name": ..., "provider": ...}`` (lfx's own shape
+    without its metadata, which the build fills in again for a model lfx lists)."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+        name, provider = value[0].get("name"), value[0].get("provider")
+        if isinstance(name, str) and isinstance(provider, str) and name and provider:
+            return json.dumps({"name": name, "provider": provider})
+    return None
+
+
 def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str:
     """The spec text of a flow: nodes, edges, and the config values that differ from the defaults.
 
@@ -302,13 +314,18 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
         for name, field in template.items():
             if name.startswith("_") or name == "code" or not isinstance(field, dict):
                 continue
-            if field.get("password") or field.get("load_from_db") or (defaults and name not in defaults):
-                continue  # a secret, or a field the entry does not have (the edit keeps it as it is)
+            if defaults and name not in defaults:
+                continue  # a field the entry does not have (the edit keeps it as it is)
             value = field.get("value")
+            if field.get("password") or field.get("load_from_db"):
+                names_variable = isinstance(value, str) and bool(VARIABLE_REF.match(value.strip()))
+                if is_key_field(field) and field.get("load_from_db") and names_variable:  # a name, never a key
+                    config.append(f"  {sids[node['id']]}.{name}: {str(value).strip()}")
+                continue
             default = (defaults.get(name) or {}).get("value") if isinstance(defaults.get(name), dict) else None
             if value in (None, "", [], {}) or value == default:
                 continue
-            text = _format_value(value)
+            text = _model_value(value) if field.get("type") == "model" else _format_value(value)
             if text is not None:
                 config.append(f"  {sids[node['id']]}.{name}: {text}")
     if config:

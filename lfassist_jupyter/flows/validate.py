@@ -114,11 +114,16 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
             e.get("target") for e in raw_edges if isinstance(e, dict)
         }
         warnings += [f"{_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
+    from .flow_model import model_nodes
+    from .packages import missing_packages
+
     return FlowReport(
+        missing_packages=missing_packages(loaded, catalog),
         is_valid=not errors,
         errors=errors,
         warnings=warnings,
         needs=needs,
+        models=model_nodes(loaded),
         node_count=len(nodes),
         edge_count=len(raw_edges),
     )

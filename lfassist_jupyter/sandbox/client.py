@@ -17,7 +17,9 @@ the sandbox) and ``default_validator`` (the process-wide one) live here too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import os
 import threading
 import time
 from typing import Any
@@ -91,6 +93,10 @@ class SandboxValidator(ZygoteProcess):
         self.timeout = timeout
         self.smoke = smoke
         self._flow_catalog: dict[str, dict[str, Any]] | None = None  # cached: it depends on the interpreter only
+        # What built-in types, node codes and providers need that the interpreter lacks; what needs
+        # something is asked again once packages were installed (`_packages_stamp` changed).
+        self._needs: dict[str, dict[str, list[str]]] = {"types": {}, "codes": {}, "providers": {}}
+        self._needs_stamp: tuple[int, ...] = ()
 
     # -- validation ---------------------------------------------------------------------
 
@@ -247,6 +253,43 @@ class SandboxValidator(ZygoteProcess):
             self._flow_catalog = registry
             return registry
 
+    def flow_packages(
+        self, types: list[str], codes: list[str], providers: list[str], timeout: float | None = None
+    ) -> dict[str, dict[str, list[str]]] | None:
+        """What each built-in component type, node code and model provider needs that the
+        worker's interpreter lacks (PyPI names), found by lfx's own requirements logic in a
+        sandboxed child (``_packages.py``): ``{"types": {t: [...]}, "codes": {code: [...]},
+        "providers": {p: [...]}}`` for the ones asked.  Cached per validator (what was missing is
+        asked again after an install), so a child runs only for what is new.  None when the sandbox
+        could not tell (never raises)."""
+        stamp = _packages_stamp()
+        with self._lock:
+            if stamp != self._needs_stamp:  # a `%pip install` since: what was missing may be there now
+                self._needs = {kind: {k: v for k, v in cached.items() if not v} for kind, cached in self._needs.items()}
+                self._needs_stamp = stamp
+            known = {kind: dict(cached) for kind, cached in self._needs.items()}
+        asked = {"types": list(dict.fromkeys(types)), "codes": list(dict.fromkeys(codes)),
+                 "providers": list(dict.fromkeys(providers))}  # fmt: skip
+        new = {kind: [x for x in items if x not in known[kind]] for kind, items in asked.items()}
+        if any(new.values()):
+            timeout = max(self.timeout, 30.0) if timeout is None else timeout
+            answer, _failure = self._call({"op": "flow_packages", **new, "timeout": timeout}, timeout)
+            if answer is None or not answer.get("ok"):
+                return None
+            found = {
+                "types": answer.get("types") if isinstance(answer.get("types"), dict) else {},
+                "providers": answer.get("providers") if isinstance(answer.get("providers"), dict) else {},
+                "codes": dict(zip(new["codes"], answer.get("codes") or [], strict=False)),
+            }
+            for kind, items in found.items():
+                for key, needs in items.items():
+                    if key in new[kind] and isinstance(needs, list) and all(isinstance(n, str) for n in needs):
+                        known[kind][key] = [redact_text(n)[:200] for n in needs[:50]]
+            with self._lock:
+                for kind in self._needs:
+                    self._needs[kind].update({k: known[kind][k] for k in new[kind] if k in known[kind]})
+        return {kind: {k: known[kind][k] for k in items if k in known[kind]} for kind, items in asked.items()}
+
     def build_flow(
         self,
         spec: str,
@@ -402,6 +445,20 @@ def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
     if isinstance(stale, str) and len(stale) <= 200 and all(c.isalnum() or c in "._" for c in stale):
         return {"stale_import": stale}
     return {}
+
+
+def _packages_stamp() -> tuple[int, ...]:
+    """When the installed packages last changed: the modification times of this interpreter's
+    site-packages (installing or removing a distribution changes its directory).  A worker on another
+    interpreter (``LFASSIST_VALIDATOR_PYTHON``) is installed into there: the stamp then changes
+    only with this one's, and a cached "missing" lasts until the kernel restarts."""
+    import site
+
+    stamps = []
+    for path in [*site.getsitepackages(), site.getusersitepackages()]:
+        with contextlib.suppress(OSError):
+            stamps.append(os.stat(path).st_mtime_ns)
+    return tuple(stamps)
 
 
 def default_validator() -> SandboxValidator:
