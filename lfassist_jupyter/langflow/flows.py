@@ -25,8 +25,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.errors import LangflowError
-from lfassist_jupyter.flows.local import name_variable
 from lfassist_jupyter.langflow.client import TAG
 from lfassist_jupyter.redaction import redact
 
@@ -103,24 +103,21 @@ def flow_body(flow: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     The same shape is what Langflow's UI imports from a file (its upload endpoint builds a
     ``FlowCreate`` from it), so ``--save`` writes this too.
     """
-    if not isinstance(flow, dict):
-        raise LangflowError("a flow must be Langflow flow JSON (a dict with data.nodes and data.edges).")
-    data = flow.get("data", flow)
-    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        raise LangflowError("the flow has no data.nodes: is it Langflow flow JSON?")
-    nodes = copy.deepcopy(data["nodes"])
+    problem = facts.shape_problem(flow)
+    if problem is not None:
+        raise LangflowError(f"Not a Langflow flow: {problem}.")
+    nodes = copy.deepcopy(facts.nodes(flow))
     for node in nodes:  # a key field naming OPENAI_API_KEY reads Langflow's global variable of that name
-        template = ((node.get("data") or {}).get("node") or {}).get("template") if isinstance(node, dict) else None
-        for value in (template or {}).values() if isinstance(template, dict) else ():
+        for value in facts.fields(node).values():
             if isinstance(value, dict):
-                name_variable(value)
+                facts.name_variable(value)
     return {
         "name": (name or flow.get("name") or "Flow from a notebook").strip(),
         "description": flow.get("description") or "",
         "data": {
             "nodes": nodes,
-            "edges": copy.deepcopy(data.get("edges") or []),
-            "viewport": data.get("viewport") or {"x": 0, "y": 0, "zoom": 1},
+            "edges": copy.deepcopy(facts.edges(flow)),
+            "viewport": facts.graph(flow).get("viewport") or {"x": 0, "y": 0, "zoom": 1},
         },
         "is_component": False,
     }
@@ -246,9 +243,9 @@ async def aget_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
     if response.status_code != 200:
         raise _fail(client, response, "the flow request", flow_id)
     flow = _json(response, "the flow")
-    data = flow.get("data") if isinstance(flow, dict) else None
-    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        raise LangflowError(f"Langflow's flow {flow_id} has no nodes.")
+    problem = facts.shape_problem(flow)  # what a server sends is untrusted: one line naming the field
+    if problem is not None:
+        raise LangflowError(f"Langflow's flow {flow_id} is not a Langflow flow: {problem}.")
     return flow
 
 

@@ -5,6 +5,8 @@ anyone who can save a flow there -- so it is capped, shaped and cleaned where it
 
 - every answer is read through ``LangflowClient.arequest``, which stops at a byte cap
   (``MAX_RESPONSE_BYTES``: Langflow 1.13's starter list is about 6 MB);
+- a flow or a starter template is shape-checked (``artifacts.flow.shape_problem``): a template
+  that is not flow JSON is not offered, a flow that is not is one ``LangflowError`` line;
 - a listing keeps at most ``MAX_ENTRIES`` flows, each a ``FlowEntry`` whose name and
   description are one line, without control characters, length-capped (``ports.one_line``);
 - the starter templates (``GET /api/v1/starter-projects/``, which change with the server's
@@ -22,6 +24,7 @@ import zlib
 from collections import OrderedDict
 from typing import Any
 
+from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.langflow.client import LangflowClient
 from lfassist_jupyter.langflow.flows import aget_flow, alist_flows
 from lfassist_jupyter.ports import FlowEntry
@@ -71,13 +74,8 @@ class LangflowLibrary:
         return [
             FlowEntry(str(item.get("name") or ""), str(item.get("name") or ""), description=_text(item), flow=item)
             for item in (items if isinstance(items, list) else [])[:MAX_ENTRIES]
-            if isinstance(item, dict) and _has_nodes(item)
+            if isinstance(item, dict) and "data" in item and shape_problem(item) is None  # flow JSON only
         ]
-
-
-def _has_nodes(item: dict[str, Any]) -> bool:
-    data = item.get("data")
-    return isinstance(data, dict) and isinstance(data.get("nodes"), list)
 
 
 def _text(item: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lfassist_jupyter import settings
+from lfassist_jupyter.artifacts import policy
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import redact_text, redact_tree
 from lfassist_jupyter.sandbox import _isolation
@@ -41,7 +42,6 @@ from lfassist_jupyter.sandbox.answers import (
     Stubbed,
     check_catalog,
 )
-from lfassist_jupyter.sandbox.worker import policy
 from lfassist_jupyter.sandbox.zygote import (
     STARTUP_TIMEOUT,
     WorkerDiedError,
@@ -235,7 +235,7 @@ class SandboxValidator(ZygoteProcess):
         shape-checked and cached on this validator. Raises ``ConfigError`` with the reason when
         the sandbox cannot give it (lfx missing, the worker dead).
         """
-        from lfassist_jupyter.sandbox.worker.flow_kit import unpack
+        from lfassist_jupyter.sandbox.worker.wire import unpack
 
         with self._lock:
             if self._flow_catalog is not None:
@@ -311,7 +311,7 @@ class SandboxValidator(ZygoteProcess):
         texts redacted; ``refused``: what the sandbox refused meanwhile); never raises: a
         failure of the sandbox itself is ``ok=False`` with ``error``.
         """
-        from lfassist_jupyter.sandbox.worker.flow_kit import unpack
+        from lfassist_jupyter.sandbox.worker.wire import unpack
 
         timeout = max(self.timeout, 30.0) if timeout is None else timeout
         payload = {"op": "flow_build", "spec": str(spec), "extra": extra or {}, "repair": bool(repair)}

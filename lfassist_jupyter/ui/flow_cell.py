@@ -8,7 +8,6 @@ Everything here returns a ``FlowView`` (displays itself: HTML card, plain text) 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,22 +74,6 @@ def _looks_like_path(body: str) -> bool:
     return bool(text) and "\n" not in text and (text.lower().endswith(".json") or Path(text).expanduser().is_file())
 
 
-def load_flow_file(path: str | Path) -> dict[str, Any]:
-    """A flow JSON file (Langflow's export, or our ``--save``), with one-line errors."""
-    target = Path(path).expanduser()
-    try:
-        flow = json.loads(target.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"No such flow file: {target}") from exc
-    except OSError as exc:
-        raise ConfigError(f"Could not read {target}: {exc.strerror or exc}") from exc
-    except ValueError as exc:
-        raise ConfigError(f"{target} is not JSON: {exc}") from exc
-    if not isinstance(flow, dict) or not isinstance(flow.get("data", flow).get("nodes"), list):
-        raise ConfigError(f"{target} is not a Langflow flow (no data.nodes).")
-    return flow
-
-
 def change_text(change: Any) -> str:
     """A deterministic repair as one line naming the node: ``Repaired B: input 'query' -> 'question'``."""
     if change.kind == "port" and change.before is not None:
@@ -106,7 +89,9 @@ def build_view(body: str) -> FlowView:
         raise ConfigError("The cell is empty: write a flow spec (nodes:, edges:, config:) or a path to a flow JSON.")
     notes: list[Note] = []
     if _looks_like_path(body):
-        flow = load_flow_file(body.strip())
+        from lfassist_jupyter.flows.files import read_flow_file
+
+        flow = read_flow_file(body.strip())  # FlowFileError (a ConfigError): one line naming what is wrong
         try:
             spec = flow_to_spec(flow)
         except Exception:  # a flow our spec cannot express still validates and draws

@@ -44,7 +44,11 @@ HOME = os.path.join(ROOT, "home")
 SCRATCH_MB = int(CONFIG.get("scratch_mb") or 0)  # the size of the sandbox's /tmp, when it has one
 # Where the interpreter's, lfx's and the worker's own code lives (read-only in the sandbox).
 TRUSTED = trusted_roots(
-    (os.path.dirname(os.path.abspath(__file__)), *(os.path.dirname(p) for p in CONFIG.get("op_modules", [])))
+    (
+        os.path.dirname(os.path.abspath(__file__)),
+        *(os.path.dirname(p) for p in CONFIG.get("op_modules", [])),
+        *(os.path.dirname(str(p)) for p in (CONFIG.get("bound_modules") or {}).values()),
+    )
 )
 
 
