@@ -325,6 +325,17 @@ def outgoing_code_problems(flow: object, catalog: Any) -> list[str]:
     return problems
 
 
+def outgoing_flow_problem(flow: object, catalog: Any) -> str | None:
+    """Why ``flow`` may not leave for Langflow (a saved file, a registration), in one line, or None:
+    Langflow builds every node from its code, unsandboxed, and a flow file or a server's flow can
+    carry any code, so custom code must pass the scan generated code is held to."""
+    problems = outgoing_code_problems(flow, catalog)
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 1} more node(s))" if len(problems) > 1 else ""
+    return f"the security scan refuses custom code in it: {problems[0]}{more}"
+
+
 _BUILT: dict[tuple[str, tuple[str, ...]], Any] = {}  # (code, methods) -> lfx's verdict (a ComponentTemplate)
 
 

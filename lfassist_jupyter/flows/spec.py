@@ -6,8 +6,10 @@ real-time-refresh field runs the node's component code (Langflow's form update),
 whole build happens in a fresh sandboxed child (``sandbox/worker/_flow_ops.py``), never here.
 This module finds the spec in a model reply, sends it with the catalogue's extra entries,
 and reads the typed answer. What the op adds to lfx: a spec inside a model reply; leniency
-(a malformed line is dropped with a warning); quoted values; dynamic prompt fields; the
-top-level ``id`` Langflow expects; every problem collected (lfx stops at the first).
+(a malformed line is dropped with a warning); quoted values; dynamic prompt fields; every
+problem collected (lfx stops at the first). A built flow has no top-level ``id``: an id is the
+flow's identity, given when it is first saved or registered and kept from then on
+(``flows/flowfile.py``), not a new one per build.
 
 `flow_to_spec` (flow JSON -> spec text) is pure data work and runs here.
 """
@@ -106,6 +108,8 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     # This build ran no code but lfx's own (custom refreshes ran before, on their own): what the
     # sandbox refused here is lfx's doing, said but not held against the flow.
     refused = [f"The sandbox refused `{r.get('what')}` while lfx built the flow." for r in answer.refused[:3]]
+    if isinstance(answer.flow, dict):
+        answer.flow.pop("id", None)  # the builder's is a new UUID per build, not an identity
     return BuildResult(
         ok=answer.ok and not errors and answer.flow is not None,
         flow=answer.flow,
