@@ -4,7 +4,9 @@ Every flow entry point gets hostile content: a component whose real-time refresh
 form update, run when a dropdown like ``output_type`` or ``mode`` is set) writes a marker file
 with its pid and the value of a secret environment variable. Each test asserts that nothing
 ran in the test process (no marker line with its pid, the secret never read); where the code
-is meant to run (a build in the sandbox), its answer in the flow proves it ran, elsewhere.
+is meant to run (a custom node's refresh, in the sandbox), its answer in the flow proves it
+ran, elsewhere.  Where the code comes as a spec's ``code`` line (issue 30: a spec cannot set a
+node's code), it runs nowhere at all.
 
 The two tests in fresh processes (a stored session shown in ``ChatPanel``; every public entry
 point in one process) also assert that ``lfx`` was never imported there.
@@ -13,9 +15,9 @@ point in one process) also assert that ``lfx`` was never imported there.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -50,13 +52,12 @@ class DoorProbe(Component):
         import os
 
         seen = f"{os.getpid()}:{os.environ.get('LFA_DOOR_SECRET', '')}"
-        try:
+        # Where the test's folder can be seen (the kernel), the marker says the code ran there; the
+        # sandbox cannot see it (and a write it tried would be refused, which fails the build).
+        if os.path.isdir(os.path.dirname(MARKER)):
             with open(MARKER, "a", encoding="utf-8") as fh:
                 fh.write(seen + "\\n")
-            wrote = "wrote"
-        except Exception as exc:
-            wrote = type(exc).__name__
-        return f"{seen}:{wrote}"
+        return seen
 
     def update_build_config(self, build_config, field_value, field_name=None):
         build_config["door_probe"] = {"type": "str", "value": self._where(), "show": False, "name": "door_probe"}
@@ -124,14 +125,16 @@ class Door:
                 return str(probe.get("value"))
         return None
 
+    def assert_never_ran(self, flow: dict | None) -> None:
+        """A spec's ``code`` field is refused by the build: the code ran nowhere, not even in the sandbox."""
+        assert self.seen(flow) is None and self.pids() == set(), self.marker.read_text()
+
     def assert_ran_elsewhere(self, flow: dict | None) -> None:
-        """The refresh did run (the flow shows it), in another process, without the secret, and
-        its write of the marker was refused by the sandbox's audit hook (not lost to a typo)."""
+        """The refresh did run (the flow shows it), in another process, without the secret."""
         seen = self.seen(flow)
         assert seen is not None, "the hostile refresh never ran: the test proves nothing"
-        pid, secret, wrote = seen.split(":", 2)
+        pid, secret = seen.split(":", 1)
         assert int(pid) != os.getpid() and secret == ""
-        assert wrote == "SandboxViolation", seen
 
 
 @pytest.fixture
@@ -151,20 +154,27 @@ def door_ip(flow_ip, llm, monkeypatch):
 # -- spec text with a code field, through every flow entry point --------------------------------------
 
 
-def test_build_flow_runs_the_code_in_the_sandbox_only(door):
-    built = build_flow(door.builtin_spec())
+def test_build_flow_runs_the_code_in_the_sandbox_only(door, sandbox):
+    catalog = default_catalog(sandbox)
+    made = sandbox.component_template(door.code)
+    catalog.add("DoorProbe", made.template)
+    built = build_flow(door.custom_spec("loud"), catalog=catalog)
+    assert built.ok, built.errors
     door.assert_ran_elsewhere(built.flow)
     door.assert_contained()
 
 
-# The hostile code replaces X's: its one output is ``output``, so the spec's edge from
-# ``X.message_output`` is reported against the outputs of the code that was built (behind the door).
-BUILT_BEHIND_THE_DOOR = "X has no output 'message_output'. Fix: Use one of its outputs ['output']"
+def test_a_spec_cannot_set_a_nodes_code(door):
+    """The code a node runs is its component's: a spec's ``code`` line is an error naming the node,
+    and the code runs nowhere (the test above is the control: the same code as a custom node runs)."""
+    built = build_flow(door.builtin_spec())
+    assert not built.ok
+    assert any(e.field == "code" and e.node == "X" and "cannot set a node's code" in e.message for e in built.errors)
+    door.assert_never_ran(built.flow)
 
 
 def test_validate_flow_of_a_spec(door):
-    report = validate_flow(door.builtin_spec())
-    assert any(BUILT_BEHIND_THE_DOOR in str(e) for e in report.errors), report.errors
+    validate_flow(door.builtin_spec())
     door.assert_contained()
 
 
@@ -172,7 +182,7 @@ def test_run_flow_of_a_spec(door):
     from lfassist_jupyter.errors import ConfigError
     from lfassist_jupyter.flows import run_flow_for_real
 
-    with pytest.raises(ConfigError, match=re.escape(BUILT_BEHIND_THE_DOOR)):  # not run: the build said why
+    with contextlib.suppress(ConfigError):  # not run (errors, a variable missing): the build went through the door
         run_flow_for_real(door.builtin_spec(), "hello", env={}, timeout=60)
     door.assert_contained()
 
@@ -185,14 +195,16 @@ def test_the_hostile_refresh_writes_its_marker_unconfined(tmp_path):
     script = f"{ast.unparse(where)}\nprint(_where(None))\n"
     env = {**os.environ, "LFA_DOOR_SECRET": SECRET}
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
-    pid, secret, wrote = run.stdout.strip().split(":", 2)
-    assert (secret, wrote) == (SECRET, "wrote")
+    pid, secret = run.stdout.strip().split(":", 1)
+    assert secret == SECRET
     assert door.marker.read_text() == f"{pid}:{SECRET}\n" and door.pids() == {int(pid)}
 
 
 def test_assist_flow_magic(door, flow_ip):
     flow_ip.run_cell_magic("assist_flow", '--quiet --out door_view --run "hi"', door.builtin_spec())
-    door.assert_ran_elsewhere(flow_ip.user_ns["door_view"].flow)
+    view = flow_ip.user_ns["door_view"]
+    assert not view.ok and any(e.field == "code" for e in view.report.errors)
+    door.assert_never_ran(view.flow)
     door.assert_contained()
 
 
@@ -206,7 +218,7 @@ def test_assist_flow_load_of_a_spec_file(door, flow_ip, tmp_path):
 def test_assistant_load_flow_of_spec_text(door, make_assistant):
     """``Assistant.load_flow`` (what ``%assist flow load`` calls) also takes spec text: built behind the door."""
     flow = make_assistant("openai").load_flow(door.builtin_spec())
-    door.assert_ran_elsewhere(flow)
+    door.assert_never_ran(flow)
     door.assert_contained()
 
 
@@ -214,8 +226,8 @@ def test_model_reply_with_a_code_field(door, llm, make_assistant):
     spec = door.builtin_spec()
     llm.queue(intent("build_flow"), plan("ChatInput", "TypeConverterComponent", "ChatOutput"), spec_reply(spec))
     result = make_assistant("openai", max_retries=1).run("convert the chat message to a table")
-    assert result.kind == "flow"
-    door.assert_ran_elsewhere(result.flow)
+    assert result.kind == "flow" and not result.validated
+    door.assert_never_ran(result.flow)
     door.assert_contained()
 
 
