@@ -41,7 +41,7 @@ async def edit_and_save(llm, make_assistant, tmp_path, flow_id: str, change) -> 
     result = await assistant.arun("change the flow as asked")
     assert result.flow is not None, result.error
     assert shown in llm.requests[2].text  # the loaded flow's spec was what the model edited
-    saved = Workspace.save_flow(result.flow, tmp_path / "edited.json")
+    saved = Workspace(data_dir=tmp_path / "data").save_flow(result.flow, tmp_path / "edited.json")
     return corpus_flow(flow_id), json.loads(saved.read_text()), edited, result
 
 
