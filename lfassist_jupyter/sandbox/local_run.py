@@ -49,7 +49,7 @@ def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) ->
         fence = os.path.join(tmp, "egress")  # only this directory is bound into the sandbox
         os.makedirs(fence, mode=0o700)
         try:
-            proxy = EgressProxy(plan.hosts, os.path.join(fence, "proxy.sock")).start()
+            proxy = EgressProxy(plan.hosts, os.path.join(fence, "proxy.sock"), kernel_ports=plan.kernel_ports).start()
         except OSError as exc:  # e.g. a TMPDIR too long for a Unix socket's path
             raise ConfigError(f"Not run: the network fence could not start ({exc.strerror or exc}).") from exc
         env = scrubbed_env(tmp)  # the keys go on stdin: a command line is visible to `ps`

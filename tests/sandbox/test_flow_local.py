@@ -382,7 +382,7 @@ def test_the_fence_refuses_a_name_that_resolves_to_a_local_address_unless_the_us
 
     port = _port(server)
     get = f"GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode()
-    with EgressProxy([Allowed("localhost", None, False, "openai")], str(tmp_path / "a.sock")) as proxy:
+    with EgressProxy([Allowed("localhost", port, False, "openai")], str(tmp_path / "a.sock")) as proxy:
         refused = _through(proxy.socket_path, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
         assert refused.startswith(b"HTTP/1.1 403") and b"local or private address (127.0.0.1)" in refused
         assert _through(proxy.socket_path, get).startswith(b"HTTP/1.1 403")
