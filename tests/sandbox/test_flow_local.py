@@ -187,7 +187,7 @@ def test_a_model_flow_reaches_its_allowed_provider_with_the_key_and_nothing_else
         assert " ".join(secret) not in str(run)
     if _fenced():
         assert "direct=closed" in run.text  # no way around the proxy: the sandbox has loopback only
-        assert run.isolation == "bubblewrap (network through the allow-list only)"
+        assert run.isolation.startswith("bubblewrap (network through the allow-list only; ")
 
 
 def test_what_a_run_wants_is_shown_first_and_nothing_runs_without_it(model_flow, llm, monkeypatch):

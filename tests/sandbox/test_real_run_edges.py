@@ -98,7 +98,7 @@ class Look(Component):
                 got["read"][path] = f"error: {exc.strerror}"
         filled, chunk = 0, b"x" * (1 << 20)
         try:
-            for i in range(int(self.fill_mb or 0) // 64):
+            for i in range(int(str(self.fill_mb or "0").removesuffix("mb")) // 64):
                 with open(f"fill-{i}", "wb") as fh:
                     for _ in range(64):
                         fh.write(chunk)
@@ -427,7 +427,7 @@ def test_a_real_run_is_bounded_read_only_and_sees_only_what_it_needs(
         paths=",".join(lists),
         writes=",".join(writes),
         reads=f"{other_scratch / 'their-notes.txt'},/proc/{os.getpid()}/environ",
-        fill_mb="640",
+        fill_mb="640mb",  # text: a bare number would be an int, which a text input does not take
     )
 
     run = lfassist_jupyter.run_flow_for_real(flow, "x")
