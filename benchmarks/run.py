@@ -21,6 +21,10 @@ what is measured is our overhead, not a model's.
 - zero-call repairs: over the tests' broken replies and the demo script's recorded ones, the
   share of failed first replies the repair pass fixes with no model call, model calls per
   validated component with and without the pass, and the pass's own time
+- real flows of other authors (``benchmarks/flow_corpus.py``, the half held back while the rules
+  were written): agreement of ``validate_flow`` with lfx's own verdict, full round trips (load ->
+  spec -> the rebuild an edit makes: every node and edge kept, byte-identical), and
+  ``validate_flow``'s time per flow (``LFASSIST_BENCH_NO_CORPUS=1`` skips it)
 - hostile input: the worst case of code extraction and of static validation over a set of
   1 MB adversarial replies, and the time to a clear error from a model server that accepts
   the connection and never answers, at the default settings (``LFASSIST_BENCH_NO_HANG=1`` skips it)
@@ -602,6 +606,59 @@ def repair_savings(validator: SandboxValidator) -> dict:
     }
 
 
+def real_flows() -> dict | None:
+    """Other authors' exported flows, the half held back while the rules were written
+    (``benchmarks/flow_corpus.py``): agreement of ``validate_flow`` with lfx's own verdict, full
+    round trips (``%assist flow load`` -> spec -> the rebuild an edit makes) and validate_flow's
+    time per flow. ``LFASSIST_BENCH_NO_CORPUS=1`` skips it (several minutes on a busy machine)."""
+    if os.environ.get("LFASSIST_BENCH_NO_CORPUS"):
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import flow_corpus
+
+    found = flow_corpus.measure("held_back")
+    return {k: v for k, v in found.items() if k != "rows"} | {
+        "disagreements": [
+            {"id": r["id"], "lfx": r["lfx"], "ours": r["ours"]} for r in found["rows"] if r["lfx"] != r["ours"]
+        ]
+    }
+
+
+def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
+    if not corpus:
+        return []
+    judged, agree = corpus["judged"], corpus["agree"]
+    broken = sum(v for k, v in corpus["confusion"].items() if k.startswith("broken->"))
+    caught = corpus["confusion"]["broken->broken"]
+    said_broken = sum(v for k, v in corpus["confusion"].items() if k.endswith("->broken"))
+    return [
+        (
+            "real flows (held back): validate_flow agrees with lfx",
+            f"{agree}/{judged}",
+            f"{agree / max(1, judged):.0%}",
+            f"{corpus['flows']} flows of other authors, 3 classes",
+        ),
+        (
+            "real flows (held back): lfx's broken flows validate_flow calls broken",
+            f"{caught}/{broken}",
+            f"{said_broken} called broken in all",
+            "sound / broken / missing package",
+        ),
+        (
+            "real flows (held back): full round trips (load -> spec -> rebuild)",
+            f"{corpus['full_round_trips']}/{corpus['flows']}",
+            f"nodes identical {corpus['nodes_identical']}/{corpus['nodes']}",
+            f"edges kept {corpus['edges_kept']}/{corpus['edges']}",
+        ),
+        (
+            "real flows (held back): validate_flow per flow p50",
+            f"{corpus['validate_ms_p50']:.0f} ms",
+            f"p95 {corpus['validate_ms_p95']:.0f} ms",
+            "node code built in the warm sandbox",
+        ),
+    ]
+
+
 def main() -> None:
     if sys.argv[1:] == ["--real-runs"]:  # only the real-run rows (python benchmarks/run.py --real-runs)
         validator = SandboxValidator()
@@ -641,6 +698,7 @@ def main() -> None:
     syncs, stream_s = widget_coalescing()
     worst_x_ms, worst_x_name, worst_s_ms, worst_s_name = adversarial()
     hang = hung_server_error_s()
+    corpus = real_flows()
 
     p50_floor = pct(floor, 50)
     rows = [
@@ -766,6 +824,7 @@ def main() -> None:
     )
     if hang is not None:
         rows.append(("time to a clear error with a hung model server", f"{hang[0]:.1f} s", "defaults", "target < 60 s"))
+    rows += corpus_rows(corpus)
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  {'value':>10}  {'ratio':<26}  note")
     print("-" * (width + 56))
@@ -781,7 +840,8 @@ def main() -> None:
            "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb, "control_flow": control,
            "flow_ms": flow_ms, "real_runs": real, "validate_starters": starters,
            "repairs": repairs,
-           "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang}  # fmt: skip
+           "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
+           "real_flows": corpus}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

@@ -61,8 +61,11 @@ class FlowSandbox(Protocol):
         """lfx's bundled components, ``{type: node template}`` (cached by the sandbox)."""
         ...
 
-    def component_template(self, code: str, timeout: float | None = None) -> ComponentTemplate:
-        """The node template lfx builds for generated code (``ok``, ``template`` or ``error``)."""
+    def component_template(
+        self, code: str, timeout: float | None = None, *, methods: list[str] | None = None
+    ) -> ComponentTemplate:
+        """The node template lfx builds for generated code (``ok``, ``template`` or ``error``; with
+        ``methods``, those the component lacks; on failure, a missing package or stale import)."""
         ...
 
     def build_flow(

@@ -66,6 +66,11 @@ class Settings:
     intent_model: str | None = _setting(
         None, "Intent classification model; default: the provider's fast model.", preference=True
     )
+    flow_model: str | None = _setting(
+        None,
+        "Model of the language-model nodes in the flows it writes: provider:model "
+        "(anthropic:claude-haiku-4-5) or a model of the assistant's provider; default: the assistant's own.",
+    )
     max_retries: int = _setting(3, "Total validation attempts, between 0 and 10; 0 skips validation.", ge=0, le=10)
     insert: bool = _setting(True, "Insert validated code as a new cell below.")
     server_validation: bool = _setting(

@@ -13,8 +13,9 @@ from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.result import AnswerOutcome
 
 ANSWER_SYSTEM_PROMPT = (
-    "You are the Langflow Assistant. Answer questions about Langflow, lfx and writing custom components "
-    "concisely and accurately, in Markdown. Use short code snippets only when they help; components import "
+    "You are the Langflow Assistant: you write Langflow custom components, build flows whose model nodes "
+    "call the user's own model, and run them. Answer questions about Langflow, lfx, flows and writing custom "
+    "components concisely and accurately, in Markdown. Use short code snippets only when they help; components import "
     "from lfx (`from lfx.custom.custom_component.component import Component`, inputs from `lfx.io`)."
 )
 

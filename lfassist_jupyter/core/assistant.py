@@ -83,6 +83,8 @@ class Assistant:
             a ``Provider`` instance, or None for the first configured one.
         model: the generation model (default: the provider's default).
         intent_model: the classification model (default: the provider's fast model).
+        flow_model: the model the model nodes of the flows it writes call (``provider:model`` or a
+            model of its provider; default: its own provider and model).
         max_retries: total validation attempts, 0..10; 0 skips validation.
         session_id: conversation memory key; a new one is made when omitted.
         validator: a ``ComponentValidator``; default: the sandboxed lfx validator.  ``None``
@@ -100,6 +102,7 @@ class Assistant:
         validator: ComponentValidator | _Default | None = _DEFAULT,
         *,
         intent_model: str | None = None,
+        flow_model: str | None = None,
         session_store: SessionStore | bool | _Default | None = _DEFAULT,
         max_prompt_chars: int = MAX_PROMPT_CHARS,
         history_window: int = 6,
@@ -114,6 +117,7 @@ class Assistant:
         self._provider: Provider | None = provider if isinstance(provider, Provider) else None
         self.model = model
         self.intent_model = intent_model
+        self.flow_model = flow_model
         self.session_id = session_id or new_session_id()
         self._validator_arg = validator
         self._validator: ComponentValidator | None = None if isinstance(validator, _Default) else validator
@@ -212,6 +216,7 @@ class Assistant:
             current_spec=last.content if last else None,
             flows=self._session_flows(),
             library=self._flow_library(),
+            flow_model=self.flow_model,
         )
 
     def _session_flows(self) -> list[dict[str, Any]]:

@@ -58,8 +58,8 @@ so the counters read the same as Langflow's Assistant metrics."""
 
 INTENT_SYSTEM_PROMPT = f"""\
 You classify requests sent to the Langflow Assistant, which writes Langflow custom \
-components (Python classes built on lfx), builds Langflow flows (graphs of components) \
-and answers questions about Langflow.
+components (Python classes built on lfx), builds Langflow flows (graphs of components) that \
+answer with the user's own model, runs flows, and answers questions about Langflow.
 
 Reply with ONLY a JSON object, no prose, no code fence:
 {{"translation": "<the request translated to English; unchanged if already English>", \
@@ -225,6 +225,8 @@ def parse_intent(reply: str, original: str) -> IntentResult:
 
 
 OFF_TOPIC_REFUSAL = (
-    "I can only help with Langflow: creating custom components and answering questions about "
-    "Langflow and lfx. Try something like 'a component that splits text into sentences'."
+    "I can only help with Langflow: writing custom components, building flows that answer with your "
+    "own model and running them, and answering questions about Langflow and lfx. Try something like "
+    "'a component that splits text into sentences' or 'a flow that answers in one sentence with a "
+    "language model'."
 )

@@ -13,6 +13,7 @@ Public API::
     build_flow(text, *, catalog=None, repair=True) -> BuildResult     # spec or model reply -> flow JSON
     extract_spec(reply) -> str                                        # the spec inside a model reply
     flow_to_spec(flow) -> str                                         # flow JSON -> spec text
+    edit_flow(original, text, *, catalog=None) -> BuildResult          # an edited spec applied to the flow's JSON
     validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
@@ -39,6 +40,7 @@ __all__ = [
     "RepairResult",
     "build_flow",
     "default_catalog",
+    "edit_flow",
     "extract_spec",
     "flow_to_spec",
     "repair_flow",
@@ -52,6 +54,7 @@ _LAZY = {
     "build_flow": "spec",
     "extract_spec": "spec",
     "flow_to_spec": "spec",
+    "edit_flow": "spec",
     "validate_flow": "validate",
     "repair_flow": "repair",
     "run_flow_for_real": "local",

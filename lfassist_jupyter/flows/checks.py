@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .models import FlowProblem
+from .models import FlowProblem, Need
 
 # How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).
 _NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
@@ -182,15 +182,15 @@ def code_problem(code: object) -> str | None:
     return None
 
 
-def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[str]]:
-    """(errors, warnings) of the whole-flow checks for what ``validate_flow`` accepts: a dict,
-    a ``.json`` path or spec text.  Code no lfx built-in carries is built in the sandbox when
-    everything parses (for spec text: the custom components of ``catalog`` it uses)."""
+def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[str], list[Need]]:
+    """(errors, warnings, needs) of the whole-flow checks for what ``validate_flow`` accepts: a
+    dict, a ``.json`` path or spec text.  Code no lfx built-in carries is built in the sandbox
+    when everything parses (for spec text: the custom components of ``catalog`` it uses)."""
     builtin = catalog_codes(catalog)
     if isinstance(flow, str) and not (flow.strip().endswith(".json") and "\n" not in flow):
         errors = spec_errors(flow, catalog)
         if errors:
-            return errors, []
+            return errors, [], []
         registry = getattr(catalog, "registry", {})
         kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
         nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
@@ -199,47 +199,105 @@ def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[st
         try:
             flow = json.loads(Path(flow).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return [], []  # the loader reports it
+            return [], [], []  # the loader reports it
     if not isinstance(flow, dict):
-        return [], []
+        return [], [], []
     errors = json_errors(flow)
     if errors:
-        return errors, []
+        return errors, [], []
     return custom_code_errors(flow, builtin)
 
 
-def custom_code_errors(flow: dict[str, Any], builtin_codes: frozenset[str]) -> tuple[list[FlowProblem], list[str]]:
-    """Build each node whose code no built-in carries, in the sandbox; name the ones lfx refuses."""
+def _called_methods(node: dict[str, Any], edges: list[Any]) -> list[tuple[str, str]]:
+    """(output, method) of the saved outputs lfx calls when the node runs: those an edge leaves
+    from, or every output when none does (``Component._get_outputs_to_process``)."""
+    outputs = [
+        (str(o.get("name")), o["method"])
+        for o in ((node.get("data") or {}).get("node") or {}).get("outputs") or []
+        if isinstance(o, dict) and isinstance(o.get("method"), str) and o.get("method")
+    ]
+    used = {
+        ((e.get("data") or {}).get("sourceHandle") or {}).get("name")
+        for e in edges
+        if isinstance(e, dict) and e.get("source") == node.get("id")
+    }
+    return [(name, method) for name, method in outputs if not used or name in used]
+
+
+def custom_code_errors(
+    flow: dict[str, Any], builtin_codes: frozenset[str]
+) -> tuple[list[FlowProblem], list[str], list[Need]]:
+    """Build each node whose code no built-in carries, in the sandbox; name the ones lfx refuses.
+
+    Three causes are told apart, because they call for different fixes: the flow's code is
+    wrong (an error); it imports a module gone from a package that *is* installed, or its saved
+    output calls a method its code no longer has (an error naming the module or method: code
+    saved by another Langflow version, which lfx refuses too); or it needs a package the
+    sandbox's environment lacks (a ``package`` need with its ``%pip install`` line: the flow is
+    not broken, this environment is short of it)."""
     data = flow.get("data", flow) if isinstance(flow.get("data", flow), dict) else {}
+    edges = data.get("edges") if isinstance(data.get("edges"), list) else []
     errors: list[FlowProblem] = []
     warnings: list[str] = []
+    needs: list[Need] = []
     for node in data.get("nodes") or []:
         if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
             continue
         code = node_code(node)
         if not isinstance(code, str) or code in builtin_codes:
             continue
-        ok, message = _build(code)
-        name = _node_name(node)
-        if ok:
+        called = _called_methods(node, edges)
+        answer = _build(code, tuple(sorted({m for _, m in called})))
+        name, nid = _node_name(node), str(node.get("id"))
+        at = {"node": name, "node_id": nid, "field": "code"}
+        if answer.ok:
+            gone = set(answer.missing_methods)
+            for output, method in called:
+                if method in gone:
+                    errors.append(
+                        FlowProblem(
+                            code="missing_output",
+                            **{**at, "field": output},
+                            message=f"{name}'s saved output {output!r} calls {method}(), which its code does not "
+                            "have (the node was saved by another version of the component); lfx stops there.",
+                            fix=f"Replace {name} with a fresh copy of its component, or take a different output.",
+                        )
+                    )
             continue
+        message = str(answer.error or "")
+        package = answer.missing_package
         if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
             warnings.append(f"{name}: its code could not be built here ({message[:200]})")
-            continue
-        if "No module named" in message or ("needs" in message and "installed" in message):
-            warnings.append(f"{name}: its code needs a package that is not installed here ({message[:200]}).")
-            continue
-        errors.append(
-            FlowProblem(
-                code="bad_value",
-                node=name,
-                node_id=str(node.get("id")),
-                field="code",
-                message=f"Langflow cannot build {name}: {message[:500]}",
-                fix="Fix the node's code (validate it with %%assist_validate), or replace the node.",
+        elif package is not None:
+            needs.append(
+                Need(
+                    kind="package",
+                    **at,
+                    message=f"{name} needs the package {package.distribution}, which is not installed in "
+                    f"the sandbox's environment: {package.fix} (then restart the kernel).",
+                )
             )
-        )
-    return errors, warnings
+        elif answer.stale_import:
+            module = answer.stale_import
+            errors.append(
+                FlowProblem(
+                    code="bad_value",
+                    **at,
+                    message=f"{name} imports {module}, which does not exist in the installed packages "
+                    "(code written for another Langflow version); lfx cannot load this node.",
+                    fix=f"Replace {name} with a fresh copy of its component, or change the import of {module}.",
+                )
+            )
+        else:
+            errors.append(
+                FlowProblem(
+                    code="bad_value",
+                    **at,
+                    message=f"Langflow cannot build {name}: {message[:500]}",
+                    fix="Fix the node's code (validate it with %%assist_validate), or replace the node.",
+                )
+            )
+    return errors, warnings, needs
 
 
 def catalog_codes(catalog: Any) -> frozenset[str]:
@@ -254,19 +312,21 @@ def catalog_codes(catalog: Any) -> frozenset[str]:
     return frozenset(codes)
 
 
-_BUILT: dict[str, tuple[bool, str]] = {}  # code -> lfx's verdict (only verdicts are kept)
+_BUILT: dict[tuple[str, tuple[str, ...]], Any] = {}  # (code, methods) -> lfx's verdict (a ComponentTemplate)
 
 
-def _build(code: str) -> tuple[bool, str]:
-    """lfx builds ``code`` in the sandbox (never in this process); lfx's verdicts are cached."""
+def _build(code: str, methods: tuple[str, ...] = ()) -> Any:
+    """lfx builds ``code`` in the sandbox (never in this process) and says which of ``methods``
+    it lacks; lfx's verdicts are cached (not the sandbox's failures to give one)."""
     from lfassist_jupyter.sandbox.client import default_validator
 
-    if code in _BUILT:
-        return _BUILT[code]
-    answer = default_validator().component_template(code)
-    verdict = answer.ok, str(answer.error or "")
-    if verdict[0] or not verdict[1].startswith(_NO_VERDICT):
+    key = (code, methods)
+    if key in _BUILT:
+        return _BUILT[key]
+    answer = default_validator().component_template(code, methods=list(methods))
+    verdict = answer.model_copy(update={"template": None})  # only the verdict is kept
+    if verdict.ok or not str(verdict.error or "").startswith(_NO_VERDICT):
         if len(_BUILT) >= 256:
             _BUILT.pop(next(iter(_BUILT)))
-        _BUILT[code] = verdict
+        _BUILT[key] = verdict
     return verdict

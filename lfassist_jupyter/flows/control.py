@@ -32,7 +32,7 @@ from lfassist_jupyter.sandbox.worker.flow_kit import handle_json, input_ports, o
 
 from .models import Change, FlowProblem
 
-__all__ = ["ControlResult", "branch_ports", "control_flow_json", "infer_control_flow", "loop_ports"]
+__all__ = ["ControlResult", "branch_ports", "control_flow_json", "infer_control_flow", "json_edge", "loop_ports"]
 
 _EDGE = re.compile(r"^(\s*)(\w+)\.(\w+)\s*(?:->|→|=>)\s*(\w+)\.(\w+)\s*$")
 _NODE = re.compile(r"^\s*(\w+)\s*:\s*(\S.*?)\s*$")
@@ -393,7 +393,7 @@ def control_flow_json(flow: dict[str, Any]) -> tuple[set[int], list[Change]]:
     for e in g.edges:
         if e.line is not None and before[id(e)] == (e.out, e.tgt, e.port):
             continue
-        new = _json_edge(nodes[e.src], e.out, nodes[e.tgt], e.port)
+        new = json_edge(nodes[e.src], e.out, nodes[e.tgt], e.port)
         if e.line is None:
             raw.append(new)
         else:
@@ -401,8 +401,9 @@ def control_flow_json(flow: dict[str, Any]) -> tuple[set[int], list[Change]]:
     return held, g.changes
 
 
-def _json_edge(src: dict[str, Any], out: str, tgt: dict[str, Any], port: str) -> dict[str, Any]:
-    """An edge's JSON, the way lfx's ``add_connection`` writes it."""
+def json_edge(src: dict[str, Any], out: str, tgt: dict[str, Any], port: str) -> dict[str, Any]:
+    """An edge's JSON, the way lfx's ``add_connection`` writes it (a loop's feedback port too);
+    ``merge`` wires an edit's new edges onto a flow's own nodes with it."""
     s_node, t_node = (src.get("data") or {}).get("node") or {}, (tgt.get("data") or {}).get("node") or {}
     sh = {
         "dataType": src["data"].get("type"),

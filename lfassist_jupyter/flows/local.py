@@ -39,13 +39,15 @@ from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
 
+# The key-field rule the worker's build shares (flow_kit), through flows.spec's import of it.
+from .spec import VARIABLE_REF, is_key_field, name_variable
+
+__all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow_for_real", "run_plan"]
+
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
-"""A key field's value that names a variable (``OPENAI_API_KEY``) rather than being the key."""
-_SECRET_INPUT_TYPES = ("SecretStrInput",)
 
 # Provider -> the hosts a real run may reach for it, and the kernel's variable that moves it.
 _PROVIDER_HOSTS: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -69,10 +71,6 @@ _COMPONENT_PROVIDER = {
     "OllamaEmbeddings": "ollama",
 }
 _URL_FIELD = re.compile(r"(^|_)(base_url|api_base|api_url|url|host|endpoint)$")
-
-
-def _is_key_field(field: dict[str, Any]) -> bool:
-    return field.get("password") is True or field.get("_input_type") in _SECRET_INPUT_TYPES
 
 
 def _nodes(flow: dict[str, Any]) -> list[tuple[dict[str, Any], str, str, dict[str, Any]]]:
@@ -102,9 +100,8 @@ def prepare_flow(flow: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             if not isinstance(fld, dict):
                 continue
             value = fld.get("value")
-            if _is_key_field(fld):
-                if isinstance(value, str) and _VARIABLE_REF.match(value.strip()):
-                    fld["load_from_db"] = True
+            if is_key_field(fld):
+                name_variable(fld)
             elif fld.get("load_from_db"):
                 fld["load_from_db"] = False
                 if isinstance(value, str) and value.strip():
@@ -119,7 +116,7 @@ def flow_variables(flow: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     found = []
     for _, name, nid, template in _nodes(flow):
         for fname, fld in template.items():
-            if isinstance(fld, dict) and _is_key_field(fld) and fld.get("load_from_db"):
+            if isinstance(fld, dict) and is_key_field(fld) and fld.get("load_from_db"):
                 value = fld.get("value")
                 if isinstance(value, str) and value.strip():
                     found.append((value.strip(), name, nid, fname))
@@ -396,6 +393,7 @@ def run_flow_for_real(
     reported, not raised.
     """
     from .catalog import default_catalog
+    from .packages import install_line
     from .validate import _load, validate_flow
 
     if not isinstance(input_text, str):
@@ -413,6 +411,11 @@ def run_flow_for_real(
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ConfigError(f"Not run: the flow has errors: {problems[0]}{more}")
 
+    if report.missing_packages:
+        lines = "; ".join(f"{p.distribution} ({', '.join(p.nodes)})" for p in report.missing_packages)
+        names = [p.distribution for p in report.missing_packages]
+        install = install_line(names, getattr(catalog.sandbox, "python", None))
+        raise ConfigError(f"Not run: the flow needs packages not installed here: {lines}. Install them: {install}")
     read_fields = {(nid, fname) for _, _, nid, fname in flow_variables(loaded)}
     unset = [
         f"{n.node}.{n.field} ({n.kind})"

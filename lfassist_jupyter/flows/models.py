@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.validation.report import MissingPackage
 
 ErrorCode = Literal[
     "spec_syntax",
@@ -65,11 +66,30 @@ class FlowProblem(BaseModel):
 class Need(BaseModel):
     """Something the user must still provide before a real run; not a wiring error."""
 
-    kind: Literal["model", "secret", "file", "choice", "value"]
+    kind: Literal["model", "secret", "file", "choice", "value", "package", "service"]
+    """``package``: a node needs a package the sandbox's environment lacks (the message has the
+    ``%pip install`` line): the flow is not broken, this environment is short of it. ``service``:
+    a server the flow talks to (a database, a model host) that a run could not reach."""
     node: str
     node_id: str | None = None
     field: str
     message: str
+
+
+class ModelUse(BaseModel):
+    """One model node of a flow and what it calls: the model, its provider, the key's variable."""
+
+    node: str
+    model: str
+    provider: str
+    key_variable: str | None = None
+    """The variable the key field names (``OPENAI_API_KEY``), never a key."""
+    key_typed: bool = False
+    """A key was typed into the node (shown as such, never its value)."""
+
+    def __str__(self) -> str:
+        key = f", key {self.key_variable}" if self.key_variable else (", a key typed in" if self.key_typed else "")
+        return f"{self.node} calls {self.model} ({self.provider}){key}"
 
 
 class FlowReport(BaseModel):
@@ -80,6 +100,11 @@ class FlowReport(BaseModel):
     errors: list[FlowProblem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
+    models: list[ModelUse] = Field(default_factory=list)
+    """What each model node calls (``flows.flow_model.model_nodes``)."""
+    missing_packages: list[MissingPackage] = Field(default_factory=list)
+    """Packages the flow needs that the sandbox's environment lacks (lfx's own requirements logic,
+    ``flows.packages``): a run fails without them, whatever the wiring."""
     node_count: int = 0
     edge_count: int = 0
 
@@ -91,7 +116,7 @@ class FlowReport(BaseModel):
 class Change(BaseModel):
     """One deterministic repair, shown to the user so nothing changes silently."""
 
-    kind: Literal["port", "component", "value", "quote", "edge"]
+    kind: Literal["port", "component", "value", "quote", "edge", "model"]
     node: str
     field: str | None = None
     before: Any = None

@@ -18,10 +18,13 @@ import json
 import re
 from typing import Any, get_args
 
-from lfassist_jupyter.sandbox.worker.flow_kit import spec_scalar
+from lfassist_jupyter.sandbox.worker.flow_kit import VARIABLE_REF, is_key_field, name_variable, spec_scalar
 
 from .catalog import Catalog, default_catalog
+from .merge import components, merge_flow, spec_ids, spec_kinds
 from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
+
+__all__ = ["VARIABLE_REF", "build_flow", "extract_spec", "flow_to_spec", "is_key_field", "name_variable"]
 
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)
@@ -102,15 +105,6 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
 # -- flow JSON -> spec text ----------------------------------------------------------------
 
 
-def _spec_ids(nodes: list[dict[str, Any]]) -> dict[str, str]:
-    """Short spec ids (A, B, ... Z, A1 ...) in the order of the flow's nodes."""
-    out = {}
-    for i, node in enumerate(nodes):
-        letter = chr(ord("A") + i % 26)
-        out[node["id"]] = letter if i < 26 else f"{letter}{i // 26}"
-    return out
-
-
 def _format_value(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -128,17 +122,31 @@ def _format_value(value: Any) -> str | None:
     return value
 
 
+def _model_value(value: Any) -> str | None:
+    """A model selection as the spec writes it: ``{"name": ..., "provider": ...}`` (lfx's own shape
+    without its metadata, which the build fills in again for a model lfx lists)."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+        name, provider = value[0].get("name"), value[0].get("provider")
+        if isinstance(name, str) and isinstance(provider, str) and name and provider:
+            return json.dumps({"name": name, "provider": provider})
+    return None
+
+
 def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str:
     """The spec text of a flow: nodes, edges, and the config values that differ from the defaults.
 
     lfx has no writer (its `flow_to_spec_summary` leaves out values and is not re-parseable),
     so this is a small one; `build_flow(flow_to_spec(f))` rebuilds the same wiring.
-    Secrets (password fields) and code are never written: a spec lands in a notebook cell.
+    Each node is written as the catalogue entry it is (``merge.spec_kinds``: by its module or
+    code); a node no entry expresses (a group, a component this lfx lacks, custom code) is
+    added to ``catalog`` as an entry of its own, so the spec names it and an edit keeps it
+    (``edit_flow``). Secrets (password fields) and code are never written: a spec lands in a
+    notebook cell.
     """
     catalog = catalog or default_catalog()
-    data = flow.get("data", flow)
-    nodes = [n for n in data.get("nodes", []) if n.get("type", "genericNode") == "genericNode"]
-    sids = _spec_ids(nodes)
+    nodes = components(flow)
+    kinds = spec_kinds(flow, catalog)
+    sids = spec_ids(nodes)
     lines = []
     if flow.get("name"):
         lines.append(f"name: {flow['name']}")
@@ -147,34 +155,59 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     lines.append("")
     lines.append("nodes:")
     for node in nodes:
-        kind = node["data"].get("_flow_builder_registry_type") or node["data"].get("type")
-        lines.append(f"  {sids[node['id']]}: {kind}")
+        lines.append(f"  {sids[node['id']]}: {kinds[node['id']]}")
     edges = []
-    for edge in data.get("edges", []):
-        if edge.get("source") not in sids or edge.get("target") not in sids:
+    for edge in (flow.get("data", flow) or {}).get("edges", []):
+        if not isinstance(edge, dict) or edge.get("source") not in sids or edge.get("target") not in sids:
             continue
-        sh = (edge.get("data") or {}).get("sourceHandle", {})
-        th = (edge.get("data") or {}).get("targetHandle", {})
+        sh = (edge.get("data") or {}).get("sourceHandle") or {}
+        th = (edge.get("data") or {}).get("targetHandle") or {}
         port = th.get("fieldName") or th.get("name")
         edges.append(f"  {sids[edge['source']]}.{sh.get('name')} -> {sids[edge['target']]}.{port}")
     if edges:
         lines += ["", "edges:", *edges]
     config = []
     for node in nodes:
-        kind = node["data"].get("type")
-        defaults = (catalog.registry.get(kind) or {}).get("template", {})
-        for name, field in node["data"]["node"].get("template", {}).items():
+        entry = catalog.registry.get(kinds[node["id"]]) or {}
+        defaults = entry.get("template") or {}
+        template = ((node.get("data") or {}).get("node") or {}).get("template") or {}
+        for name, field in template.items():
             if name.startswith("_") or name == "code" or not isinstance(field, dict):
                 continue
-            if field.get("password") or field.get("load_from_db"):
-                continue
+            if defaults and name not in defaults:
+                continue  # a field the entry does not have (the edit keeps it as it is)
             value = field.get("value")
+            if field.get("password") or field.get("load_from_db"):
+                names_variable = isinstance(value, str) and bool(VARIABLE_REF.match(value.strip()))
+                if is_key_field(field) and field.get("load_from_db") and names_variable:  # a name, never a key
+                    config.append(f"  {sids[node['id']]}.{name}: {str(value).strip()}")
+                continue
             default = (defaults.get(name) or {}).get("value") if isinstance(defaults.get(name), dict) else None
             if value in (None, "", [], {}) or value == default:
                 continue
-            text = _format_value(value)
+            text = _model_value(value) if field.get("type") == "model" else _format_value(value)
             if text is not None:
                 config.append(f"  {sids[node['id']]}.{name}: {text}")
     if config:
         lines += ["", "config:", *config]
     return "\n".join(lines).strip("\n") + "\n"
+
+
+def edit_flow(
+    original: dict[str, Any], text: str, *, catalog: Catalog | None = None, repair: bool = True
+) -> BuildResult:
+    """Apply an edited spec (or a model reply holding one) to ``original``, the flow it edits.
+
+    ``original`` was shown as ``flow_to_spec(original)``; the edited spec is built with lfx
+    (``build_flow``) and merged into the original JSON (``merge.merge_flow``): what the edit keeps
+    comes back byte for byte (positions, values, code, groups, components this lfx lacks); only
+    what it names changes. The result's ``flow`` is the merged flow, ``node_ids`` its spec id ->
+    node id. Raises ``FlowSpecError`` like ``build_flow`` when there is no spec at all.
+    """
+    catalog = catalog or default_catalog()
+    old_spec = flow_to_spec(original, catalog=catalog)
+    built = build_flow(text, catalog=catalog, repair=repair)
+    if built.flow is None:
+        return built
+    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids)
+    return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids})

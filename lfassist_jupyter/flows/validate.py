@@ -18,6 +18,7 @@ from lfassist_jupyter.sandbox.worker.flow_kit import conversion_hint, types_comp
 
 from .catalog import Catalog, default_catalog
 from .checks import check as check_flow
+from .groups import ungroup
 from .models import FlowProblem, FlowReport, FlowSpecError, Need
 
 # Inputs that only an edge can fill (a handle); empty and unconnected, they are wiring errors.
@@ -53,6 +54,18 @@ def _load(
     )
 
 
+def _opened(flow: Any) -> Any:
+    """A flow (dict or ``.json`` path) with its groups replaced by their nodes (``groups.ungroup``);
+    anything else as it came (spec text; a path the loader cannot read reports itself)."""
+    if isinstance(flow, Path) or (isinstance(flow, str) and flow.strip().endswith(".json") and "\n" not in flow):
+        try:
+            loaded = json.loads(Path(flow).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return flow
+        return ungroup(loaded) if isinstance(loaded, dict) else flow
+    return ungroup(flow) if isinstance(flow, dict) else flow
+
+
 def _name(node: dict[str, Any]) -> str:
     nd = node.get("data") or {}
     return str((nd.get("node") or {}).get("display_name") or nd.get("type") or node.get("id"))
@@ -61,10 +74,11 @@ def _name(node: dict[str, Any]) -> str:
 def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None) -> FlowReport:
     """Validate Langflow flow JSON (a dict), a flow file, or spec text. Never raises on bad input."""
     catalog = catalog or default_catalog()
+    flow = _opened(flow)  # grouped sub-flows, opened as lfx opens them before it builds
     # Before lfx reads it: duplicate ids, an empty flow, node code that does not parse or build.
-    blocking, notes = check_flow(flow, catalog)
+    blocking, notes, code_needs = check_flow(flow, catalog)
     if blocking:
-        return FlowReport(is_valid=False, errors=blocking, warnings=notes)
+        return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
     loaded, errors, warnings = _load(flow, catalog)
     warnings += notes
     if loaded is None:
@@ -82,7 +96,7 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
         for n in raw_nodes
         if isinstance(n, dict) and "id" in n and n.get("type", "genericNode") == "genericNode"
     }
-    needs: list[Need] = []
+    needs: list[Need] = list(code_needs)
     seen = {e.message for e in errors}
 
     def add(err: FlowProblem) -> None:
@@ -100,11 +114,16 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
             e.get("target") for e in raw_edges if isinstance(e, dict)
         }
         warnings += [f"{_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
+    from .flow_model import model_nodes
+    from .packages import missing_packages
+
     return FlowReport(
+        missing_packages=missing_packages(loaded, catalog),
         is_valid=not errors,
         errors=errors,
         warnings=warnings,
         needs=needs,
+        models=model_nodes(loaded),
         node_count=len(nodes),
         edge_count=len(raw_edges),
     )

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import LangflowError
+from lfassist_jupyter.flows.local import name_variable
 from lfassist_jupyter.langflow.client import TAG
 from lfassist_jupyter.redaction import redact
 
@@ -107,11 +108,17 @@ def flow_body(flow: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     data = flow.get("data", flow)
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise LangflowError("the flow has no data.nodes: is it Langflow flow JSON?")
+    nodes = copy.deepcopy(data["nodes"])
+    for node in nodes:  # a key field naming OPENAI_API_KEY reads Langflow's global variable of that name
+        template = ((node.get("data") or {}).get("node") or {}).get("template") if isinstance(node, dict) else None
+        for value in (template or {}).values() if isinstance(template, dict) else ():
+            if isinstance(value, dict):
+                name_variable(value)
     return {
         "name": (name or flow.get("name") or "Flow from a notebook").strip(),
         "description": flow.get("description") or "",
         "data": {
-            "nodes": copy.deepcopy(data["nodes"]),
+            "nodes": nodes,
             "edges": copy.deepcopy(data.get("edges") or []),
             "viewport": data.get("viewport") or {"x": 0, "y": 0, "zoom": 1},
         },
@@ -217,6 +224,22 @@ async def arun_on_server(
     return parse_run_response(flow_id, _json(response, "the run"))
 
 
+async def alist_variables(client: LangflowClient) -> list[str]:
+    """The names of the global variables the server holds a value for (never their values):
+    what a registered flow's key fields may name (``GET /api/v1/variables/``)."""
+    response = await client.arequest("GET", "/api/v1/variables/")
+    if response.status_code != 200:
+        raise _fail(client, response, "the list of global variables")
+    found = _json(response, "the list of global variables")
+    if not isinstance(found, list):
+        raise LangflowError("Langflow's list of global variables was not a list.")
+    return sorted(
+        str(v["name"])
+        for v in found
+        if isinstance(v, dict) and isinstance(v.get("name"), str) and v.get("has_value", v.get("value") is not None)
+    )
+
+
 async def aget_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:
     """A stored flow's JSON (name, description, data{nodes, edges}), to load it for edits."""
     response = await client.arequest("GET", f"/api/v1/flows/{flow_id}")
@@ -256,6 +279,10 @@ def run_on_server(
 
 def list_flows(client: LangflowClient, *, ours_only: bool = True) -> list[dict[str, Any]]:
     return _sync(alist_flows(client, ours_only=ours_only))
+
+
+def list_variables(client: LangflowClient) -> list[str]:
+    return _sync(alist_variables(client))
 
 
 def get_flow(client: LangflowClient, flow_id: str) -> dict[str, Any]:

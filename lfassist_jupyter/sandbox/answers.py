@@ -43,6 +43,17 @@ class FlowOutput(BaseModel):
     text: str = ""
 
 
+class RunNeed(BaseModel):
+    """What a run stopped at that the user must provide (not a fault of the flow): a file, a key
+    or a service (a server the flow talks to)."""
+
+    kind: Literal["file", "secret", "service"]
+    node: str = Field(max_length=300)
+    node_id: str | None = Field(default=None, max_length=300)
+    field: str | None = Field(default=None, max_length=300)
+    message: str = Field(max_length=2000)
+
+
 class FlowRun(BaseModel):
     """A probe run's answer: the flow's chat output for one input text, and what was stubbed.
 
@@ -55,6 +66,9 @@ class FlowRun(BaseModel):
     stubbed: list[Stubbed] = Field(default_factory=list, max_length=500)
     outputs: list[FlowOutput] = Field(default_factory=list, max_length=100)
     seconds: float | None = None
+    needs: list[RunNeed] = Field(default_factory=list, max_length=100)
+    """Filled in the kernel (``flows.needs.run_needs``) when a failed run stopped at a file, a key or
+    a service the user must provide: the run did not fail for a fault of the flow."""
     reduced_isolation: str | None = Field(default=None, max_length=500)
     """Why the sandbox that ran this probe run had reduced isolation (no OS-level layer), set by
     the kernel (whatever the child said); None under full isolation."""
@@ -114,6 +128,14 @@ class ComponentRun(BaseModel):
 # -- builds -------------------------------------------------------------------------------
 
 
+class MissingPackage(BaseModel):
+    """A package to install: the module that was missing, its distribution, the line to run."""
+
+    module: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.\- ]+$")
+    distribution: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")
+    fix: str = Field(max_length=200)
+
+
 class ComponentTemplate(BaseModel):
     """What ``component_template`` answers: the node template lfx built for a component's code
     (the frontend node a flow's custom node carries), or why it built none."""
@@ -121,10 +143,17 @@ class ComponentTemplate(BaseModel):
     ok: bool
     template: dict[str, Any] | None = None
     error: str | None = None
+    missing_methods: list[str] = Field(default_factory=list, max_length=50)
+    """Of the output methods asked about, those the built component does not have."""
+    missing_package: MissingPackage | None = None
+    """Why it built none, when that is a package this environment lacks (not the code)."""
+    stale_import: str | None = Field(default=None, max_length=200)
+    """Why it built none, when that is a module gone from an installed package (code written for
+    another version)."""
 
     @classmethod
-    def failed(cls, error: str) -> ComponentTemplate:
-        return cls(ok=False, error=str(error))
+    def failed(cls, error: str, **why: Any) -> ComponentTemplate:
+        return cls(ok=False, error=str(error), **why)
 
 
 class BuildError(BaseModel):

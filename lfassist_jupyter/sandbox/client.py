@@ -17,7 +17,9 @@ the sandbox) and ``default_validator`` (the process-wide one) live here too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import os
 import threading
 import time
 from typing import Any
@@ -35,6 +37,7 @@ from lfassist_jupyter.sandbox.answers import (
     ComponentTemplate,
     FlowBuild,
     FlowRun,
+    MissingPackage,
     Stubbed,
     check_catalog,
 )
@@ -83,6 +86,10 @@ class SandboxValidator(ZygoteProcess):
         self.timeout = timeout
         self.smoke = smoke
         self._flow_catalog: dict[str, dict[str, Any]] | None = None  # cached: it depends on the interpreter only
+        # What built-in types, node codes and providers need that the interpreter lacks; what needs
+        # something is asked again once packages were installed (`_packages_stamp` changed).
+        self._needs: dict[str, dict[str, list[str]]] = {"types": {}, "codes": {}, "providers": {}}
+        self._needs_stamp: tuple[int, ...] = ()
 
     # -- validation ---------------------------------------------------------------------
 
@@ -174,15 +181,22 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a flow run; it was discarded."
         return FlowRun.failed(str(failure), stubbed=stubbed)
 
-    def component_template(self, code: str, timeout: float | None = None) -> ComponentTemplate:
+    def component_template(
+        self, code: str, timeout: float | None = None, *, methods: list[str] | None = None
+    ) -> ComponentTemplate:
         """The node template lfx builds for ``code`` (built in a sandboxed child, never here).
 
         Returns a ``ComponentTemplate``: ``ok`` with ``template`` (the frontend node a flow's
-        custom node carries; its ``code`` value is the code we sent, not what came back), or
-        ``ok`` False with ``error``; redacted, never raises.
+        custom node carries; its ``code`` value is the code we sent, not what came back) and
+        ``missing_methods`` (those of ``methods`` the component lacks), or ``ok`` False with
+        ``error``, and ``missing_package`` or ``stale_import`` when the environment, not the code,
+        is why; redacted, shape-checked, never raises.
         """
         timeout = self.timeout if timeout is None else timeout
-        answer, failure = self._call({"op": "component_template", "code": code, "timeout": timeout}, timeout)
+        request: dict[str, Any] = {"op": "component_template", "code": code, "timeout": timeout}
+        if methods:
+            request["methods"] = [str(m)[:200] for m in methods[:50]]
+        answer, failure = self._call(request, timeout)
         if failure == "fatal":
             return ComponentTemplate.failed(str(self._unavailable_report().error))
         if answer is not None:
@@ -191,8 +205,11 @@ class SandboxValidator(ZygoteProcess):
                 template = redact_tree(template)
                 if isinstance(template["template"].get("code"), dict):
                     template["template"]["code"]["value"] = code
-                return ComponentTemplate(ok=True, template=template)
+                asked = set(request.get("methods") or [])
+                missing = [m for m in answer.get("missing_methods") or [] if isinstance(m, str) and m in asked]
+                return ComponentTemplate(ok=True, template=template, missing_methods=missing)
             failure = redact_text(str(answer.get("error") or "lfx built no template for the component.")[:2000])
+            return ComponentTemplate.failed(failure, **_environment_cause(answer))
         return ComponentTemplate.failed(str(failure))
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
@@ -220,6 +237,43 @@ class SandboxValidator(ZygoteProcess):
                 raise ConfigError(f"The sandbox sent no usable flow catalogue ({exc}).") from None
             self._flow_catalog = registry
             return registry
+
+    def flow_packages(
+        self, types: list[str], codes: list[str], providers: list[str], timeout: float | None = None
+    ) -> dict[str, dict[str, list[str]]] | None:
+        """What each built-in component type, node code and model provider needs that the
+        worker's interpreter lacks (PyPI names), found by lfx's own requirements logic in a
+        sandboxed child (``_packages.py``): ``{"types": {t: [...]}, "codes": {code: [...]},
+        "providers": {p: [...]}}`` for the ones asked.  Cached per validator (what was missing is
+        asked again after an install), so a child runs only for what is new.  None when the sandbox
+        could not tell (never raises)."""
+        stamp = _packages_stamp()
+        with self._lock:
+            if stamp != self._needs_stamp:  # a `%pip install` since: what was missing may be there now
+                self._needs = {kind: {k: v for k, v in cached.items() if not v} for kind, cached in self._needs.items()}
+                self._needs_stamp = stamp
+            known = {kind: dict(cached) for kind, cached in self._needs.items()}
+        asked = {"types": list(dict.fromkeys(types)), "codes": list(dict.fromkeys(codes)),
+                 "providers": list(dict.fromkeys(providers))}  # fmt: skip
+        new = {kind: [x for x in items if x not in known[kind]] for kind, items in asked.items()}
+        if any(new.values()):
+            timeout = max(self.timeout, 30.0) if timeout is None else timeout
+            answer, _failure = self._call({"op": "flow_packages", **new, "timeout": timeout}, timeout)
+            if answer is None or not answer.get("ok"):
+                return None
+            found = {
+                "types": answer.get("types") if isinstance(answer.get("types"), dict) else {},
+                "providers": answer.get("providers") if isinstance(answer.get("providers"), dict) else {},
+                "codes": dict(zip(new["codes"], answer.get("codes") or [], strict=False)),
+            }
+            for kind, items in found.items():
+                for key, needs in items.items():
+                    if key in new[kind] and isinstance(needs, list) and all(isinstance(n, str) for n in needs):
+                        known[kind][key] = [redact_text(n)[:200] for n in needs[:50]]
+            with self._lock:
+                for kind in self._needs:
+                    self._needs[kind].update({k: known[kind][k] for k in new[kind] if k in known[kind]})
+        return {kind: {k: known[kind][k] for k in items if k in known[kind]} for kind, items in asked.items()}
 
     def build_flow(
         self,
@@ -307,6 +361,36 @@ def _confinement_text(found: object) -> str | None:
 
 _default: SandboxValidator | None = None
 _default_lock = threading.Lock()
+
+
+def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
+    """The child's word on a failed build's cause, kept only in its expected shape."""
+    package = answer.get("missing_package")
+    if isinstance(package, dict):
+        dist = package.get("distribution")
+        try:
+            return {"missing_package": MissingPackage(module=package.get("module"), distribution=dist,
+                                                      fix=f"%pip install {dist}")}  # fmt: skip
+        except ValidationError:
+            return {}
+    stale = answer.get("stale_import")
+    if isinstance(stale, str) and len(stale) <= 200 and all(c.isalnum() or c in "._" for c in stale):
+        return {"stale_import": stale}
+    return {}
+
+
+def _packages_stamp() -> tuple[int, ...]:
+    """When the installed packages last changed: the modification times of this interpreter's
+    site-packages (installing or removing a distribution changes its directory).  A worker on another
+    interpreter (``LFASSIST_VALIDATOR_PYTHON``) is installed into there: the stamp then changes
+    only with this one's, and a cached "missing" lasts until the kernel restarts."""
+    import site
+
+    stamps = []
+    for path in [*site.getsitepackages(), site.getusersitepackages()]:
+        with contextlib.suppress(OSError):
+            stamps.append(os.stat(path).st_mtime_ns)
+    return tuple(stamps)
 
 
 def default_validator() -> SandboxValidator:

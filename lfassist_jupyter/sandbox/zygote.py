@@ -50,6 +50,7 @@ OP_MODULES: tuple[Path, ...] = (
     WORKER_DIR / "_run_component.py",
     WORKER_DIR / "_probe_run.py",
     WORKER_DIR / "_flow_ops.py",
+    WORKER_DIR / "_packages.py",
 )
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer
 LINE_CAP = 8 * 1024 * 1024  # the longest line we read from the zygote (its own caps are lower)

@@ -148,6 +148,10 @@ def local_run(
     if view.flow is None or not view.ok:
         view.notes.append(("Not run: fix the flow's errors first.", False))
         return
+    if view.report is not None and view.report.missing_packages:
+        lacking = ", ".join(p.distribution for p in view.report.missing_packages)
+        view.notes.append((f"Not run: the flow needs packages not installed here: {lacking} (see above).", False))
+        return
     names = [n.strip() for entry in env_names or [] for n in entry.split(",") if n.strip()]
     try:
         plan = run_plan(view.flow, env=names, allow_hosts=allow_hosts or [])
@@ -184,18 +188,37 @@ def save(workspace: Workspace, view: FlowView, path: str | Path, name: str | Non
     view.notes.append((f"Saved to {view.saved} (import it in Langflow: Upload a flow).", True))
 
 
-def _blocking_needs(report: FlowReport | None) -> list[str]:
-    """What stops a real run without the user's keys or choices (a model, a secret)."""
+def _blocking_needs(report: FlowReport | None, variables: set[tuple[str, str]]) -> list[str]:
+    """What stops a run without the user's choices: a model to choose, a key field that is empty
+    (one that names a variable, in ``variables`` as (node id, field), is the server's to give)."""
     if report is None:
         return []
-    return [f"{n.node}.{n.field} ({n.kind})" for n in report.needs if n.kind in ("model", "secret")]
+    return [
+        f"{n.node}.{n.field} ({n.kind})"
+        for n in report.needs
+        if n.kind == "model" or (n.kind == "secret" and (n.node_id, n.field) not in variables)
+    ]
+
+
+def _server_lacks(workspace: Workspace, wanted: list[str]) -> list[str] | str:
+    """The variables of ``wanted`` the connected Langflow has no value for, or why it cannot tell."""
+    if not wanted:
+        return []
+    try:
+        have = set(workspace.langflow_variables())
+    except LfAssistError as exc:
+        return f"its global variables could not be listed ({exc})"
+    return [v for v in wanted if v not in have]
 
 
 def register(workspace: Workspace, view: FlowView, *, name: str | None = None, run_text: str | None = None) -> None:
     """Create or update the flow in the connected Langflow, then prove it there with a run.
 
-    The run is skipped (and said so) when the flow needs a model or a key: that is a real
-    model call, the user's explicit choice, not a side effect of registering."""
+    A model node carries its selection and its key field names a global variable
+    (``OPENAI_API_KEY``), so the flow runs on the server as it runs here.  The proof run is made
+    when the server has every variable the flow's key fields name (its global variables, by
+    name only); otherwise the note says which one to create there.  A flow with no model chosen,
+    or an empty key field, is not run (it could not answer)."""
     if workspace.langflow is None:
         view.notes.append(("Not registered: no Langflow connection. Use `%assist connect URL` first.", False))
         return
@@ -208,9 +231,20 @@ def register(workspace: Workspace, view: FlowView, *, name: str | None = None, r
         view.notes.append((f"Not registered: {exc}", False))
         return
     view.notes.append((str(view.registered), True))
-    needs = _blocking_needs(view.report)
+    from lfassist_jupyter.flows.local import flow_variables, prepare_flow
+
+    named = flow_variables(prepare_flow(view.flow)[0])
+    needs = _blocking_needs(view.report, {(nid, field) for _, _, nid, field in named})
     if needs:
         view.notes.append((f"Not run in Langflow: it needs {', '.join(needs)}; set them there, then run it.", None))
+        return
+    lacking = _server_lacks(workspace, sorted({name for name, *_ in named}))
+    if lacking:
+        why = lacking if isinstance(lacking, str) else (
+            f"it needs the global variable{'s' * (len(lacking) > 1)} {', '.join(lacking)}, which the server "
+            "does not have; create it there (Settings, Global Variables), then run it"
+        )  # fmt: skip
+        view.notes.append((f"Not run in Langflow: {why}.", None))
         return
     text = run_text or PROBE_INPUT
     try:

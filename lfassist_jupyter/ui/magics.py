@@ -131,6 +131,7 @@ class AssistMagics(Magics):
     provider = _trait("provider")
     model = _trait("model")
     intent_model = _trait("intent_model")
+    flow_model = _trait("flow_model")
     max_retries = _trait("max_retries")
     insert = _trait("insert")
     validator_timeout = _trait("validator_timeout")

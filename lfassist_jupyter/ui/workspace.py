@@ -50,6 +50,7 @@ class _AssistantKey(NamedTuple):
     provider: str | None
     model: str | None
     intent_model: str | None
+    flow_model: str | None
     max_retries: int
     session_id: str
     server: int  # id() of the Langflow client validating on the server, 0 when none
@@ -68,7 +69,7 @@ class Workspace:
         assistant_factory: Callable[..., Assistant] | None = None,
     ) -> None:
         """``assistant_factory`` (benchmarks, scripts) builds each assistant itself from the keyword
-        arguments provider, model, intent_model, max_retries, session_id and session_store."""
+        arguments provider, model, intent_model, flow_model, max_retries, session_id and session_store."""
         from lfassist_jupyter.core.datadir import default_data_dir
 
         self.config = config or Settings.from_env()
@@ -155,6 +156,7 @@ class Workspace:
             provider=provider or cfg.provider,
             model=model or cfg.model,
             intent_model=cfg.intent_model,
+            flow_model=cfg.flow_model,
             max_retries=cfg.max_retries if max_retries is None else max_retries,
             session_id=session_id,
             server=id(self._server) if self._server is not None else 0,
@@ -165,6 +167,7 @@ class Workspace:
                 provider=key.provider,
                 model=key.model,
                 intent_model=key.intent_model,
+                flow_model=key.flow_model,
                 max_retries=key.max_retries,
                 session_id=session_id,
                 session_store=self.store,
@@ -217,6 +220,12 @@ class Workspace:
 
         return run_on_server(self._client(), flow_id, input_text)
 
+    def langflow_variables(self) -> list[str]:
+        """Blocking: the names of the connected Langflow's global variables (never their values)."""
+        from lfassist_jupyter.langflow.flows import list_variables
+
+        return list_variables(self._client())
+
     def probe_run(self, flow: dict[str, Any], input_text: str) -> FlowRun:
         """Probe-run ``flow`` in the sandbox (models stubbed, no keys, no network); never raises."""
         runner = getattr(self.local_validator(), "probe_run", None)
@@ -224,7 +233,9 @@ class Workspace:
             from lfassist_jupyter.sandbox.answers import FlowRun  # pydantic: not at %load_ext
 
             return FlowRun.failed("This validator cannot run flows.")
-        return runner(flow, input_text)
+        from lfassist_jupyter.flows.needs import explain_run
+
+        return explain_run(flow, runner(flow, input_text))  # a file, key or service to provide, not "failed"
 
     @staticmethod
     def save_flow(flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:

@@ -48,9 +48,14 @@ class FieldSummary(BaseModel):
 
 
 class MissingPackage(BaseModel):
+    """A package the code (or a flow) needs that the validating interpreter lacks."""
+
     module: str
     distribution: str
     fix: str
+    """The line that installs it: ``%pip install scikit-learn``."""
+    nodes: list[str] = Field(default_factory=list)
+    """For a flow: the nodes that need it."""
 
 
 class ValidationReport(BaseModel):

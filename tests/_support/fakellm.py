@@ -215,6 +215,9 @@ class FakeLLM:
             h.wfile.write(data)
             rec.finished = True
             return
+        if rec.body.get("stream") is not True and type(reply) is Reply:
+            self._whole(h, reply, model, rec, anthropic=anthropic)  # a client that does not stream (langchain's)
+            return
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
         h.send_header("Cache-Control", "no-cache")
@@ -229,6 +232,41 @@ class FakeLLM:
             self._anthropic_stream(h, pieces, model, reply, rec, delay)
         else:
             self._openai_stream(h, pieces, model, reply, rec, delay)
+
+    @staticmethod
+    def _whole(h: BaseHTTPRequestHandler, reply: Reply, model: str, rec: Recorded, *, anthropic: bool) -> None:
+        """The reply as one JSON body, in the vendor's non-streaming shape."""
+        if reply.delay:
+            time.sleep(reply.delay)
+        if anthropic:
+            payload: dict[str, Any] = {
+                "id": f"msg_{uuid.uuid4().hex[:10]}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": reply.text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 11, "output_tokens": 5},
+            }
+        else:
+            payload = {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:10]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": reply.text}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+            }
+        data = json.dumps(payload).encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+        rec.finished = True
 
     @staticmethod
     def _send(h: BaseHTTPRequestHandler, data: str, event: str | None = None) -> None:

@@ -54,7 +54,11 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, tmp: Path) -> None:
+    """A real Langflow server on a free port.  ``env`` adds variables to its environment (e.g. a
+    provider's key and base URL: Langflow makes the key a global variable at start)."""
+
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None) -> None:
+        extra = dict(env or {})
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LANGFLOW_"))}
@@ -66,6 +70,7 @@ class Server:
             LITELLM_LOCAL_MODEL_COST_MAP="True",
             LANGFLOW_LOG_LEVEL="error",
         )
+        env.update(extra)
         self.log = open(tmp / "langflow.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [

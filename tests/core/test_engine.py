@@ -167,6 +167,7 @@ async def test_off_topic_is_refused_without_a_generation_call(llm, make_assistan
     events = await collect(make_assistant("openai"), "How do I deploy n8n on Docker?")
     assert len(llm.requests) == 1
     assert events[-1].event == "complete" and "Langflow" in events[-1].data.result
+    assert "building flows" in events[-1].data.result and "a flow that answers" in events[-1].data.result
     assert events[-1].data.intent == "off_topic"
 
 

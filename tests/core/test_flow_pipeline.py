@@ -116,7 +116,12 @@ async def test_model_flow_is_stubbed_in_the_probe_run_and_needs_are_reported(llm
     assert "LanguageModelComponent (Language Model)" in llm.requests[2].text  # parsed from the bulleted plan
     assert result.run.text == f"[stub Language Model] Be brief. {PROBE_TEXT}"
     assert [s.name for s in result.run.stubbed] == ["Language Model"]
-    assert any(n.kind == "model" for n in result.flow_report.needs)
+    # The model node calls the assistant's own model; the key is named, the user allows it at run time.
+    assert [str(m) for m in result.flow_report.models] == ["Language Model calls gpt-4o (OpenAI), key OPENAI_API_KEY"]
+    assert not any(n.kind == "model" for n in result.flow_report.needs)
+    assert [n.message for n in result.flow_report.needs] == [
+        "Language Model.api_key reads the global variable 'OPENAI_API_KEY'."
+    ]
     assert "Stubbed in the probe run" in result.result and "Language Model" in result.result
     assert "Before a real run, provide" in result.result
 

@@ -333,7 +333,9 @@ def test_a_failed_probe_run_reads_the_same_in_the_cell_and_on_the_panel(flow_ip,
     spec = "name: Reads a file\nnodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n"
     cell = flow_ip.run_cell_magic("assist_flow", "--run x", spec)
     assert isinstance(cell.run, FlowRun) and cell.run.ok is False and "No files" in str(cell.run.error)
-    said = f"Probe run on 'x' failed: {str(cell.run.error).splitlines()[0][:300]}"
+    # Not "failed": the run stopped at the file the user must give (issue 33).
+    assert [(n.kind, n.node) for n in cell.run.needs] == [("file", "Read File")]
+    said = f"Probe run on 'x' stopped at what you must provide: {cell.run.needs[0].message}"
     assert said in repr(cell)
 
     workspace = Workspace(data_dir=tmp_path / "failed-run", local_validator=sandbox)

@@ -35,6 +35,7 @@ from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome, flow_reduced_isolation
 from lfassist_jupyter.errors import ProviderError
+from lfassist_jupyter.flows.flow_model import FlowModel, spec_node_ids
 from lfassist_jupyter.flows.models import FlowReport, Need
 from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox
 from lfassist_jupyter.sandbox.answers import FlowRun
@@ -212,6 +213,9 @@ class FlowPipeline:
             flows and its starter templates.
         current_spec: that flow's spec, when known (else derived with ``flow_to_spec``).
         probe_timeout: seconds the probe run may take.
+        flow_model: the model the flow's model nodes call (``provider:model`` or a model of the
+            request's provider); default: the request's own provider and model
+            (``flows.flow_model``: set in the spec, the key as its variable's name).
     """
 
     def __init__(
@@ -229,6 +233,7 @@ class FlowPipeline:
         probe_timeout: float = 30.0,
         flows: list[dict[str, Any]] | None = None,
         library: FlowLibrary | None = None,
+        flow_model: str | None = None,
     ) -> None:
         self.validator = validator
         self.max_retries = check_max_retries(max_retries)
@@ -244,6 +249,9 @@ class FlowPipeline:
         self.library = library
         self.probe_text = PROBE_TEXT
         self._reused: dict[str, Any] | None = None
+        self.flow_model = flow_model
+        self.choice: FlowModel | None = None
+        self._edited_ids: set[str] = set()  # the node ids of the flow being edited, as its spec names them
 
     # -- the catalogue ---------------------------------------------------------------------
 
@@ -291,12 +299,17 @@ class FlowPipeline:
 
     async def run(self, request: Request, sink: Sink) -> FlowOutcome:
         """Plan, make the custom nodes, then write, build, validate and probe-run with repairs."""
+        self.choice = self._flow_model(request)
         catalog = await asyncio.to_thread(self.catalog)
         current_spec = self.current_spec
-        if self.current_flow and not current_spec:
+        if self.current_flow:
+            # The spec an edit is applied against (``edit_flow``): written from the flow itself,
+            # so its ids map back onto the flow's nodes; it also names the nodes no catalogue
+            # entry expresses (their own entries join the catalogue).
             from lfassist_jupyter.flows import flow_to_spec
 
             current_spec = await asyncio.to_thread(flow_to_spec, self.current_flow, catalog=catalog)
+            self._edited_ids = spec_node_ids(current_spec)
         plan = await self._plan(request, sink, catalog, current_spec)
         if isinstance(plan, FlowOutcome):
             return plan
@@ -493,7 +506,10 @@ class FlowPipeline:
             run = last.run = await self._probe(flow)
             if not run.ok:
                 report.needs += file_needs(flow, str(run.error or ""))
-            if not run.ok and not report.needs:
+                known = {(n.kind, n.node_id) for n in report.needs}
+                report.needs += [Need(**n.model_dump()) for n in run.needs if (n.kind, n.node_id) not in known]
+            lacking = not run.ok and _lacks_package(report, str(run.error or ""))
+            if not run.ok and not report.needs and not lacking:
                 problems = [f"flow: the probe run failed: {run.error}"]
         return problems
 
@@ -505,16 +521,46 @@ class FlowPipeline:
         )
         return "".join([chunk async for chunk in chunks])
 
-    @staticmethod
-    def _build(reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
-        """lfx's builder with our deterministic repairs; (result, blocking problems, notes)."""
-        from lfassist_jupyter.flows import FlowSpecError, build_flow
+    def _flow_model(self, request: Request) -> FlowModel | None:
+        """The model the flow's model nodes call: ``flow_model``, else the request's own."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.flows.flow_model import flow_model_for
+        from lfassist_jupyter.providers import available_providers
 
+        provider = request.provider
         try:
-            built = build_flow(reply, catalog=catalog, repair=True)
+            return flow_model_for(
+                getattr(provider, "name", None),
+                request.model,
+                base_url=getattr(provider, "base_url", None),
+                setting=self.flow_model,
+                base_urls={info.name: info.base_url for info in available_providers()},
+            )
+        except ConfigError as exc:
+            log.warning("%s The flow's model nodes are left for the user to choose.", exc)
+            return None
+
+    def _build(self, reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
+        """lfx's builder with our deterministic repairs, the model nodes set to the user's model
+        first (``flows.flow_model``); (result, blocking problems, notes).
+        An edit of a flow (``current_flow``) is applied to that flow's JSON (``edit_flow``):
+        what the edit does not name comes back as it was, its model nodes included (only the
+        nodes the edit adds get the user's model)."""
+        from lfassist_jupyter.flows import FlowSpecError, build_flow, edit_flow, extract_spec
+        from lfassist_jupyter.flows.flow_model import configure_model_nodes
+
+        editing = bool(self.current_flow and not self._reused)
+        try:
+            keep = self._edited_ids if editing else set()
+            spec, configured = configure_model_nodes(extract_spec(reply), catalog, self.choice, keep=keep)
+            if editing:
+                built = edit_flow(self.current_flow, spec, catalog=catalog, repair=True)
+            else:
+                built = build_flow(spec, catalog=catalog, repair=True)
         except FlowSpecError as exc:
             return None, [str(exc)] if "```" in (reply or "") or "nodes" in (reply or "") else [], []
-        notes = [*built.warnings, *(f"Repaired {c.node}: {c.message}" for c in built.changes if c.kind != "quote")]
+        notes = [f"{c.node}: {c.message}" for c in configured]
+        notes += [*built.warnings, *(f"Repaired {c.node}: {c.message}" for c in built.changes if c.kind != "quote")]
         if built.flow is None:
             return None, [str(e) for e in built.errors] or ["The spec has no usable node."], notes
         return built, [], notes
@@ -522,7 +568,10 @@ class FlowPipeline:
     async def _probe(self, flow: dict[str, Any]) -> FlowRun:
         if self.sandbox is None:
             return FlowRun.failed("No sandbox to probe-run the flow in.")
+        from lfassist_jupyter.flows.needs import explain_run
+
         run = await asyncio.to_thread(self.sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
+        run = explain_run(flow, run)  # stopped at a file, key or service the user must provide
         return run.require_answer(
             "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
         )
@@ -617,6 +666,12 @@ class FlowPipeline:
         )
 
 
+def _lacks_package(report: FlowReport, error: str) -> bool:
+    """The probe run failed in a node that needs a package the sandbox lacks: the user installs
+    it (the card says which); a model repair cannot fix an environment."""
+    return any("No module named" in error or any(node in error for node in p.nodes) for p in report.missing_packages)
+
+
 def _node_names(flow: dict[str, Any]) -> list[str]:
     data = flow.get("data", flow)
     names = []
@@ -664,6 +719,12 @@ def summary(
         if run.stubbed:
             what = ", ".join(f"{s.name} ({s.reason})" for s in run.stubbed)
             parts.append(f"Stubbed in the probe run (no keys or network in the sandbox): {what}.")
+    if report is not None and report.models:
+        parts.append(f"Its model nodes call: {'; '.join(str(m) for m in report.models[:4])}.")
+    if report is not None and report.missing_packages:
+        names = [p.distribution for p in report.missing_packages]
+        fix = report.missing_packages[0].fix.rsplit(" ", 1)[0] + " " + " ".join(names)
+        parts.append(f"It needs packages not installed here: {', '.join(names)} (`{fix}`).")
     if report is not None and report.needs:
         needs = "; ".join(n.message for n in report.needs[:6])
         parts.append(f"Before a real run, provide: {needs}")

@@ -66,7 +66,11 @@ type (accepted types follow `<-`).
 is `|` followed by lines indented 4 spaces; surrounding quotes only delimit a value.
 - A Prompt Template's `{variables}` become inputs named after them: write `{question}` in \
 `B.template`, then connect into `B.question`.
-- Never write API keys or secrets; the user chooses the model and provides keys later.
+- Model nodes (LanguageModelComponent, Agent) are set to the user's own model for you: leave \
+out their `model` and `api_key`, unless the request names a model or a provider; then write \
+`M.model: {"name": "<model>", "provider": "<OpenAI, Anthropic, Ollama...>"}`.
+- Never write an API key or secret: a key field may only name its variable \
+(`M.api_key: ANTHROPIC_API_KEY`).
 - A loop's body starts at `L.item`, and its last node feeds back into `L.item` (that edge \
 targets the loop's item handle); `L.done` gives the collected results to what comes after.
 """

@@ -30,6 +30,7 @@ import time
 import uuid
 from typing import Any
 
+from . import _models
 from . import flow_kit as kit
 from ._shared import Armed, Timeout, error_text
 
@@ -239,6 +240,8 @@ class _FlowBuild:
         self.all_ids: set[str] = set()  # every spec id under 'nodes:'
         self.flow: dict[str, Any] = {}
         self.ids: dict[str, str] = {}  # spec id -> node id in the flow
+        self.written: dict[tuple[str, str], Any] = {}  # (spec id, field) -> the value the spec wrote
+        self.applied: set[tuple[str, str]] = set()  # the ones set so far
 
     def result(self, *, ready: bool = False) -> dict[str, Any]:
         flow = self.flow if ready else None
@@ -296,9 +299,17 @@ class _FlowBuild:
         return True
 
     def configure(self) -> None:
-        """3. Config: fields that exist now, then dynamic fields, then fields that exist only after that."""
+        """3. Config: fields that exist now, then dynamic fields, then fields that exist only after that.
+
+        Model selections go first, whatever the spec's order: a selection's real-time refresh
+        resets the fields of its provider (the key among them), so ``M.api_key`` written above
+        ``M.model`` would otherwise be lost.  And after every refresh the values the spec wrote
+        on that node are put back if the refresh changed them (``_restore``)."""
         later = []
-        for spec_id, field, value in self._pending_config():
+        pending = self._pending_config()
+        self.written = {(spec_id, field): value for spec_id, field, value in pending}
+        pending.sort(key=lambda p: not self._is_selection(*p[:2]))
+        for spec_id, field, value in pending:
             if field in _template(self.flow, self.ids[spec_id])["template"]:
                 self._apply(spec_id, field, value)
             else:
@@ -344,25 +355,38 @@ class _FlowBuild:
                 pending.append((spec_id, field, value))
         return pending
 
+    def _is_selection(self, spec_id: str, field: str) -> bool:
+        template = _template(self.flow, self.ids[spec_id])["template"]
+        return isinstance(template.get(field), dict) and template[field].get("type") == "model"
+
     def _apply(self, spec_id: str, field: str, value: Any) -> None:
         """One field's value (coerced when repairing), and the component's real-time refresh if it has one."""
         from lfx.graph.flow_builder.component import configure_component
 
         flow, ids = self.flow, self.ids
         template = _template(flow, ids[spec_id])["template"]
-        if self.repair and field in template:
+        if self.repair and field in template and not self._is_selection(spec_id, field):
             coerced = kit.coerce_value(template[field], value)
             if coerced != value or type(coerced) is not type(value):
                 self.changes.append(_change("value", spec_id, field, value, coerced, "value coerced"))
                 value = coerced
         try:
+            if self._is_selection(spec_id, field):
+                value = self._selection(spec_id, field, value)
             configure_component(flow, ids[spec_id], {field: value})
+            kit.name_variable(template[field])
             if template[field].get("real_time_refresh") and field != "api_key":
                 node_data = _template(flow, ids[spec_id])
                 try:
                     self.run(_refresh(node_data, field, node_data["template"][field].get("value")))
                 except Exception as exc:  # the component's own update failed: keep the static form
                     self.warnings.append(f"{spec_id}.{field}: the component's update did not run ({exc}).")
+                self._restore(spec_id, field, value)
+            self.applied.add((spec_id, field))
+        except _models.SelectionError as exc:
+            self.errors.append(
+                _error("bad_value", str(exc), node=spec_id, node_id=ids[spec_id], field=field, fix=exc.fix)
+            )
         except ValueError as exc:
             self.errors.append(
                 _error(
@@ -374,6 +398,39 @@ class _FlowBuild:
                     fix=_field_fix(template, field),
                 )
             )
+
+    def _selection(self, spec_id: str, field: str, value: Any) -> Any:
+        """A model field's value as lfx stores it, with the user's exact model name (``_models``);
+        the provider may come from the node's provider field in the spec."""
+        wanted = _models.wanted_selection(value)
+        if wanted is None:
+            return value
+        name, provider = wanted
+        hint = self.written.get((spec_id, "provider"))
+        template = _template(self.flow, self.ids[spec_id])["template"]
+        model_type = str(template[field].get("model_type") or "language")
+        return _models.selection(name, provider or (str(hint) if hint else None), model_type)
+
+    def _restore(self, spec_id: str, refreshed: str, value: Any) -> None:
+        """Put back what a real-time refresh changed of the values the spec wrote on this node
+        (the refreshed field included: lfx resets a selection it does not list)."""
+        from lfx.graph.flow_builder.component import configure_component
+
+        template = _template(self.flow, self.ids[spec_id])["template"]
+        for (sid, field), written in self.written.items():
+            if sid != spec_id or field not in template or not isinstance(template[field], dict):
+                continue
+            want = value if field == refreshed else written
+            if field != refreshed and self.repair:
+                want = kit.coerce_value(template[field], want)
+            if field != refreshed and self._is_selection(sid, field):
+                continue  # applied first, and already checked after its own refresh
+            if template[field].get("value") != want and (field == refreshed or (sid, field) in self.applied):
+                try:
+                    configure_component(self.flow, self.ids[sid], {field: want})
+                except ValueError:
+                    continue  # no longer a valid value after the refresh: left as lfx made it
+                kit.name_variable(template[field])
 
     def connect(self) -> None:
         """4. Edges, by lfx's add_connection, which checks port names and type compatibility."""

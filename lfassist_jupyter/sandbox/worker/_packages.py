@@ -1,13 +1,22 @@
-"""Which packages a component's code needs that this interpreter does not have.
+"""Which packages a component's code, or a flow, needs that this interpreter does not have.
 
-Judged the way lfx imports at build time (module-level imports run while building, imports
-inside methods only when they run), so a report says "install X" only where Langflow would
-fail for lack of X, and names the distribution to install rather than the module.
+For a component: judged the way lfx imports at build time (module-level imports run while
+building, imports inside methods only when they run), so a report says "install X" only where
+Langflow would fail for lack of X, and names the distribution to install rather than the module.
+
+For a flow (the op ``flow_packages``): lfx 1.13's own logic, the one ``lfx requirements`` and
+``lfx run``'s dependency preflight use (``lfx.utils.flow_requirements``): a node's code imports
+(less the standard library and what lfx itself brings), and a model node's provider (its
+bundle's imports, or lfx's fallback table: ``OpenAI`` -> ``langchain-openai``).  One thing lfx
+leaves out is added: ``lfx.components.X`` is a shim since the bundle split (1.13), and importing
+it fails when its bundle (``lfx-openai``...) is not installed, although lfx counts ``lfx.*``
+imports as always present.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import re
 import sys
@@ -96,12 +105,58 @@ def _imports(code: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
 
 
 def package(module: str) -> dict:
-    """What to install for ``module``: its top-level name, or ``ns.sub`` for a namespace package."""
+    """What to install for ``module``: its top-level name, or ``ns.sub`` for a namespace package
+    (a ``lfx.components.X`` shim: its bundle).  lfx's own import-name overrides first
+    (``IMPORT_NAME_OVERRIDES``), then the names lfx would guess wrong (``_DIST_ALIASES``)."""
+    bundle = shim_bundle(module)
+    if bundle:
+        return {"module": module, "distribution": bundle, "fix": f"%pip install {bundle}"}
     parts = module.split(".")
     depth = 3 if parts[:2] == ["google", "cloud"] else 2 if parts[0] in _NAMESPACES else 1
     top = ".".join(parts[:depth])
-    dist = _DIST_ALIASES.get(top, top.replace("_", "-").replace(".", "-"))
+    dist = _lfx_overrides().get(top) or _DIST_ALIASES.get(top, top.replace("_", "-").replace(".", "-"))
     return {"module": top, "distribution": dist, "fix": f"%pip install {dist}"}
+
+
+def _lfx_overrides() -> dict[str, str]:
+    try:
+        from lfx.utils.flow_requirements import IMPORT_NAME_OVERRIDES
+    except ImportError:  # an lfx before 1.13
+        return {}
+    return dict(IMPORT_NAME_OVERRIDES)
+
+
+_SHIM_HEAD = "# lfx-bundles-shim"
+_SHIM_TARGET = re.compile(r'import_module\("([\w.]+)"\)')
+_SHIM_DIST = re.compile(r"moved to the '([\w.-]+)' distribution")
+
+
+def shim_bundle(module: str) -> str | None:
+    """The bundle a ``lfx.components.X`` module stands in for, when that bundle is not installed
+    (lfx 1.13 left 78 such shims; each re-points to ``lfx_X`` and fails without it)."""
+    parts = module.split(".")
+    if parts[:2] != ["lfx", "components"] or len(parts) < 3:
+        return None
+    try:
+        spec = importlib.util.find_spec(".".join(parts[:3]))
+        if spec is None or not spec.origin:
+            return None
+        with open(spec.origin, encoding="utf-8") as fh:
+            head = fh.read(4000)
+    except (ImportError, ValueError, OSError):
+        return None
+    target = _SHIM_TARGET.search(head)
+    if not head.startswith(_SHIM_HEAD) or target is None:
+        return None
+    top = target.group(1).split(".")[0]
+    try:
+        installed = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        installed = False
+    if installed:
+        return None
+    dist = _SHIM_DIST.search(head)
+    return dist.group(1) if dist else top.replace("_", "-")
 
 
 _NAMESPACES = {"google", "azure"}
@@ -118,7 +173,8 @@ def missing_packages(code: str, *, when: str = "build") -> list[dict]:
             continue
         seen.add(name)
         pkg = package(name)
-        if not _module_available(name) and pkg["distribution"] not in {m["distribution"] for m in missing}:
+        gone = not _module_available(name) or shim_bundle(name) is not None
+        if gone and pkg["distribution"] not in {m["distribution"] for m in missing}:
             missing.append(pkg)
     return missing
 
@@ -148,3 +204,103 @@ def missing_module(exc: BaseException) -> str | None:
         # so "No module named 'google.auth'" means google-auth is missing, not a wrong path.
         return ".".join(name.split(".")[:2])
     return None  # an installed package with a wrong submodule is a wrong path
+
+
+# -- a flow's packages: lfx's requirements logic, in a sandboxed child ------------------------
+
+
+def _flow_of(node_data: dict) -> dict:
+    return {"data": {"nodes": [{"id": "n", "type": "genericNode", "data": {"node": node_data}}], "edges": []}}
+
+
+def code_needs(code: str) -> list[str]:
+    """The distributions a node's ``code`` needs and this interpreter lacks (lfx's analysis,
+    plus the bundles behind ``lfx.components.X`` shims)."""
+    import warnings
+
+    from lfx.utils.flow_requirements import find_missing_dependencies
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lfx warns about code it cannot parse: the build says so
+        needs = list(find_missing_dependencies(_flow_of({"template": {"code": {"value": code}}})))
+    build, run = _imports(code)
+    for name, _line in [*build, *run]:
+        bundle = shim_bundle(name)
+        if bundle and bundle not in needs:
+            needs.append(bundle)
+    return sorted(needs)
+
+
+def provider_needs(provider: str) -> list[str]:
+    """The distributions a model node on ``provider`` needs and this interpreter lacks."""
+    import warnings
+
+    from lfx.utils.flow_requirements import find_missing_dependencies
+
+    model = {"type": "model", "value": [{"name": "", "provider": provider}]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unknown provider: lfx has nothing to say
+        return sorted(find_missing_dependencies(_flow_of({"template": {"model": model}})))
+
+
+def warm() -> None:
+    """Load what lfx's requirements logic caches (the installed distributions, what lfx brings, its
+    providers' components): in the zygote, so each child's answer takes milliseconds, not seconds.
+    Only lfx's own code runs here."""
+    import warnings
+
+    from lfx.utils import flow_requirements
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        flow_requirements.generate_requirements_from_flow(_flow_of({"template": {}}), include_lfx=False)
+        provider_needs("OpenAI")  # imports lfx's provider table (and the installed bundles' components)
+        code_needs("import json\n")  # lfx's index of shipped component sources
+
+
+def register(ops: dict, facts: dict) -> None:
+    """Add the op ``flow_packages``: what built-in types, codes and providers need (lfx's logic).
+
+    The flow catalogue (a fact, first asked when a session works with flows) also warms lfx's
+    requirement caches in the zygote, so a session without flows does not pay for it."""
+    from ._shared import Armed, Timeout, error_text
+
+    catalog = facts.get("flow_catalog")
+    if callable(catalog):
+
+        def catalog_then_warm() -> object:
+            answer = catalog()
+            with contextlib.suppress(Exception):  # an lfx before 1.13: the op says so itself
+                warm()
+            return answer
+
+        facts["flow_catalog"] = catalog_then_warm
+
+    def flow_packages(req: dict) -> dict:
+        import time
+
+        from lfx.graph.flow_builder.builder import load_local_registry
+
+        from ._models import providers as lfx_providers
+
+        deadline = time.monotonic() + float(req.get("timeout", 30))
+        registry = load_local_registry()
+        types = list(registry) if req.get("types") == "all" else [str(t) for t in req.get("types") or []]
+        codes = [str(c) for c in req.get("codes") or []][:200]
+        names = lfx_providers() if req.get("providers") == "all" else [str(p) for p in req.get("providers") or []]
+        try:
+            with Armed(deadline):
+                by_type = {
+                    t: code_needs(str(((registry[t].get("template") or {}).get("code") or {}).get("value") or ""))
+                    for t in types
+                    if t in registry
+                }
+                by_code = [code_needs(code) for code in codes]
+                by_provider = {p: provider_needs(p) for p in names[:100]}
+        except Timeout:
+            return {"ok": False, "error": "Finding the flow's packages did not finish in time."}
+        except Exception as exc:
+            return {"ok": False, "error": f"Finding the flow's packages failed: {error_text(exc)}"}
+        return {"ok": True, "types": by_type, "codes": by_code, "providers": by_provider}
+
+    ops["flow_packages"] = flow_packages

@@ -27,6 +27,107 @@ def _text_of(value: object) -> str:
     return "" if value is None else str(value)
 
 
+# A model provider whose bundle is not installed is absent from lfx's provider table: the
+# lookup fails with a KeyError of its name. The distribution that brings it back:
+_PROVIDER_BUNDLES = {"OpenAI": "lfx-openai", "Anthropic": "lfx-anthropic", "Amazon Bedrock": "lfx-amazon"}
+
+
+def _why(exc: BaseException, code: str = "") -> dict:
+    """The environment's share in a failed build: a missing package or a stale import.
+
+    ``langflow.X`` that only Langflow itself has (``langflow.api``...) fails as ``lfx.X`` (lfx's
+    loader falls back to it): the package missing is ``langflow``, not a module of lfx."""
+    from ._packages import missing_module, package
+
+    top = missing_module(exc)
+    if top:
+        return {"missing_package": package(top)}
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ModuleNotFoundError) and seen.name:
+            moved = "langflow." + seen.name.removeprefix("lfx.")
+            if seen.name.startswith("lfx.") and moved in code and not _installed("langflow"):
+                return {
+                    "missing_package": {
+                        "module": "langflow",
+                        "distribution": "langflow",
+                        "fix": "%pip install langflow",
+                    }
+                }
+            return {"stale_import": seen.name}
+        if isinstance(seen, KeyError) and len(seen.args) == 1 and isinstance(seen.args[0], str):
+            dist = _provider_package(seen.args[0])
+            if dist:
+                fix = f"%pip install {dist}"
+                return {"missing_package": {"module": seen.args[0], "distribution": dist, "fix": fix}}
+        seen = seen.__cause__ or seen.__context__
+    return {}
+
+
+def _installed(top: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _stale_imports(code: str) -> list[str]:
+    """Modules the code imports at module level (what lfx runs while building) that are gone
+    from a package that is installed: code written for another version of that package.
+    (``langflow.X`` and ``langchain.X`` fall back to ``lfx.X`` and ``langchain_classic.X``, as
+    lfx's loader does.)"""
+    import ast
+    import importlib.util
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+
+    def found(name: str) -> bool:
+        """Whether ``name`` exists; a module that re-points to a package that is not installed
+        (lfx's shims for what moved to a bundle: ``lfx.base.datastax`` -> ``lfx_datastax``)
+        counts as existing: that is a missing package, not a stale import."""
+        try:
+            return importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError as exc:
+            moved = (exc.name or "").split(".")[0]
+            return bool(moved) and moved != name.split(".")[0] and not found(moved)
+        except (ImportError, ValueError, AttributeError):
+            return False
+
+    stale = []
+    for name in names:
+        top = name.split(".")[0]
+        if "." not in name or not found(top) or found(name):
+            continue
+        # lfx's loader tries these before it gives up (``_get_module_fallbacks``).
+        fallbacks = {"langflow.": "lfx.", "langchain.": "langchain_classic."}
+        if any(name.startswith(old) and found(new + name.removeprefix(old)) for old, new in fallbacks.items()):
+            continue
+        stale.append(name)
+    return stale
+
+
+def _provider_package(name: str) -> str | None:
+    if name in _PROVIDER_BUNDLES:
+        return _PROVIDER_BUNDLES[name]
+    try:
+        from lfx.utils.flow_requirements import _PROVIDER_PACKAGE_FALLBACKS
+    except ImportError:
+        return None
+    packages = _PROVIDER_PACKAGE_FALLBACKS.get(name)
+    return sorted(packages)[0] if packages else None
+
+
 def register(ops: dict, facts: dict) -> None:
     """Add ``probe_run`` and ``component_template`` to the worker's op registry."""
 
@@ -78,21 +179,30 @@ def register(ops: dict, facts: dict) -> None:
         }
 
     def component_template(req: dict) -> dict:
-        """The node template lfx builds for component code (what a flow's custom node carries)."""
+        """The node template lfx builds for component code (what a flow's custom node carries).
+
+        With ``methods`` (the output methods a flow's saved node will call), the answer lists
+        those the built component does not have (``missing_methods``): lfx stops there when the
+        node runs. A failed build says why when it is the environment, not the code: a package
+        this interpreter lacks (``missing_package``), or a module gone from an installed one
+        (``stale_import``: code written for another version)."""
         import time
 
         code = str(req.get("code", ""))
         deadline = time.monotonic() + float(req.get("timeout", 10))
         try:
             with Armed(deadline):
-                template, _instance = build_custom_component_template(Component(_code=code))
+                template, instance = build_custom_component_template(Component(_code=code))
         except Timeout:
             return {"ok": False, "error": "Building the component did not finish in time."}
         except BaseException as exc:
-            return {"ok": False, "error": error_text(exc)}
+            stale = _stale_imports(code)  # lfx with every package installed would still stop there
+            return {"ok": False, "error": error_text(exc), **({"stale_import": stale[0]} if stale else _why(exc, code))}
         if not isinstance(template, dict):
             return {"ok": False, "error": "lfx built no template for the component."}
-        return {"ok": True, "template": template}
+        methods = [m for m in req.get("methods") or [] if isinstance(m, str)]
+        missing = [m for m in methods if not callable(getattr(instance, m, None))]
+        return {"ok": True, "template": template, "missing_methods": missing}
 
     ops["probe_run"] = probe_run
     ops["component_template"] = component_template

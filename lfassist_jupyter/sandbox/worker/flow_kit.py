@@ -104,6 +104,27 @@ def spec_scalar(text: str) -> Any:
         return text
 
 
+# -- key fields -------------------------------------------------------------------------------
+
+VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+"""A key field's value that names a variable (``OPENAI_API_KEY``) rather than being the key."""
+
+
+def is_key_field(field: dict[str, Any]) -> bool:
+    """A password field (``SecretStrInput``): the only kind of field that may read a variable."""
+    return field.get("password") is True or field.get("_input_type") == "SecretStrInput"
+
+
+def name_variable(field: dict[str, Any]) -> None:
+    """A key field holding an UPPER_SNAKE name reads that variable: ``load_from_db``, as a
+    Langflow global variable is read (lfx's ``configure_component`` writes every value as a
+    literal).  So ``M.api_key: OPENAI_API_KEY`` means the variable in Langflow too, never a key
+    that reads "OPENAI_API_KEY"."""
+    value = field.get("value")
+    if is_key_field(field) and isinstance(value, str) and VARIABLE_REF.match(value.strip()):
+        field["load_from_db"] = True
+
+
 # -- names ------------------------------------------------------------------------------------
 
 
@@ -267,7 +288,8 @@ CHUNK = 16_000
 
 def pack(obj: Any) -> list[str]:
     """``obj`` as JSON, zlib-compressed, base64, in chunks short enough for the worker's caps."""
-    text = base64.b64encode(zlib.compress(json.dumps(obj, separators=(",", ":")).encode(), 6)).decode()
+    # default=str: a value lfx keeps as an object (a UUID in an MCP node's field) travels as its text.
+    text = base64.b64encode(zlib.compress(json.dumps(obj, separators=(",", ":"), default=str).encode(), 6)).decode()
     return [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
 
 

@@ -18,6 +18,7 @@ from .style import badge as badge_html
 if TYPE_CHECKING:
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.flows.models import FlowReport
+    from lfassist_jupyter.validation.report import MissingPackage
 
 
 def flow_picture_html(flow: dict[str, Any] | None) -> str:
@@ -46,6 +47,9 @@ def run_lines(run: FlowRun | None, input_text: str | None = None) -> list[Line]:
     kind = "Real run" if isinstance(run, RealRun) else "Probe run"
     if run.ok:
         lines: list[Line] = [(f"{kind}{on}: {run.text!r}", True)]
+    elif run.needs:  # not a fault of the flow: what the user must provide
+        provide = "; ".join(n.message for n in run.needs[:5])
+        lines = [(f"{kind}{on} stopped at what you must provide: {provide}", None)]
     else:
         lines = [(f"{kind}{on} failed: {str(run.error or 'unknown error').splitlines()[0][:300]}", False)]
     if isinstance(run, RealRun):
@@ -60,6 +64,12 @@ def run_lines(run: FlowRun | None, input_text: str | None = None) -> list[Line]:
     return lines
 
 
+def package_line(package: MissingPackage) -> str:
+    """``Needs langchain-groq, not installed here (Language Model): %pip install langchain-groq``."""
+    where = f" ({', '.join(package.nodes)})" if package.nodes else ""
+    return f"Needs {package.distribution}, not installed here{where}: {package.fix}"
+
+
 def report_lines(report: FlowReport | None) -> list[Line]:
     """A flow's verdict as (line, ok) pairs: the headline, each error, each need."""
     if report is None:
@@ -67,6 +77,8 @@ def report_lines(report: FlowReport | None) -> list[Line]:
     head = "valid" if report.is_valid else f"{len(report.errors)} error(s)"
     lines: list[Line] = [(f"Flow {head} ({report.node_count} nodes, {report.edge_count} edges)", bool(report.is_valid))]
     lines += [(str(e), False) for e in report.errors]
+    lines += [(f"Model: {m}", None) for m in report.models]
+    lines += [(package_line(p), False) for p in report.missing_packages]
     lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs]
     return lines
 
@@ -81,6 +93,8 @@ def flow_report_html(report: FlowReport) -> str:
     ]
     if report.errors:
         parts.append("<ul>" + "".join(f"<li>{html.escape(str(e))}</li>" for e in report.errors) + "</ul>")
+    for line in [*(f"Model: {m}" for m in report.models), *map(package_line, report.missing_packages)]:
+        parts.append(f"<div>{html.escape(line)}</div>")
     if report.needs:
         parts.append(
             "<div>Needs before a real run:</div><ul>"

@@ -1,0 +1,272 @@
+"""The model a flow's model nodes call: the user's, configured for them, never a key in the flow.
+
+A flow the assistant writes (or reuses) answers with the model the user already has: by default
+the provider and model the assistant itself runs on, or the ``flow_model`` setting
+(``"anthropic:claude-haiku-4-5"``, or a model name of the assistant's provider).  Its model
+nodes get, in the spec's ``config:`` (so the user sees and edits them, and a re-run of the cell
+builds the same):
+
+- ``M.model: {"name": "<the exact model name>", "provider": "OpenAI"}``: lfx's own selection
+  shape, which the build keeps as written even for a model outside lfx's list (a local
+  server's model, a dated name), so that very name reaches the provider;
+- ``M.api_key: OPENAI_API_KEY``: the provider's *variable*, never its value (a key field's
+  UPPER_SNAKE value names a variable: the real run's ``--env``, Langflow's global variable);
+- for Ollama, ``M.ollama_base_url: <OLLAMA_HOST>``.  OpenAI's and Anthropic's nodes have no base
+  URL field: lfx reads ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` from the run's environment
+  (the real run passes the configured one along; on a Langflow server it is its variable).
+
+What the spec already says wins: a request that names a model or a provider ("... with Claude")
+gets a spec that sets it, and only what is missing (the key's variable) is added.  Pure text
+work on the spec, no lfx: the build (in the sandbox) turns the selection into lfx's value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lfassist_jupyter.errors import ConfigError
+
+from .models import Change, ModelUse
+
+# Our providers -> lfx's provider name, the variable of its key, the variable of its base URL.
+_OURS: dict[str, tuple[str, str | None, str | None]] = {
+    "openai": ("OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "ollama": ("Ollama", None, "OLLAMA_HOST"),
+}
+# lfx 1.13's key variable per provider (``get_model_provider_variable_mapping``), for a spec that
+# names another provider than ours.
+KEY_VARIABLES: dict[str, str | None] = {
+    "OpenAI": "OPENAI_API_KEY",
+    "Anthropic": "ANTHROPIC_API_KEY",
+    "Google Generative AI": "GOOGLE_API_KEY",
+    "Groq": "GROQ_API_KEY",
+    "Azure OpenAI": "AZURE_OPENAI_API_KEY",
+    "Azure AI Foundry": "AZURE_AI_FOUNDRY_API_KEY",
+    "IBM WatsonX": "WATSONX_APIKEY",
+    "OpenRouter": "OPENROUTER_API_KEY",
+    "Ollama": None,
+}
+_BY_PREFIX = (("claude", "Anthropic"), ("gpt-", "OpenAI"), ("chatgpt", "OpenAI"), ("o1", "OpenAI"), ("o3", "OpenAI"),
+              ("o4", "OpenAI"), ("gemini", "Google Generative AI"))  # fmt: skip
+"""A model name's provider when the spec gives none: only the unmistakable prefixes."""
+_SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
+_NODE = re.compile(r"^\s*([\w-]+)\s*:\s*(\S.*?)\s*$")
+_CONFIG = re.compile(r"^\s*([\w-]+)\.(\w+)\s*:\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class FlowModel:
+    """The model the flow's model nodes call, as the spec writes it for them."""
+
+    provider: str
+    """lfx's provider name: ``OpenAI``, ``Anthropic``, ``Ollama``."""
+    model: str
+    """The exact name the provider receives."""
+    key_variable: str | None = None
+    """The variable the key field names (``OPENAI_API_KEY``); None: the provider needs no key."""
+    base_url_variable: str | None = None
+    """The variable that moves the provider (``OPENAI_BASE_URL``), when it is configured."""
+    base_url: str | None = None
+    """Its value (an address, not a secret)."""
+
+    def selection(self) -> str:
+        return json.dumps({"name": self.model, "provider": self.provider})
+
+    def describe(self) -> str:
+        """``my-model (OpenAI), key OPENAI_API_KEY, base URL OPENAI_BASE_URL``: for a card or an answer."""
+        parts = [f"{self.model} ({self.provider})"]
+        if self.key_variable:
+            parts.append(f"key {self.key_variable}")
+        if self.base_url_variable and self.base_url:
+            parts.append(f"base URL {self.base_url_variable} ({self.base_url})")
+        return ", ".join(parts)
+
+
+def flow_model_for(
+    provider: str | None,
+    model: str | None,
+    *,
+    base_url: str | None = None,
+    setting: str | None = None,
+    base_urls: Mapping[str, str | None] | None = None,
+) -> FlowModel | None:
+    """The flow model for an assistant on ``provider``/``model``, or the ``flow_model`` setting.
+
+    ``setting`` is ``"provider:model"`` (``anthropic:claude-haiku-4-5``) or a model name of the
+    assistant's provider.  ``base_urls`` are the configured base URLs of the other providers (a
+    setting may name one).  None for a provider a flow cannot call (the offline scripted demo).
+    ``provider:`` without a model is a ``ConfigError``."""
+    if setting and setting.strip():
+        head, sep, tail = setting.strip().partition(":")
+        if sep and head.strip().lower() in _OURS:  # "anthropic:claude-haiku-4-5"
+            if not tail.strip():
+                raise ConfigError(f"flow_model={setting!r}: name the model after the provider (provider:model).")
+            if head.strip().lower() != (provider or "").lower():
+                base_url = (base_urls or {}).get(head.strip().lower())
+            provider, model = head.strip().lower(), tail.strip()
+        else:  # a model of the assistant's provider ("qwen3:0.6b" is one name)
+            model = setting.strip()
+    name = (provider or "").lower()
+    if name not in _OURS or not model:
+        return None
+    lfx_name, key, url_variable = _OURS[name]
+    if name == "ollama" and base_url:
+        base_url = base_url.rstrip("/").removesuffix("/v1")
+    return FlowModel(lfx_name, model, key, url_variable if base_url else None, base_url or None)
+
+
+# -- the spec ---------------------------------------------------------------------------------
+
+
+def _spec_parts(spec: str) -> tuple[list[tuple[str, str]], dict[tuple[str, str], str], int | None, int]:
+    """``(nodes as (id, type), config as (id, field) -> raw value, config header line, end line)``."""
+    lines = spec.splitlines()
+    nodes: list[tuple[str, str]] = []
+    config: dict[tuple[str, str], str] = {}
+    section, header, end = None, None, len(lines)
+    for number, line in enumerate(lines):
+        head = _SECTION.match(line)
+        if head:
+            if section == "config":
+                end = number
+            section = head.group(1)
+            if section == "config":
+                header, end = number, len(lines)
+            continue
+        if section == "nodes" and (m := _NODE.match(line)) and not line.lstrip().startswith("#"):
+            nodes.append((m.group(1), m.group(2)))
+        elif section == "config" and (m := _CONFIG.match(line)):
+            config[(m.group(1), m.group(2))] = m.group(3)
+    return nodes, config, header, end
+
+
+def _model_fields(template: Mapping[str, Any]) -> list[str]:
+    """The language-model selection fields of a node template (``ModelInput``, model_type language)."""
+    return [
+        name
+        for name, field in template.items()
+        if isinstance(field, Mapping)
+        and field.get("type") == "model"
+        and field.get("model_type", "language") == "language"
+    ]
+
+
+def provider_of(raw: str | None, provider_field: str | None) -> str | None:
+    """The provider a spec's model value names: the selection's own, the node's provider field,
+    or an unmistakable name prefix (``claude-`` is Anthropic)."""
+    text = (raw or "").strip().strip("'\"") if raw else ""
+    if text.startswith(("{", "[")):
+        try:
+            value = json.loads(raw or "")
+        except json.JSONDecodeError:
+            value = None
+        value = value[0] if isinstance(value, list) and value else value
+        if isinstance(value, dict) and isinstance(value.get("provider"), str):
+            return value["provider"]
+        text = str(value.get("name") or "") if isinstance(value, dict) else ""
+    if provider_field and provider_field.strip():
+        return provider_field.strip().strip("'\"")
+    low = text.lower()
+    return next((p for prefix, p in _BY_PREFIX if low.startswith(prefix)), None)
+
+
+def _canonical(provider: str) -> str:
+    return next((p for p in KEY_VARIABLES if p.lower() == provider.lower()), provider)
+
+
+def spec_node_ids(spec: str) -> set[str]:
+    """The node ids a spec declares (``A: ChatInput`` -> ``A``)."""
+    return {node_id for node_id, _ in _spec_parts(spec)[0]}
+
+
+def configure_model_nodes(
+    spec: str, catalog: Any, choice: FlowModel | None, *, keep: set[str] | frozenset[str] = frozenset()
+) -> tuple[str, list[Change]]:
+    """``spec`` with its model nodes set to ``choice`` where the spec leaves them open, and the
+    changes made (one per node).  Nodes in ``keep`` (those of a flow being edited: an edit
+    changes only what it names) are left as they are.  A node whose spec names a model keeps it; its key field then
+    names that provider's variable when the spec gives none.  A node whose spec names only another
+    provider gets that provider's key variable and no model (its model is the user's to choose)."""
+    nodes, config, header, end = _spec_parts(spec)
+    added: list[str] = []
+    changes: list[Change] = []
+    for node_id, kind in nodes:
+        if node_id in keep:
+            continue
+        key = catalog.resolve(kind) if catalog is not None else None
+        template = (catalog.registry.get(key) or {}).get("template", {}) if key else {}
+        fields = _model_fields(template)
+        if not fields:
+            continue
+        field = fields[0]
+        lines: list[str] = []
+        raw = config.get((node_id, field))
+        named = config.get((node_id, "provider"), "").strip().strip("'\"")
+        if raw is None and choice is not None and (not named or _canonical(named) == choice.provider):
+            lines.append(f"{node_id}.{field}: {choice.selection()}")
+            provider: str | None = choice.provider
+        elif raw is None:  # the spec names another provider and no model: the user picks its model
+            provider = named or None
+        else:
+            provider = provider_of(raw, config.get((node_id, "provider")))
+        provider = _canonical(provider) if provider else None
+        if provider and "api_key" in template and (node_id, "api_key") not in config:
+            variable = choice.key_variable if choice and provider == choice.provider else KEY_VARIABLES.get(provider)
+            if variable:
+                lines.append(f"{node_id}.api_key: {variable}")
+        ollama_url = choice.base_url if choice and choice.provider == "Ollama" == provider else None
+        if ollama_url and "ollama_base_url" in template and (node_id, "ollama_base_url") not in config:
+            lines.append(f"{node_id}.ollama_base_url: {ollama_url}")
+        if lines:
+            added += lines
+            what = "; ".join(line.split(": ", 1)[0].split(".", 1)[1] + " " + line.split(": ", 1)[1] for line in lines)
+            if choice and provider == choice.provider and choice.base_url_variable and choice.provider != "Ollama":
+                what += f" (its base URL: {choice.base_url_variable}, {choice.base_url})"
+            changes.append(
+                Change(kind="model", node=node_id, field=field, before=raw, after=lines, message=f"set for you: {what}")
+            )
+    if not added:
+        return spec, []
+    text = spec.splitlines()
+    block = [f"  {line}" for line in added]
+    if header is None:
+        text += ["", "config:", *block]
+    else:
+        while end > header + 1 and not text[end - 1].strip():
+            end -= 1
+        text[end:end] = block
+    return "\n".join(text).rstrip("\n") + "\n", changes
+
+
+# -- what a built flow's model nodes use (for the cards) --------------------------------------
+
+
+def model_nodes(flow: Mapping[str, Any] | None) -> list[ModelUse]:
+    """The model nodes of ``flow`` with the model, provider and key variable each one uses (the
+    Model Name Override and Provider Override fields, when set, are what lfx sends)."""
+    from .local import VARIABLE_REF
+
+    out: list[ModelUse] = []
+    data = flow.get("data", flow) if isinstance(flow, Mapping) else {}
+    for node in data.get("nodes") or [] if isinstance(data, Mapping) else []:
+        info = ((node.get("data") or {}).get("node") or {}) if isinstance(node, Mapping) else {}
+        template = info.get("template") if isinstance(info.get("template"), Mapping) else {}
+        for field in _model_fields(template):
+            value = template[field].get("value")
+            if not (isinstance(value, list) and value and isinstance(value[0], Mapping)):
+                continue
+            name, provider = str(value[0].get("name") or ""), str(value[0].get("provider") or "")
+            name = str((template.get("model_name") or {}).get("value") or "").strip() or name
+            provider = str((template.get("provider") or {}).get("value") or "").strip() or provider
+            key = template.get("api_key") if isinstance(template.get("api_key"), Mapping) else {}
+            raw = key.get("value") if isinstance(key.get("value"), str) else ""
+            variable = raw.strip() if key.get("load_from_db") and VARIABLE_REF.match(raw.strip()) else None
+            label = str(info.get("display_name") or node.get("id"))
+            typed = bool(raw.strip()) and variable is None
+            out.append(ModelUse(node=label, model=name, provider=provider, key_variable=variable, key_typed=typed))
+    return out

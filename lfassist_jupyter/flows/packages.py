@@ -1,0 +1,95 @@
+"""The Python packages a flow needs that the sandbox's environment lacks, named before anything runs.
+
+Since Langflow 1.13 the provider components live in extension bundles, so a flow can need a
+package a bare lfx does not bring (``langchain-groq`` for a Groq model node, ``jq`` for Data
+Operations, ``lfx-bundles`` behind an ``lfx.components.composio`` shim).  lfx's own logic decides
+(``lfx requirements``, the dependency preflight of ``lfx run``): it runs in the sandbox
+(``SandboxValidator.flow_packages``, worker ``_packages.py``); here the flow's nodes are sorted
+into built-in types (asked by name), custom code (sent) and model providers, and the answer is
+put back on the nodes.  Pure data work in the kernel; no lfx.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from lfassist_jupyter.validation.report import MissingPackage
+
+log = logging.getLogger("lfassist_jupyter")
+
+
+def _node_parts(node: Mapping[str, Any]) -> tuple[str, str, str | None, list[str]]:
+    """``(name, type, code, providers)`` of one node of flow JSON."""
+    nd = node.get("data") if isinstance(node.get("data"), Mapping) else {}
+    info = nd.get("node") if isinstance(nd.get("node"), Mapping) else {}
+    template = info.get("template") if isinstance(info.get("template"), Mapping) else {}
+    code_field = template.get("code") if isinstance(template.get("code"), Mapping) else {}
+    code = code_field.get("value") if isinstance(code_field.get("value"), str) else None
+    providers: list[str] = []
+    for field in template.values():
+        if isinstance(field, Mapping) and field.get("type") == "model" and isinstance(field.get("value"), list):
+            providers += [str(m["provider"]) for m in field["value"] if isinstance(m, Mapping) and m.get("provider")]
+    override = template.get("provider") if isinstance(template.get("provider"), Mapping) else {}
+    if isinstance(override.get("value"), str) and override["value"].strip() and providers:
+        providers.append(override["value"].strip())
+    kind = str(nd.get("_flow_builder_registry_type") or nd.get("type") or "")
+    name = str(info.get("display_name") or kind or node.get("id"))
+    return name, kind, code, [p for p in dict.fromkeys(providers) if p not in ("", "Unknown")]
+
+
+def install_line(distributions: list[str], python: str | None = None) -> str:
+    """``%pip install a b`` for the kernel's own interpreter; the other interpreter's pip otherwise."""
+    names = " ".join(distributions)
+    if python and python != sys.executable:
+        return f"{python} -m pip install {names}"
+    return f"%pip install {names}"
+
+
+def missing_packages(flow: Mapping[str, Any] | None, catalog: Any) -> list[MissingPackage]:
+    """The distributions ``flow`` needs that the sandbox's interpreter lacks, each with the nodes
+    that need it and the line that installs it.  [] when nothing is missing, or when the sandbox
+    cannot tell (it then says so in the log, and a run would find out)."""
+    data = flow.get("data", flow) if isinstance(flow, Mapping) else {}
+    nodes = [n for n in (data.get("nodes") or []) if isinstance(n, Mapping)] if isinstance(data, Mapping) else []
+    parts = [_node_parts(n) for n in nodes if n.get("type", "genericNode") == "genericNode"]
+    if not parts:
+        return []
+    sandbox = getattr(catalog, "sandbox", None)
+    if sandbox is None:
+        from lfassist_jupyter.sandbox.client import default_validator
+
+        sandbox = default_validator()
+    asker = getattr(sandbox, "flow_packages", None)
+    if asker is None:  # a test's stub sandbox
+        return []
+    registry = getattr(catalog, "registry", {}) or {}
+    types, codes, providers = [], [], []
+    for _name, kind, code, used in parts:
+        builtin = ((registry.get(kind) or {}).get("template") or {}).get("code") or {}
+        if code is None or code == builtin.get("value"):
+            types.append(kind)
+        else:
+            codes.append(code)
+        providers += used
+    answer = asker(types, codes, providers)
+    if answer is None:
+        log.info("The sandbox could not tell which packages the flow needs.")
+        return []
+    needed: dict[str, list[str]] = {}
+    for name, kind, code, used in parts:
+        builtin = ((registry.get(kind) or {}).get("template") or {}).get("code") or {}
+        own = answer["types"].get(kind, []) if code is None or code == builtin.get("value") else None
+        found = list(own if own is not None else answer["codes"].get(code or "", []))
+        for provider in used:
+            found += answer["providers"].get(provider, [])
+        for dist in found:
+            if name not in needed.setdefault(dist, []):
+                needed[dist].append(name)
+    python = getattr(sandbox, "python", None)
+    return [
+        MissingPackage(module=dist, distribution=dist, fix=install_line([dist], python), nodes=names)
+        for dist, names in sorted(needed.items())
+    ]

@@ -1,0 +1,81 @@
+"""Real flows exported by other authors (``benchmarks/flows_corpus/``), for the tests that must
+hold on flows people built, not only on Langflow's own starter projects."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "flows_corpus"
+
+
+def corpus_text(flow_id: str) -> str:
+    """The flow's JSON text as its author exported it (credentials emptied)."""
+    with gzip.open(CORPUS / "flows" / f"{flow_id}.json.gz", "rt", encoding="utf-8") as fh:
+        return fh.read()
+
+
+def corpus_flow(flow_id: str) -> dict[str, Any]:
+    return json.loads(corpus_text(flow_id))
+
+
+def corpus_file(flow_id: str, folder: Path) -> Path:
+    """The flow written to ``folder`` as a ``.json`` file (what ``%assist flow load`` reads)."""
+    path = folder / f"{flow_id}.json"
+    path.write_text(corpus_text(flow_id), encoding="utf-8")
+    return path
+
+
+def stored_verdicts() -> dict[str, Any]:
+    """lfx's verdicts on the corpus (``benchmarks/flow_corpus.py verdicts``), per flow and environment."""
+    return json.loads((CORPUS / "verdicts.json").read_text())
+
+
+def manifest() -> list[dict[str, Any]]:
+    return json.loads((CORPUS / "manifest.json").read_text())["flows"]
+
+
+_LFX_RUN = r"""
+import asyncio, json, sys
+from pathlib import Path
+from lfx.run.base import RunError, run_flow
+from lfx.utils.flow_requirements import find_missing_dependencies
+flow = json.loads(Path(sys.argv[1]).read_text())
+out = {"missing": sorted(find_missing_dependencies({"data": flow.get("data", flow)}))}
+try:
+    asyncio.run(run_flow(script_path=Path(sys.argv[1]), input_value="hi", check_dependencies=False,
+                         check_variables=False))
+    out["error"] = ""
+except RunError as exc:
+    out["error"] = str(exc)
+print("@@" + json.dumps(out))
+"""
+
+
+def lfx_verdict(flow: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """lfx's own word on ``flow`` in this (the sandbox's) environment, from a fresh process:
+    ``missing``, the packages its dependency preflight finds absent, and ``error``, where its run
+    (``lfx run`` without the preflight) stopped ("" when it finished)."""
+    import subprocess
+    import sys
+
+    path = folder / "lfx_verdict.json"
+    path.write_text(json.dumps(flow), encoding="utf-8")
+    import os
+
+    # Langflow refuses local files to an anonymous caller: a server's policy, not the flow's.
+    env = {**os.environ, "LANGFLOW_RESTRICT_LOCAL_FILE_ACCESS": "false", "DO_NOT_TRACK": "true"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _LFX_RUN, str(path)], capture_output=True, text=True, timeout=300, cwd=folder, env=env
+    )
+    marker = proc.stdout.rfind("@@")
+    assert marker >= 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout[marker + 2 :])
+
+
+def single_node_flow(flow: dict[str, Any], node_id: str) -> dict[str, Any]:
+    """A flow of one of ``flow``'s nodes, exactly as saved (nothing else can fail first)."""
+    node = next(n for n in flow["data"]["nodes"] if n["id"] == node_id)
+    return {"name": node_id, "data": {"nodes": [node], "edges": []}}

@@ -1,0 +1,114 @@
+"""Issue 33: ``validate_flow`` on flows people built and exported, each compared with what lfx
+itself says of the same flow (``lfx_verdict``: lfx's dependency preflight and its run, in a fresh
+process of this environment, the sandbox's).  The flows are real exports of other authors
+(``benchmarks/flows_corpus``); where a case needs one node alone, it is that node as saved.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from _support.corpus import corpus_flow, lfx_verdict, single_node_flow, stored_verdicts
+
+from lfassist_jupyter.flows import validate_flow
+
+GROUPED = "Jcnok__jcnok1"  # Langflow 1.0.7: a group of five nodes, custom code inside it
+
+
+def test_a_grouped_flow_is_checked_as_lfx_opens_it(sandbox, tmp_path):
+    flow = corpus_flow(GROUPED)
+    lfx = lfx_verdict(flow, tmp_path)
+    report = validate_flow(flow)
+
+    # lfx opens the group and stops at a package the environment lacks, not at the group.
+    assert "GroupNode" not in lfx["error"] and "langchain_openai" in lfx["error"]
+    assert not any("GroupNode" in str(e) or e.node == "Group" for e in report.errors), report.errors
+    # The nodes inside the group are checked: its OpenAI Embeddings needs what lfx says is missing.
+    packages = {n.node: n.message for n in report.needs if n.kind == "package"}
+    assert "OpenAI Embeddings" in packages and lfx["missing"] == ["langchain-openai"]
+    assert "%pip install langchain-openai" in packages["OpenAI Embeddings"]
+    assert report.is_valid  # a package to install is a need, not a broken flow
+
+
+def test_a_stale_import_is_an_error_naming_it_as_lfx_refuses_the_node(sandbox, tmp_path):
+    """A real custom node of the grouped flow, its code importing a module lfx no longer has."""
+    group = next(n for n in corpus_flow(GROUPED)["data"]["nodes"] if n["data"]["type"] == "GroupNode")
+    node = copy.deepcopy(
+        next(n for n in group["data"]["node"]["flow"]["data"]["nodes"] if n["data"]["type"] == "ParseData")
+    )
+    code = node["data"]["node"]["template"]["code"]
+    code["value"] = "from lfx.services.auth.utils import get_current_user\n" + code["value"]
+    flow = {"name": "stale", "data": {"nodes": [node], "edges": []}}
+
+    lfx = lfx_verdict(flow, tmp_path)
+    report = validate_flow(flow)
+
+    assert "lfx.services.auth.utils" in lfx["error"]  # lfx cannot load it either
+    assert not report.is_valid
+    (error,) = report.errors
+    assert "lfx.services.auth.utils" in error.message and error.node_id == node["id"]
+    # Control: the same node without the stale line is fine for both.
+    code["value"] = code["value"].split("\n", 1)[1]
+    assert validate_flow(flow).is_valid
+    assert "lfx.services.auth.utils" not in lfx_verdict(flow, tmp_path)["error"]
+
+
+def test_a_real_stale_import_behind_a_missing_package_is_still_named(sandbox):
+    """An Astra DB node of a 1.1 flow imports ``langchain.pydantic_v1``: lfx with every package
+    installed stops there (the stored verdict of the full Langflow environment); here the
+    package astrapy is missing too, and the stale import is still what makes the flow broken."""
+    stored = stored_verdicts()
+    assert "langchain_classic.pydantic_v1" in stored["Arnob02__Customer_Support"]["full"]["run_message"]
+    report = validate_flow(corpus_flow("Arnob02__Customer_Support"))
+    assert not report.is_valid
+    assert any("langchain.pydantic_v1" in e.message and e.node == "Astra DB" for e in report.errors)
+
+
+def test_a_saved_output_whose_method_the_code_lacks_is_an_error_as_in_lfx(sandbox, tmp_path):
+    """Chroma, saved by Langflow 1.0.11 with an output calling build_base_retriever(), which the
+    node's code (on this lfx's base class) no longer has."""
+    flow = single_node_flow(corpus_flow("paulomuraroferreira__Vector_Store_RAG_RAGAS"), "Chroma-FYr1l")
+    lfx = lfx_verdict(flow, tmp_path)
+    report = validate_flow(flow)
+
+    assert "build_base_retriever" in lfx["error"]
+    assert not report.is_valid
+    assert any("build_base_retriever" in e.message and e.field == "base_retriever" for e in report.errors)
+    # Control: without that output the node builds for both.
+    node = flow["data"]["nodes"][0]["data"]["node"]
+    node["outputs"] = [o for o in node["outputs"] if o["method"] != "build_base_retriever"]
+    assert not any("build_base_retriever" in e.message for e in validate_flow(flow).errors)
+    assert "build_base_retriever" not in lfx_verdict(flow, tmp_path)["error"]
+
+
+def test_a_node_needing_a_package_the_sandbox_lacks_is_a_missing_package_not_invalid(sandbox, tmp_path):
+    """The 1.0 OpenAI model node imports langchain_openai, which this environment does not have."""
+    flow = single_node_flow(corpus_flow(GROUPED), "OpenAIModel-yiNGt")
+    lfx = lfx_verdict(flow, tmp_path)
+    report = validate_flow(flow)
+
+    assert lfx["missing"] == ["langchain-openai"] and "langchain_openai" in lfx["error"]
+    assert report.is_valid and not report.errors
+    (need,) = [n for n in report.needs if n.kind == "package"]
+    assert need.node_id == "OpenAIModel-yiNGt" and "%pip install langchain-openai" in need.message
+
+
+def test_a_probe_run_stopping_at_what_the_user_must_provide_says_so(sandbox, tmp_path):
+    """A Directory node of a 1.0.11 export reads its path from the author's global variable: the
+    probe run stops there, and says which variable to set, not "failed"."""
+    from lfassist_jupyter.ui.render.flow import run_lines
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    flow = single_node_flow(corpus_flow("paulomuraroferreira__Vector_Store_RAG_RAGAS"), "Directory-J3zab")
+    run = Workspace(data_dir=tmp_path / "ws", local_validator=sandbox).probe_run(flow, "hello")
+
+    assert run.ok is False and "NoneType" in str(run.error)  # lfx's own words: a value it did not get
+    (need,) = run.needs
+    assert (need.kind, need.node_id, need.field) == ("file", "Directory-J3zab", "path")
+    assert "'PDF Documents Path'" in need.message
+    (line, ok), *_ = run_lines(run, "hello")
+    assert ok is None and "stopped at what you must provide" in line and "failed" not in line
+    # Control: a flow that fails for a fault of its own is still a failed run.
+    broken = single_node_flow(corpus_flow("paulomuraroferreira__Vector_Store_RAG_RAGAS"), "Chroma-FYr1l")
+    bad = Workspace(data_dir=tmp_path / "ws2", local_validator=sandbox).probe_run(broken, "hello")
+    assert bad.ok is False and not bad.needs and "failed" in run_lines(bad, "hello")[0][0]
