@@ -197,7 +197,7 @@ function render({ model, el }) {
   function flowCard(m) {
     const ok = !!m.validated;
     const probe = h("input", {
-      class: "lfa-input lfa-probe", type: "text", placeholder: "probe input (hello)", "aria-label": "Probe run input",
+      class: "lfa-input lfa-probe", type: "text", placeholder: "run input (hello)", "aria-label": "Run input",
     });
     const buttons = [
       h("button", {
@@ -210,9 +210,13 @@ function render({ model, el }) {
       buttons.push(h("button", { class: "lfa-btn", "aria-label": "Register the flow with Langflow", onclick: () => send({ type: "register_flow", id: m.id }) }, "Register"));
     }
     buttons.push(h("button", {
-      class: "lfa-btn", "aria-label": "Probe-run the flow",
+      class: "lfa-btn", "aria-label": "Probe-run the flow", title: "A probe run in the sandbox: models stubbed, no keys, no network",
       onclick: () => send({ type: "run_flow", id: m.id, text: probe.value }),
-    }, "Run"), probe);
+    }, "Run"), h("button", {
+      class: "lfa-btn", "aria-label": "Run the flow for real",
+      title: "Run it on this machine with its models called, with only the variables you allow",
+      onclick: () => send({ type: "run_for_real", id: m.id, text: probe.value }),
+    }, "Run for real"), probe);
     buttons.push(h("button", {
       class: "lfa-btn lfa-quiet", "aria-label": "Undo the last flow edit", title: "Restore the flow before the last edit",
       onclick: () => send({ type: "undo_flow", id: m.id }),
@@ -220,6 +224,7 @@ function render({ model, el }) {
     const attempts = m.attempts ? ` · ${m.attempts} attempt${m.attempts === 1 ? "" : "s"}` : "";
     const lines = (m.lines || []).map((l) =>
       h("div", { class: l.ok === true ? "lfa-line-ok" : l.ok === false ? "lfa-line-fail" : "lfa-line-note" }, l.text));
+    const plan = model.get("real_run") || {};
     return h("div", { class: `lfa-card lfa-flow ${ok ? "lfa-ok" : "lfa-fail"}`, "data-kind": "flow" },
       h("div", { class: "lfa-card-head" },
         h("b", {}, m.flow_name || "Flow"),
@@ -229,11 +234,59 @@ function render({ model, el }) {
       h("div", { class: "lfa-lines" }, lines),
       m.spec ? h("details", { class: "lfa-code" }, h("summary", {}, "Spec"), h("pre", {}, m.spec)) : null,
       h("div", { class: "lfa-actions" }, buttons),
+      plan.id === m.id ? realRunPlan(m, plan, probe) : null,
       turnFooter(m));
+  }
+
+  // The consent before a real run (ChatPanel.real_run, from Python): the variables the flow wants --
+  // names only; the values stay in the kernel -- and the hosts it may reach. What is ticked here is
+  // allowed for this session's real runs; the panel asks again only for a variable not allowed yet.
+  function realRunPlan(m, plan, probe) {
+    const boxes = (plan.variables || []).map((v) => h("input", {
+      type: "checkbox", checked: v.allowed || (v.present && !plan.running), disabled: !v.present || plan.running,
+      "aria-label": `Allow ${v.name}`, "data-name": v.name,
+    }));
+    const rows = (plan.variables || []).map((v, i) => h("label", { class: "lfa-consent-var" }, boxes[i], " ",
+      h("code", {}, v.name), h("span", { class: "lfa-muted" },
+        ` for ${v.where}${v.present ? " (from the kernel's environment)" : " — not set in the kernel's environment"}`)));
+    const hosts = h("input", {
+      class: "lfa-input lfa-hosts", type: "text", placeholder: "also allow host:port", "aria-label": "Also allow hosts",
+      disabled: plan.running,
+    });
+    const go = () => send({
+      type: "run_for_real", id: m.id, text: probe.value, hosts: hosts.value,
+      allow: boxes.filter((b) => b.checked).map((b) => b.getAttribute("data-name")),
+    });
+    return h("div", { class: "lfa-consent", role: "group", "aria-label": "Real run" },
+      h("div", { class: "lfa-consent-head" },
+        "Run for real: its models are called on this machine, with only the variables you allow (for this session)."),
+      rows.length ? h("div", {}, "Variables it wants:", rows) : h("div", { class: "lfa-muted" }, "It wants no variables."),
+      h("div", {}, "It may reach: " + ((plan.hosts || []).join(", ") || "no host (loopback only)")),
+      (plan.extra_hosts || []).length ? h("div", { class: "lfa-muted" }, "You added: " + plan.extra_hosts.join(", ")) : null,
+      (plan.notes || []).map((n) => h("div", { class: "lfa-line-note" }, n)),
+      plan.error ? h("div", { class: "lfa-error", role: "alert" }, plan.error) : null,
+      h("div", { class: "lfa-actions" },
+        hosts,
+        h("button", { class: "lfa-btn lfa-primary", "aria-label": "Run for real now", disabled: plan.running, onclick: go },
+          plan.running ? "Running…" : "Run"),
+        h("button", { class: "lfa-btn lfa-quiet", "aria-label": "Close the real run", onclick: () => send({ type: "cancel_real_run" }) },
+          "Cancel")));
+  }
+
+  // A real run's answer: the run's output is untrusted text (a text node, never HTML).
+  function runCard(m) {
+    const ok = !!m.validated;
+    const lines = (m.lines || []).map((l) =>
+      h("div", { class: l.ok === true ? "lfa-line-ok" : l.ok === false ? "lfa-line-fail" : "lfa-line-note" }, l.text));
+    return h("div", { class: `lfa-card ${ok ? "lfa-ok" : "lfa-fail"}`, "data-kind": "run" },
+      h("div", { class: "lfa-card-head" }, h("b", {}, `Real run · ${m.flow_name || "flow"}`)),
+      ok ? h("div", { class: "lfa-run-answer" }, m.text || "") : h("div", { class: "lfa-error" }, m.error || "The run failed."),
+      h("div", { class: "lfa-lines" }, lines));
   }
 
   function messageView(m) {
     if (m.kind === "flow") return h("div", { class: "lfa-msg lfa-assistant" }, flowCard(m));
+    if (m.kind === "run") return h("div", { class: "lfa-msg lfa-assistant" }, runCard(m));
     if (m.role === "user") return h("div", { class: "lfa-msg lfa-user" }, m.text);
     if (m.kind === "component" || m.kind === "failure") return h("div", { class: "lfa-msg lfa-assistant" }, componentCard(m));
     if (m.kind === "cancelled") {
@@ -315,6 +368,7 @@ function render({ model, el }) {
   model.on("change:session_id", onControls);
   model.on("change:notice", onNotice);
   model.on("change:langflow_connected", onMessages);
+  model.on("change:real_run", onMessages);
   model.on("change:docked", onDocked);
   onDocked();
   renderControls();
@@ -333,6 +387,7 @@ function render({ model, el }) {
     model.off("change:session_id", onControls);
     model.off("change:notice", onNotice);
     model.off("change:langflow_connected", onMessages);
+    model.off("change:real_run", onMessages);
     model.off("change:docked", onDocked);
   };
 }

@@ -104,6 +104,10 @@ _ETC = ("/etc/ld.so.cache", "/etc/localtime", "/etc/mime.types", "/etc/ssl", "/e
         "/etc/resolv.conf", "/etc/hosts", "/etc/gai.conf", "/etc/host.conf")  # fmt: skip
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# The model providers' SDKs and lfx's provider bundles, imported once here: a run's model node
+# would otherwise import them afresh in every child (2-4 s), which is most of a real run's time.
+PRELOAD = ("httpx", "openai", "anthropic", "langchain_openai", "langchain_anthropic", "langchain_ollama",
+           "lfx_openai", "lfx_anthropic", "lfx_ollama", "lfx_openai_compatible")  # fmt: skip
 _PROC = ("/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/loadavg", "/proc/sys/kernel/osrelease")
 
 
@@ -425,6 +429,72 @@ def _status_text(status: int) -> str:
     return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
+_WARM_OPENAI = {"id": "w", "object": "chat.completion", "created": 0, "model": "warm-up",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}  # fmt: skip
+_WARM_CHUNK = {"id": "w", "object": "chat.completion.chunk", "created": 0, "model": "warm-up",
+               "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": None}]}  # fmt: skip
+_WARM_ANTHROPIC = {"id": "w", "type": "message", "role": "assistant", "model": "warm-up", "stop_reason": "end_turn",
+                   "content": [{"type": "text", "text": "ok"}], "stop_sequence": None,
+                   "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
+
+
+def _warm_models() -> list[str]:
+    """One call of each provider SDK (and of langchain's chat models on them) against an in-memory
+    transport -- no network, no key, no thread left: what a model node pays the first time (lazy
+    modules, response models' validators, the client's set-up) is paid once here, not in every run."""
+    import asyncio
+
+    import httpx
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/messages"):
+            return httpx.Response(200, json=_WARM_ANTHROPIC)
+        if b'"stream": true' in request.content or b'"stream":true' in request.content:
+            body = f"data: {json.dumps(_WARM_CHUNK)}\n\ndata: [DONE]\n\n"
+            return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+        return httpx.Response(200, json=_WARM_OPENAI)
+
+    sync, asynchronous = httpx.Client(transport=httpx.MockTransport(answer)), None
+    asynchronous = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    base, warmed = "http://warm-up.invalid/v1", []
+    loop = asyncio.new_event_loop()
+    steps = {
+        "openai": lambda: __import__("openai").OpenAI(api_key="w", base_url=base, http_client=sync),
+        "anthropic": lambda: __import__("anthropic").Anthropic(api_key="w", base_url=base, http_client=sync),
+    }
+    for name, make in steps.items():
+        with contextlib.suppress(Exception):
+            client = make()
+            hi = [{"role": "user", "content": "hi"}]
+            if name == "openai":
+                client.chat.completions.create(model="w", messages=hi)
+                list(client.chat.completions.create(model="w", messages=hi, stream=True))
+            else:
+                client.messages.create(model="w", max_tokens=1, messages=hi)
+            warmed.append(name)
+    with contextlib.suppress(Exception):
+        from langchain_openai import ChatOpenAI
+
+        chat = ChatOpenAI(model="w", api_key="w", base_url=base, http_client=sync, http_async_client=asynchronous)
+        chat.invoke("hi")
+        loop.run_until_complete(chat.ainvoke("hi"))
+        warmed.append("langchain_openai")
+    with contextlib.suppress(Exception):
+        from langchain_anthropic import ChatAnthropic
+
+        chat = ChatAnthropic(model="w", api_key="w", base_url=base.removesuffix("/v1"), max_tokens=1)
+        chat._client._client = sync  # no such host: the in-memory transport answers instead
+        chat.invoke("hi")
+        warmed.append("langchain_anthropic")
+    with contextlib.suppress(Exception):
+        loop.run_until_complete(asynchronous.aclose())
+        loop.run_until_complete(loop.shutdown_default_executor())  # no thread may outlive the warm-up
+    loop.close()
+    sync.close()
+    return warmed
+
+
 def _lfx_version() -> str | None:
     try:
         from importlib.metadata import version
@@ -440,6 +510,12 @@ def _warm_up() -> dict:
         from lfx.services.deps import get_settings_service
 
         get_settings_service()
+    preloaded = []
+    for name in PRELOAD:  # what is not installed is simply not preloaded
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+            preloaded.append(name)
+    warmed = _warm_models()
     confine.prctl(confine.PR_SET_DUMPABLE, 0)  # a child cannot open our /proc/<pid>/mem or fds
     subreaper = confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
     reaper.clear(ROOT)  # what the warm-up wrote (never entering the read-only binds)
@@ -450,6 +526,8 @@ def _warm_up() -> dict:
         "import_ms": round((t0 - STARTED) * 1000),
         "warmup_ms": round((time.perf_counter() - t0) * 1000),
         "subreaper": subreaper,
+        "preloaded": preloaded,
+        "warmed": warmed,
         "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None,
     }
 
