@@ -14,12 +14,14 @@ anyone, so neither is the flow's to decide:
 - **Network.** Under bubblewrap the run has a network namespace of its own (loopback only); its
   one way out is the kernel-side egress proxy (``sandbox/egress.py``) on a Unix socket, which
   allows the hosts of the flow's model providers (and the configured ``OPENAI_BASE_URL``/``OLLAMA_HOST``)
-  plus the user's ``allow_hosts``, and refuses loopback, private and link-local addresses unless
-  the user named them.  Refused connections come back in the result.
+  plus the user's ``allow_hosts`` (a host without a port: its default ports 80 and 443 only; the
+  kernel's own ports only when named with their port), and refuses loopback, private and
+  link-local addresses unless the user named them.  Refused connections come back in the result.
 
-It never runs in the user's kernel: ``sandbox/local_run.py`` starts a fresh process under
-bubblewrap where available (no view of the user's files, a private HOME and /tmp, nothing
-surviving the run), and what comes back is capped and has the passed keys redacted (also
+It never runs in the user's kernel: ``sandbox/local_run.py`` hands it to the warm real runner, a
+process under bubblewrap where available that forks a confined child per run (no view of the
+user's files, a bounded scratch space as HOME and /tmp, nothing surviving the run), and what
+comes back is capped and has the passed keys redacted (also
 reversed, split, hex or base64), like everything else that comes out of a generated component.
 A run that was given a key can still send it to an allowed host: allow a key only to a flow you
 trust with it.
