@@ -16,8 +16,10 @@ what is measured is our overhead, not a model's.
 - the chat panel's stream coalescing: messages sent for a 5,000-token answer, vs. one per token
 - flows: model calls and the largest prompt to a first valid flow (scripted replies), and the
   probe run of a small flow in the warm sandbox vs. a cold ``lfx run`` process
-- real runs behind the network fence: a 3-node model flow against the fake provider (the openai
-  SDK through the egress proxy), and how soon a connection to a port that is not allowed is refused
+- real runs (the warm real runner behind the network fence) vs. the probe run of the same flow, a
+  model-less one and one whose model node calls the fake provider with the openai SDK, interleaved,
+  and vs. a cold ``lfx run``; the first real run (the runner's start); how soon a connection to a
+  port that is not allowed is refused (``python benchmarks/run.py --real-runs``: these rows only)
 - zero-call repairs: over the tests' broken replies and the demo script's recorded ones, the
   share of failed first replies the repair pass fixes with no model call, model calls per
   validated component with and without the pass, and the pass's own time

@@ -105,6 +105,15 @@ class RealRunner(ZygoteProcess):
             cwd, popen_env = self._dir, scrubbed_env(self._dir)
         self._launch(cmd, cwd, popen_env)
 
+    def warm(self) -> None:
+        """Start the runner in the background unless it runs; never waits (a run in progress holds the
+        lock for its whole length, and the runner is warm then anyway)."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self.start()
+            finally:
+                self._lock.release()
+
     def _kill(self) -> None:
         """Also every process a run left (reduced isolation: no PID namespace takes them down)."""
         proc = self._proc
@@ -289,7 +298,7 @@ def warm_up() -> RealRunner:
     """Start the real runner now (in the background), so the first real run does not pay lfx's import:
     what the panel does when it shows a real run's plan."""
     runner = real_runner()
-    runner.start()
+    runner.warm()
     return runner
 
 
