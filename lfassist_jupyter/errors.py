@@ -4,7 +4,8 @@ The tree, so a caller can catch exactly what it can handle::
 
     LfAssistError
     ├── ConfigError (also ValueError)      a usage mistake: fix the call or the environment
-    │   └── NoProviderError                no model provider is configured at all
+    │   ├── NoProviderError                no model provider is configured at all
+    │   └── FlowFileError                  a flow file or flow JSON that is not a Langflow flow
     ├── ProviderError                      the model provider failed at run time
     │   ├── ProviderAuthError              401/403: bad or missing key
     │   ├── ProviderRateLimitError         429 after our bounded retries (also quota)
@@ -42,6 +43,12 @@ class ConfigError(LfAssistError, ValueError):
 
 class NoProviderError(ConfigError):
     """No model provider is configured; the message names the variables to set."""
+
+
+class FlowFileError(ConfigError):
+    """A flow file (or flow JSON handed to a public function) that cannot be read as a Langflow
+    flow: missing, unreadable, too large, not JSON, or of the wrong shape.  The one line names
+    the file and the field (``data.nodes[2].data.node.template is a list, expected an object``)."""
 
 
 class ProviderError(LfAssistError):

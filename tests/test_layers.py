@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "lfassist_jupyter"
-EXCEPTIONS = 8
+EXCEPTIONS = 1
 """ignore_imports lines in .importlinter today.  The list only shrinks: lower this when one goes."""
 
 

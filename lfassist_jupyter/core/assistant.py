@@ -330,16 +330,15 @@ class Assistant:
         from lfassist_jupyter.core.flow.pipeline import custom_templates, without_secrets
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows import FlowSpecError, build_flow, default_catalog, flow_to_spec
+        from lfassist_jupyter.flows.files import is_flow_path, read_flow_file, require_flow
 
         data: Any = flow
-        if isinstance(flow, Path) or (isinstance(flow, str) and flow.strip().endswith(".json") and "\n" not in flow):
-            from lfassist_jupyter.flows.library import read_flow_file
-
-            data = read_flow_file(Path(flow).expanduser())  # a regular file, size-capped, flow-shaped
+        if is_flow_path(flow):
+            data = read_flow_file(flow)  # FlowFileError (a ConfigError): one line naming what is wrong
         elif isinstance(flow, str) and flow.lstrip().startswith("{"):
             try:
                 data = json.loads(flow)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise ConfigError(f"The flow is not valid JSON: {exc}") from exc
         catalog = default_catalog(self._flow_sandbox())  # the sandbox that builds and runs flows gives it
         if isinstance(data, str):
@@ -350,8 +349,7 @@ class Assistant:
             if built.flow is None:
                 raise ConfigError("The spec could not be built: " + "; ".join(str(e) for e in built.errors))
             data = built.flow
-        if not isinstance(data, dict) or not isinstance(data.get("data", data).get("nodes"), list):
-            raise ConfigError("Not a Langflow flow: expected a JSON object with data.nodes and data.edges.")
+        require_flow(data)
         data = without_secrets(data)  # the session is written to disk: no key goes with it
         for name, template in custom_templates(data).items():
             if name not in catalog:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.core.intent import USE_BUILTIN, json_object_in
 from lfassist_jupyter.core.request_log import log
 from lfassist_jupyter.core.result import AnswerOutcome, BuiltinComponent
@@ -317,19 +318,18 @@ def normalise_flow(flow: dict[str, Any], catalog: Any) -> dict[str, Any]:
         if module and not entry.get("custom"):
             by_module.setdefault(str(module), key)
     out = copy.deepcopy(flow)
-    data = out.get("data", out)
-    for node in data.get("nodes", []) if isinstance(data, dict) else []:
-        nd = node.get("data") if isinstance(node, dict) else None
-        if not isinstance(nd, dict) or nd.get("type") == "CustomComponent" or not isinstance(nd.get("node"), dict):
+    for node in facts.nodes(out):
+        front = facts.frontend_node(node)
+        if facts.node_type(node) == "CustomComponent" or not front:
             continue
-        module = (nd["node"].get("metadata") or {}).get("module")
+        metadata = front.get("metadata")
+        module = metadata.get("module") if isinstance(metadata, dict) else None
         key = by_module.get(str(module)) if module else None
         if key is None:
             continue
-        nd["type"] = nd["_flow_builder_registry_type"] = key
+        node["data"]["type"] = node["data"]["_flow_builder_registry_type"] = key
         known = (catalog.registry[key].get("template") or {}).keys()
-        template = nd["node"].get("template")
-        if isinstance(template, dict):
-            for field in [f for f in template if not f.startswith("_") and f != "code" and f not in known]:
-                del template[field]
+        template = facts.fields(node)
+        for field in [f for f in template if not f.startswith("_") and f != "code" and f not in known]:
+            del template[field]
     return out

@@ -29,8 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.core.datadir import default_data_dir, read_regular_file, set_aside, why, write_atomic
 
 log = logging.getLogger("lfassist_jupyter")
@@ -191,6 +192,14 @@ class Session:
         )
 
 
+def _flow_of_shape(flow: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored flow must have the shape of flow JSON (the views and the next edit walk it)."""
+    problem = shape_problem(flow) if flow is not None else None
+    if problem is not None:
+        raise ValueError(f"not a Langflow flow: {problem}")
+    return flow
+
+
 class _TurnFile(BaseModel):
     """The schema of one stored turn (strict: a number is not text, text is not a time)."""
 
@@ -205,6 +214,8 @@ class _TurnFile(BaseModel):
     attempts: int | None = None
     flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON: data, shown as stored, never rebuilt
 
+    _flow_shape = field_validator("flow")(_flow_of_shape)
+
 
 class _RestorePointFile(BaseModel):
     """The schema of one restore point (``Session.add`` writes them; ``Session.undo`` reads them)."""
@@ -214,6 +225,8 @@ class _RestorePointFile(BaseModel):
     spec: str
     flow: dict[str, Any] | None = None
     validated: bool | None = None
+
+    _flow_shape = field_validator("flow")(_flow_of_shape)
 
 
 class _SessionFile(BaseModel):

@@ -1,9 +1,9 @@
 """Flows: from lfx's compact spec to a validated Langflow flow, and back.
 
-A low-level package: it imports ``lfassist_jupyter.errors``, the sandbox's client and its
-pure helpers (``sandbox/worker/flow_kit.py``), and nothing of the engine or the views. It never
-imports lfx and starts no process: everything that needs lfx (the component catalogue,
-building a flow from a spec, which can run a node's code through a real-time refresh, probe
+A low-level package: it imports ``lfassist_jupyter.errors``, the sandbox's client and the flow
+facts (``artifacts/flow.py``: shape, navigation, lfx's rules), and nothing of the engine or the
+views. It never imports lfx and starts no process: everything that needs lfx (the component
+catalogue, building a flow from a spec, which can run a node's code through a real-time refresh, probe
 runs) goes through the sandbox's one door (``sandbox/client.py``). What runs here is
 text and JSON work: finding a spec in a reply, checking a flow, repairing it.  Drawing it is a
 view's job: ``lfassist_jupyter.flow_picture`` (``ui/render/picture.py``); nothing here imports a view.

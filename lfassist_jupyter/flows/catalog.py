@@ -12,7 +12,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from lfassist_jupyter.sandbox.worker.flow_kit import resolve as _resolve
+from lfassist_jupyter.artifacts.flow import loop_port
+from lfassist_jupyter.artifacts.flow import resolve as _resolve
 
 if TYPE_CHECKING:
     from lfassist_jupyter.ports import FlowSandbox
@@ -194,10 +195,9 @@ def describe_component(key: str, entry: dict[str, Any]) -> str:
             desc += " ({variables} in it become inputs named after them)"
         ins.append(desc)
     outs = [f"  {o.get('name')}: {'|'.join(o.get('types') or [])}" for o in entry.get("outputs") or []]
-    for o in entry.get("outputs") or []:
-        if isinstance(o, dict) and o.get("allows_loop"):  # lfx's describe tool lists it as an input too
-            accepted = [o.get("selected") or (o.get("types") or ["Data"])[0], *(o.get("loop_types") or [])]
-            ins.append(f"  {o.get('name')}: feedback <- {'|'.join(accepted)} (the loop body's result comes back here)")
+    loop = loop_port(entry)
+    if loop is not None:  # lfx's describe tool lists it as an input too
+        ins.append(f"  {loop[0]}: feedback <- {'|'.join(loop[1])} (the loop body's result comes back here)")
     lines.append("inputs:\n" + ("\n".join(ins) if ins else "  (none)"))
     if advanced:
         lines.append(f"also settable in config: {', '.join(advanced)}")

@@ -15,11 +15,12 @@ per node.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Any
+
+from lfassist_jupyter.artifacts import flow as facts
+from lfassist_jupyter.artifacts.flow import node_name
 
 from .models import FlowProblem, Need
 
@@ -27,12 +28,6 @@ from .models import FlowProblem, Need
 _NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
 _NODE_LINE = re.compile(r"^\s*([\w-]+)\s*:\s*(\S.*?)\s*$")
-
-
-def _node_name(node: dict[str, Any]) -> str:
-    nd = node.get("data") if isinstance(node.get("data"), dict) else {}
-    inner = nd.get("node") if isinstance(nd.get("node"), dict) else {}
-    return str(inner.get("display_name") or nd.get("type") or node.get("id"))
 
 
 def spec_nodes(text: str) -> list[tuple[str, str, int]] | None:
@@ -109,12 +104,8 @@ def spec_errors(text: str, catalog: Any = None) -> list[FlowProblem]:
 
 def json_errors(flow: dict[str, Any]) -> list[FlowProblem]:
     """Duplicate node ids, an empty flow, and node code that does not parse (flow JSON)."""
-    data = flow.get("data", flow) if isinstance(flow.get("data", flow), dict) else {}
-    raw = data.get("nodes")
-    if not isinstance(raw, list):
-        return []  # the loader's structure check says what is wrong
-    nodes = [n for n in raw if isinstance(n, dict) and "id" in n]
-    components = [n for n in nodes if n.get("type", "genericNode") == "genericNode"]
+    nodes = [n for n in facts.nodes(flow) if "id" in n]
+    components = [n for n in nodes if facts.is_component(n)]
     if not components:
         return [
             FlowProblem(
@@ -126,9 +117,9 @@ def json_errors(flow: dict[str, Any]) -> list[FlowProblem]:
             )
         ]
     errors = []
-    counts = Counter(str(n["id"]) for n in nodes)
-    for node_id in [i for i in dict.fromkeys(str(n["id"]) for n in nodes) if counts[i] > 1]:
-        names = [_node_name(n) for n in nodes if str(n["id"]) == node_id]
+    counts = Counter(facts.node_id(n) for n in nodes)
+    for node_id in [i for i in dict.fromkeys(facts.node_id(n) for n in nodes) if counts[i] > 1]:
+        names = [node_name(n) for n in nodes if facts.node_id(n) == node_id]
         errors.append(
             FlowProblem(
                 code="structure",
@@ -148,10 +139,10 @@ def json_errors(flow: dict[str, Any]) -> list[FlowProblem]:
             errors.append(
                 FlowProblem(
                     code="bad_value",
-                    node=_node_name(node),
-                    node_id=str(node["id"]),
+                    node=node_name(node),
+                    node_id=facts.node_id(node),
                     field="code",
-                    message=f"{_node_name(node)}'s code does not parse: {problem}. Langflow cannot load this node.",
+                    message=f"{node_name(node)}'s code does not parse: {problem}. Langflow cannot load this node.",
                     fix="Fix the code, or replace the node with a fresh copy of the component.",
                 )
             )
@@ -160,10 +151,7 @@ def json_errors(flow: dict[str, Any]) -> list[FlowProblem]:
 
 def node_code(node: dict[str, Any]) -> object | None:
     """The ``code`` a node carries (None when it carries none)."""
-    nd = node.get("data") if isinstance(node.get("data"), dict) else {}
-    inner = nd.get("node") if isinstance(nd.get("node"), dict) else {}
-    template = inner.get("template") if isinstance(inner.get("template"), dict) else {}
-    field = template.get("code")
+    field = facts.fields(node).get("code")
     if not isinstance(field, dict) or "value" not in field or field.get("value") in (None, ""):
         return None
     return field["value"]
@@ -183,11 +171,11 @@ def code_problem(code: object) -> str | None:
 
 
 def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[str], list[Need]]:
-    """(errors, warnings, needs) of the whole-flow checks for what ``validate_flow`` accepts: a
-    dict, a ``.json`` path or spec text.  Code no lfx built-in carries is built in the sandbox
-    when everything parses (for spec text: the custom components of ``catalog`` it uses)."""
+    """(errors, warnings, needs) of the whole-flow checks on spec text or on flow JSON (a dict
+    that passed the shape check).  Code no lfx built-in carries is built in the sandbox when
+    everything parses (for spec text: the custom components of ``catalog`` it uses)."""
     builtin = catalog_codes(catalog)
-    if isinstance(flow, str) and not (flow.strip().endswith(".json") and "\n" not in flow):
+    if isinstance(flow, str):
         errors = spec_errors(flow, catalog)
         if errors:
             return errors, [], []
@@ -195,11 +183,6 @@ def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[st
         kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
         nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
         return custom_code_errors({"nodes": nodes}, builtin)
-    if isinstance(flow, str | Path):
-        try:
-            flow = json.loads(Path(flow).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return [], [], []  # the loader reports it
     if not isinstance(flow, dict):
         return [], [], []
     errors = json_errors(flow)
@@ -213,14 +196,10 @@ def _called_methods(node: dict[str, Any], edges: list[Any]) -> list[tuple[str, s
     from, or every output when none does (``Component._get_outputs_to_process``)."""
     outputs = [
         (str(o.get("name")), o["method"])
-        for o in ((node.get("data") or {}).get("node") or {}).get("outputs") or []
-        if isinstance(o, dict) and isinstance(o.get("method"), str) and o.get("method")
+        for o in facts.outputs(node)
+        if isinstance(o.get("method"), str) and o.get("method")
     ]
-    used = {
-        ((e.get("data") or {}).get("sourceHandle") or {}).get("name")
-        for e in edges
-        if isinstance(e, dict) and e.get("source") == node.get("id")
-    }
+    used = {output for source, output, _, _ in map(facts.ports, edges) if source == node.get("id")}
     return [(name, method) for name, method in outputs if not used or name in used]
 
 
@@ -235,20 +214,17 @@ def custom_code_errors(
     saved by another Langflow version, which lfx refuses too); or it needs a package the
     sandbox's environment lacks (a ``package`` need with its ``%pip install`` line: the flow is
     not broken, this environment is short of it)."""
-    data = flow.get("data", flow) if isinstance(flow.get("data", flow), dict) else {}
-    edges = data.get("edges") if isinstance(data.get("edges"), list) else []
+    edges = facts.edges(flow)
     errors: list[FlowProblem] = []
     warnings: list[str] = []
     needs: list[Need] = []
-    for node in data.get("nodes") or []:
-        if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
-            continue
+    for node in facts.components(flow):
         code = node_code(node)
         if not isinstance(code, str) or code in builtin_codes:
             continue
         called = _called_methods(node, edges)
         answer = _build(code, tuple(sorted({m for _, m in called})))
-        name, nid = _node_name(node), str(node.get("id"))
+        name, nid = node_name(node), facts.node_id(node)
         at = {"node": name, "node_id": nid, "field": "code"}
         if answer.ok:
             gone = set(answer.missing_methods)

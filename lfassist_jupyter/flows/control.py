@@ -28,11 +28,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lfassist_jupyter.sandbox.worker.flow_kit import handle_json, input_ports, output_ports, types_compatible
+from lfassist_jupyter.artifacts import flow as facts
+from lfassist_jupyter.artifacts.flow import input_ports, loop_port, output_ports, types_compatible
 
 from .models import Change, FlowProblem
 
-__all__ = ["ControlResult", "branch_ports", "control_flow_json", "infer_control_flow", "json_edge", "loop_ports"]
+__all__ = ["ControlResult", "branch_ports", "control_flow_json", "infer_control_flow"]
 
 _EDGE = re.compile(r"^(\s*)(\w+)\.(\w+)\s*(?:->|→|=>)\s*(\w+)\.(\w+)\s*$")
 _NODE = re.compile(r"^\s*(\w+)\s*:\s*(\S.*?)\s*$")
@@ -60,16 +61,6 @@ class ControlResult:
     spec: str
     changes: list[Change]
     errors: list[FlowProblem]
-
-
-def loop_ports(template: dict[str, Any]) -> tuple[str, list[str]] | None:
-    """A Loop-like node's feedback handle and the types it accepts (``selected``/first type,
-    then ``loop_types``, as Langflow's canvas and lfx's ``add_connection`` read them)."""
-    for out in template.get("outputs") or []:
-        if isinstance(out, dict) and out.get("allows_loop"):
-            accepted = [out.get("selected") or (out.get("types") or ["Data"])[0], *(out.get("loop_types") or [])]
-            return str(out.get("name")), [str(t) for t in accepted]
-    return None
 
 
 def branch_ports(template: dict[str, Any]) -> tuple[str, str] | None:
@@ -214,7 +205,7 @@ def _fix_branches(g: _Graph) -> None:
 
 def _fix_loops(g: _Graph) -> None:
     for loop, template in g.templates.items():
-        ports = loop_ports(template)
+        ports = loop_port(template)
         if ports is None:
             continue
         item, accepted = ports
@@ -342,7 +333,7 @@ def infer_control_flow(spec: str, catalog: Any) -> ControlResult:
         if key is not None:
             types[node], templates[node] = key, catalog.registry[key]
     g = _Graph(types, templates, edges)
-    if not any(loop_ports(t) or branch_ports(t) for t in templates.values()):
+    if not any(loop_port(t) or branch_ports(t) for t in templates.values()):
         return ControlResult(spec=spec, changes=[], errors=[])
     _fix_branches(g)
     _fix_loops(g)
@@ -370,69 +361,26 @@ def control_flow_json(flow: dict[str, Any]) -> tuple[set[int], list[Change]]:
     edges left for the model (no other repair may map them) and the changes. Moved edges get
     handles as lfx's ``add_connection`` writes them (an output-shaped target for a feedback edge).
     """
-    data = flow.get("data", flow)
-    nodes = {n.get("id"): n for n in data.get("nodes", []) if isinstance(n, dict) and n.get("id")}
-    templates = {str(k): (n.get("data") or {}).get("node") or {} for k, n in nodes.items()}
-    if not any(loop_ports(t) or branch_ports(t) for t in templates.values()):
+    nodes = facts.by_id(facts.nodes(flow))
+    templates = {k: facts.frontend_node(n) for k, n in nodes.items()}
+    if not any(loop_port(t) or branch_ports(t) for t in templates.values()):
         return set(), []
-    raw = data.get("edges", [])
+    raw = facts.edges(flow)
     edges: list[_Edge] = []
     for i, edge in enumerate(raw):
-        if not isinstance(edge, dict) or edge.get("source") not in nodes or edge.get("target") not in nodes:
-            continue
-        ed = edge.get("data") or {}
-        sh, th = ed.get("sourceHandle") or {}, ed.get("targetHandle") or {}
-        out, port = sh.get("name"), th.get("fieldName") or th.get("name")
-        if out and port:
-            edges.append(_Edge(str(edge["source"]), str(out), str(edge["target"]), str(port), line=i))
+        source, out, target, port = facts.ports(edge)
+        if source in nodes and target in nodes and out and port:
+            edges.append(_Edge(str(source), str(out), str(target), str(port), line=i))
     before = {id(e): (e.out, e.tgt, e.port) for e in edges}
-    g = _Graph({k: str((n.get("data") or {}).get("type")) for k, n in nodes.items()}, templates, edges)
+    g = _Graph({k: str(facts.node_type(n)) for k, n in nodes.items()}, templates, edges)
     _fix_branches(g)
     _fix_loops(g)
     held = {e.line for e in edges if id(e) in g.held and e.line is not None}
     for e in g.edges:
         if e.line is not None and before[id(e)] == (e.out, e.tgt, e.port):
             continue
-        new = json_edge(nodes[e.src], e.out, nodes[e.tgt], e.port)
         if e.line is None:
-            raw.append(new)
+            facts.add_edge(flow, facts.new_edge(nodes[e.src], e.out, nodes[e.tgt], e.port))
         else:
-            raw[e.line].update(new)
+            facts.rewire(raw[e.line], nodes[e.src], e.out, nodes[e.tgt], e.port)
     return held, g.changes
-
-
-def json_edge(src: dict[str, Any], out: str, tgt: dict[str, Any], port: str) -> dict[str, Any]:
-    """An edge's JSON, the way lfx's ``add_connection`` writes it (a loop's feedback port too);
-    ``merge`` wires an edit's new edges onto a flow's own nodes with it."""
-    s_node, t_node = (src.get("data") or {}).get("node") or {}, (tgt.get("data") or {}).get("node") or {}
-    sh = {
-        "dataType": src["data"].get("type"),
-        "id": src["id"],
-        "name": out,
-        "output_types": output_ports(s_node).get(out, []),
-    }
-    loop = loop_ports(t_node)
-    if loop is not None and loop[0] == port:
-        th: dict[str, Any] = {
-            "dataType": tgt["data"].get("type"),
-            "id": tgt["id"],
-            "name": port,
-            "output_types": loop[1],
-        }
-    else:
-        field = (t_node.get("template") or {}).get(port) or {}
-        th = {
-            "fieldName": port,
-            "id": tgt["id"],
-            "inputTypes": field.get("input_types") or [],
-            "type": field.get("type"),
-        }
-    s_json, t_json = handle_json(sh), handle_json(th)
-    return {
-        "source": src["id"],
-        "target": tgt["id"],
-        "sourceHandle": s_json,
-        "targetHandle": t_json,
-        "data": {"sourceHandle": sh, "targetHandle": th},
-        "id": f"reactflow__edge-{src['id']}{s_json}-{tgt['id']}{t_json}",
-    }

@@ -249,13 +249,12 @@ def configure_model_nodes(
 def model_nodes(flow: Mapping[str, Any] | None) -> list[ModelUse]:
     """The model nodes of ``flow`` with the model, provider and key variable each one uses (the
     Model Name Override and Provider Override fields, when set, are what lfx sends)."""
-    from .local import VARIABLE_REF
+    from lfassist_jupyter.artifacts import flow as facts
+    from lfassist_jupyter.artifacts.flow import VARIABLE_REF
 
     out: list[ModelUse] = []
-    data = flow.get("data", flow) if isinstance(flow, Mapping) else {}
-    for node in data.get("nodes") or [] if isinstance(data, Mapping) else []:
-        info = ((node.get("data") or {}).get("node") or {}) if isinstance(node, Mapping) else {}
-        template = info.get("template") if isinstance(info.get("template"), Mapping) else {}
+    for node in facts.nodes(flow):
+        template = facts.fields(node)
         for field in _model_fields(template):
             value = template[field].get("value")
             if not (isinstance(value, list) and value and isinstance(value[0], Mapping)):
@@ -266,7 +265,7 @@ def model_nodes(flow: Mapping[str, Any] | None) -> list[ModelUse]:
             key = template.get("api_key") if isinstance(template.get("api_key"), Mapping) else {}
             raw = key.get("value") if isinstance(key.get("value"), str) else ""
             variable = raw.strip() if key.get("load_from_db") and VARIABLE_REF.match(raw.strip()) else None
-            label = str(info.get("display_name") or node.get("id"))
+            label = str(facts.frontend_node(node).get("display_name") or node.get("id"))
             typed = bool(raw.strip()) and variable is None
             out.append(ModelUse(node=label, model=name, provider=provider, key_variable=variable, key_typed=typed))
     return out

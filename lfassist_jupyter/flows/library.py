@@ -3,24 +3,21 @@
 A flow's id is its file name (``echo_qa.json``) and its listed name the file's stem
 (``echo_qa``), so listing a folder reads no file: a folder holding big data files is as cheap
 to list as an empty one.  ``aget_flow`` also takes a path (``~/flows/qa.json``, relative to the
-folder or absolute), as a user types it.  A file is data from elsewhere: only a regular file
-is read (a FIFO would block, a link to ``/dev/zero`` would never end), at most
-``MAX_FLOW_FILE`` bytes, and what it holds must be flow JSON (``data.nodes``); anything else is
-one ``ConfigError`` line naming the file.
+folder or absolute), as a user types it.  A file is data from elsewhere: it is read by
+``flows/files.py``, the one reader of flow files (only a regular file, at most ``MAX_FLOW_FILE``
+bytes, shape-checked); anything else is one ``FlowFileError`` line naming the file and the field.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import stat
 from pathlib import Path
 from typing import Any
 
-from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.flows.files import read_flow_file
 from lfassist_jupyter.ports import FlowEntry
 
-MAX_FLOW_FILE = 20_000_000
 MAX_ENTRIES = 1000
 
 
@@ -58,23 +55,3 @@ def _is_file(path: Path) -> bool:
         return stat.S_ISREG(path.stat().st_mode)
     except (OSError, ValueError):  # gone, no permission, a name no file system takes
         return False
-
-
-def read_flow_file(path: Path) -> dict[str, Any]:
-    """The flow JSON in ``path``, or a ``ConfigError`` line saying why not."""
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{path} is not a regular file, so it is not read as a flow.")
-        if info.st_size > MAX_FLOW_FILE:
-            raise ConfigError(f"{path} is too large to be a flow.")
-        with path.open("rb") as handle:
-            data = json.loads(handle.read(MAX_FLOW_FILE + 1))
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        raise ConfigError(f"Could not read the flow file {path}: {exc}") from None
-    inner = data.get("data", data) if isinstance(data, dict) else None
-    if not isinstance(inner, dict) or not isinstance(inner.get("nodes"), list):
-        raise ConfigError(f"{path} is not a Langflow flow (no data.nodes).")
-    return data

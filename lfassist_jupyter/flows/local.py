@@ -39,10 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lfassist_jupyter.artifacts import flow as facts
+from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable  # the worker's build's too
 from lfassist_jupyter.errors import ConfigError
-
-# The key-field rule the worker's build shares (flow_kit), through flows.spec's import of it.
-from .spec import VARIABLE_REF, is_key_field, name_variable
 
 __all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow_for_real", "run_plan"]
 
@@ -76,17 +75,8 @@ _URL_FIELD = re.compile(r"(^|_)(base_url|api_base|api_url|url|host|endpoint)$")
 
 
 def _nodes(flow: dict[str, Any]) -> list[tuple[dict[str, Any], str, str, dict[str, Any]]]:
-    """``(node, display name, id, template)`` for every well-formed node."""
-    data = flow.get("data", flow) if isinstance(flow, dict) else {}
-    out = []
-    for node in data.get("nodes") or []:
-        if not isinstance(node, dict) or not isinstance(node.get("data"), dict):
-            continue
-        info = node["data"].get("node") or {}
-        name = str(info.get("display_name") or node["data"].get("type") or node.get("id"))
-        template = info.get("template") if isinstance(info.get("template"), dict) else {}
-        out.append((node, name, str(node.get("id")), template))
-    return out
+    """``(node, name, id, template fields)`` for every node."""
+    return [(n, facts.node_name(n), facts.node_id(n), facts.fields(n)) for n in facts.nodes(flow)]
 
 
 def prepare_flow(flow: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -136,7 +126,7 @@ def _providers(flow: dict[str, Any]) -> list[tuple[str, str]]:
         override = template.get("provider")
         if isinstance(override, dict) and isinstance(override.get("value"), str) and override["value"].strip():
             names.add(override["value"].strip())
-        kind = _COMPONENT_PROVIDER.get(str(node["data"].get("type")))
+        kind = _COMPONENT_PROVIDER.get(str(facts.node_type(node)))
         if kind:
             names.add(kind)
         found += [(n.lower(), name) for n in sorted(names)]
@@ -209,10 +199,9 @@ def run_plan(
 
     ``env`` and ``allow_hosts`` as for ``run_flow_for_real``: the plan says which wanted variables are
     still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it."""
-    from .catalog import default_catalog
     from .validate import _load
 
-    loaded, errors, _ = _load(flow, default_catalog()) if not isinstance(flow, dict) else (flow, [], [])
+    loaded, errors, _ = _load(flow)
     if loaded is None:
         raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
     prepared, ignored = prepare_flow(loaded)

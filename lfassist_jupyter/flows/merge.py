@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .control import json_edge
+from lfassist_jupyter.artifacts import flow as facts
 
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
 _NODE = re.compile(r"^\s+([\w-]+)\s*:\s*(\S.*?)\s*$")
@@ -39,11 +39,7 @@ _CONFIG = re.compile(r"^(\s+)([\w-]+)\.([\w-]+)\s*:\s?(.*)$")
 
 def components(flow: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The flow's component nodes (notes are canvas decorations), in the flow's order."""
-    data = flow.get("data", flow)
-    nodes = data.get("nodes") if isinstance(data, Mapping) else None
-    return [
-        n for n in nodes or [] if isinstance(n, dict) and "id" in n and n.get("type", "genericNode") == "genericNode"
-    ]
+    return [n for n in facts.components(flow) if "id" in n]
 
 
 def spec_ids(nodes: list[dict[str, Any]]) -> dict[str, str]:
@@ -194,13 +190,12 @@ def read_spec(text: str) -> SpecParts:
 # -- applying an edit ------------------------------------------------------------------------
 
 
-def _edge_key(edge: Mapping[str, Any], sids: Mapping[str, str]) -> tuple[str, str, str, str] | None:
-    ed = edge.get("data") if isinstance(edge.get("data"), Mapping) else {}
-    sh, th = ed.get("sourceHandle") or {}, ed.get("targetHandle") or {}
-    src, tgt = sids.get(str(edge.get("source"))), sids.get(str(edge.get("target")))
-    if src is None or tgt is None or not isinstance(sh, Mapping) or not isinstance(th, Mapping):
+def _edge_key(edge: dict[str, Any], sids: Mapping[str, str]) -> tuple[str, str, str, str] | None:
+    source, output, target, port = facts.ports(edge)
+    src, tgt = sids.get(str(source)), sids.get(str(target))
+    if src is None or tgt is None:
         return None
-    return src, str(sh.get("name")), tgt, str(th.get("fieldName") or th.get("name"))
+    return src, str(output), tgt, str(port)
 
 
 @dataclass
@@ -226,14 +221,14 @@ def merge_flow(
     docstring); ``built`` is lfx's build of ``new_spec`` and ``built_ids`` its spec id -> node id."""
     old, new = read_spec(old_spec), read_spec(new_spec)
     out = copy.deepcopy(dict(original))
-    data = out.get("data", out)
+    data = facts.graph(out)
     orig_nodes = components(original)
     sids = spec_ids(orig_nodes)
     by_sid = {sid: nid for nid, sid in sids.items()}
     built_nodes = {n["id"]: n for n in components(built)}
     kept = {sid for sid, kind in new.nodes.items() if old.nodes.get(sid) == kind and sid in by_sid}
     final_ids = {sid: by_sid[sid] for sid in kept}
-    taken = {str(n.get("id")) for n in (data.get("nodes") or []) if isinstance(n, dict)}
+    taken = {facts.node_id(n) for n in facts.nodes(out)}
     merged = Merged(flow=out, node_ids=final_ids)
     for key in ("name", "description"):  # a spec that renames the flow renames it
         if key in new.head and new.head[key] != old.head.get(key) and built.get(key):
@@ -267,7 +262,7 @@ def merge_flow(
         nodes.append(node)
         merged.added.append(nid)
     data["nodes"] = nodes
-    data["edges"] = _merge_edges(data.get("edges") or [], sids, kept, old, new, built, built_ids, final_ids, nodes)
+    data["edges"] = _merge_edges(facts.edges(out), sids, kept, old, new, built, built_ids, final_ids, nodes)
     return merged
 
 
@@ -279,8 +274,8 @@ def _apply_config(
     for (nsid, fname), text in new.config.items():
         if nsid != sid or old.config.get((sid, fname)) == text or built_node is None:
             continue
-        built_field = ((built_node.get("data") or {}).get("node") or {}).get("template", {}).get(fname)
-        template = node["data"]["node"].setdefault("template", {})
+        built_field = facts.fields(dict(built_node)).get(fname)
+        template = facts.frontend_node(node).setdefault("template", {})
         if not isinstance(built_field, Mapping):
             continue
         if isinstance(template.get(fname), dict):
@@ -317,7 +312,7 @@ def _merge_edges(
             have.add(key)
     built_sids = {nid: sid for sid, nid in built_ids.items()}
     by_id = {n["id"]: n for n in nodes if isinstance(n, dict) and "id" in n}
-    for edge in (built.get("data", built) or {}).get("edges") or []:
+    for edge in facts.edges(dict(built)):
         key = _edge_key(edge, built_sids)
         if key is None or key in have or key not in wanted:
             continue
@@ -332,11 +327,8 @@ def _merge_edges(
 def _remap_edge(edge: Mapping[str, Any], src: str, tgt: str, nodes: Mapping[str, Any]) -> dict[str, Any]:
     """A built edge between the final nodes, written as lfx's ``add_connection`` writes one, from
     the final nodes' own ports (an untouched node keeps its saved ports)."""
-    ed = edge.get("data") if isinstance(edge.get("data"), Mapping) else {}
-    out = str((ed.get("sourceHandle") or {}).get("name"))
-    th = ed.get("targetHandle") or {}
-    port = str(th.get("fieldName") or th.get("name"))
-    return json_edge(nodes[src], out, nodes[tgt], port)
+    _, output, _, port = facts.ports(edge)
+    return facts.new_edge(nodes[src], str(output), nodes[tgt], str(port))
 
 
 def same_node(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

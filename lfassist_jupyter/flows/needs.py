@@ -3,13 +3,16 @@
 A probe run (or any run) that stops because the author's file is not on this machine, a key is
 not set, or a server is not reachable has not found a fault of the flow; saying "failed" sends the
 user (or a model's repair round) after the wrong thing. Read from lfx's error and the node it
-names; pure data work (stdlib, plus the run's own answer type for ``explain_run``).
+names; pure data work (stdlib and the flow facts of ``artifacts/flow.py``, plus the run's own
+answer type for ``explain_run``).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from lfassist_jupyter.artifacts import flow as facts
 
 _FILE_ERRORS = ("no such file", "filenotfound", "file not found", "does not exist", "no files", "storagenamespace",
                 "localfileaccess", "is not a file", "not a valid file")  # fmt: skip
@@ -41,28 +44,19 @@ def run_needs(flow: dict[str, Any], error: str) -> list[dict[str, Any]]:
     a key, or a service the flow talks to. Empty when the error is the flow's own fault.
     (Dicts of ``RunNeed``'s fields: this module stays free of pydantic.)"""
     text = (error or "").lower()
-    data = flow.get("data", flow) if isinstance(flow, dict) else {}
     named = []
-    for node in data.get("nodes") or []:
-        if not isinstance(node, dict):
-            continue
-        spec = (node.get("data") or {}).get("node") or {}
-        name = str(spec.get("display_name") or node.get("id"))
+    for node in facts.nodes(flow):
+        name = facts.node_name(node)
         mentioned = (
-            re.search(rf"(?<![\w-]){re.escape(w.lower())}(?![\w-])", text) for w in (name, str(node.get("id")))
+            re.search(rf"(?<![\w-]){re.escape(w.lower())}(?![\w-])", text) for w in (name, facts.node_id(node))
         )
         if name and any(mentioned):
-            named.append((node, name, spec.get("template") or {}))
+            named.append((node, name, facts.fields(node)))
     if not named and any(k in text for k in _FILE_ERRORS):  # a file error that names no node: the file nodes
-        named = [
-            (n, str(((n.get("data") or {}).get("node") or {}).get("display_name") or n.get("id")), t)
-            for n in data.get("nodes") or []
-            if isinstance(n, dict)
-            and _file_fields(t := ((n.get("data") or {}).get("node") or {}).get("template") or {})
-        ]
+        named = [(n, facts.node_name(n), facts.fields(n)) for n in facts.nodes(flow) if _file_fields(facts.fields(n))]
     out: list[dict[str, Any]] = []
     for node, name, template in named:
-        where = {"node": name, "node_id": str(node.get("id"))}
+        where = {"node": name, "node_id": facts.node_id(node)}
         variables = [(f, v["value"]) for f, v in template.items() if isinstance(v, dict) and v.get("load_from_db")
                      and isinstance(v.get("value"), str) and v["value"]]  # fmt: skip
         if variables and "nonetype" in text:  # a global variable the run could not read came in as None

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.validation.report import MissingPackage
 
 log = logging.getLogger("lfassist_jupyter")
@@ -23,9 +24,7 @@ log = logging.getLogger("lfassist_jupyter")
 
 def _node_parts(node: Mapping[str, Any]) -> tuple[str, str, str | None, list[str]]:
     """``(name, type, code, providers)`` of one node of flow JSON."""
-    nd = node.get("data") if isinstance(node.get("data"), Mapping) else {}
-    info = nd.get("node") if isinstance(nd.get("node"), Mapping) else {}
-    template = info.get("template") if isinstance(info.get("template"), Mapping) else {}
+    template = facts.fields(node)
     code_field = template.get("code") if isinstance(template.get("code"), Mapping) else {}
     code = code_field.get("value") if isinstance(code_field.get("value"), str) else None
     providers: list[str] = []
@@ -35,8 +34,8 @@ def _node_parts(node: Mapping[str, Any]) -> tuple[str, str, str | None, list[str
     override = template.get("provider") if isinstance(template.get("provider"), Mapping) else {}
     if isinstance(override.get("value"), str) and override["value"].strip() and providers:
         providers.append(override["value"].strip())
-    kind = str(nd.get("_flow_builder_registry_type") or nd.get("type") or "")
-    name = str(info.get("display_name") or kind or node.get("id"))
+    kind = facts.registry_type(node) or ""
+    name = str(facts.frontend_node(node).get("display_name") or kind or node.get("id"))
     return name, kind, code, [p for p in dict.fromkeys(providers) if p not in ("", "Unknown")]
 
 
@@ -52,9 +51,7 @@ def missing_packages(flow: Mapping[str, Any] | None, catalog: Any) -> list[Missi
     """The distributions ``flow`` needs that the sandbox's interpreter lacks, each with the nodes
     that need it and the line that installs it.  [] when nothing is missing, or when the sandbox
     cannot tell (it then says so in the log, and a run would find out)."""
-    data = flow.get("data", flow) if isinstance(flow, Mapping) else {}
-    nodes = [n for n in (data.get("nodes") or []) if isinstance(n, Mapping)] if isinstance(data, Mapping) else []
-    parts = [_node_parts(n) for n in nodes if n.get("type", "genericNode") == "genericNode"]
+    parts = [_node_parts(n) for n in facts.components(flow)]
     if not parts:
         return []
     sandbox = getattr(catalog, "sandbox", None)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..artifacts import flow as facts  # standard library only, as everything this module imports
+
 _STUB_PREFIX = "[stub {name}]"
 
 _STUB_HEAD = """\
@@ -80,14 +82,12 @@ def _stub_code(name: str, inputs: list[tuple[str, list[str]]], outputs: list[tup
     return code
 
 
-def _stub_reason(node_data: dict[str, Any]) -> str | None:
+def _stub_reason(node: dict[str, Any]) -> str | None:
     """Why a node cannot run in the sandbox: it calls a model, or an API that needs a key."""
-    node = node_data.get("node") or {}
-    template = node.get("template") or {}
-    outputs = node.get("outputs") or []
+    template = facts.fields(node)
     if any(isinstance(f, dict) and f.get("type") == "model" for f in template.values()):
         return "calls a language model"
-    if any(set(o.get("types") or []) & {"LanguageModel", "Embeddings"} for o in outputs if isinstance(o, dict)):
+    if any(set(o.get("types") or []) & {"LanguageModel", "Embeddings"} for o in facts.outputs(node)):
         return "builds a model"
     if any(
         isinstance(f, dict) and (f.get("password") or f.get("display_password")) and f.get("show", True)
@@ -100,32 +100,31 @@ def _stub_reason(node_data: dict[str, Any]) -> str | None:
 def stub_flow(flow: dict[str, Any], extra: set[str] | None = None) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """A copy of ``flow`` whose model/API nodes (and the ``extra`` node ids) are stubs; and which ones."""
     flow = copy.deepcopy(flow)
-    data = flow.get("data", flow)
-    edges = data.get("edges", [])
+    edges = facts.edges(flow)
     stubbed: list[dict[str, str]] = []
-    for node in data.get("nodes", []):
-        nd = node.get("data") or {}
-        if node.get("type", "genericNode") != "genericNode":
-            continue
-        reason = "asked for" if extra and node.get("id") in extra else _stub_reason(nd)
+    for node in facts.components(flow):
+        nd = node["data"]
+        reason = "asked for" if extra and node.get("id") in extra else _stub_reason(node)
         if reason is None:
             continue
-        spec = nd.get("node") or {}
-        name = str(spec.get("display_name") or nd.get("type") or node.get("id"))
+        spec = facts.frontend_node(node)
+        name = facts.node_name(node)
         connected = []
         for e in edges:
-            th = (e.get("data") or {}).get("targetHandle") or {}
+            th = facts.handles(e)[1]
             if e.get("target") == node.get("id") and th.get("fieldName"):
-                field = (spec.get("template") or {}).get(th["fieldName"]) or {}
+                field = facts.fields(node).get(th["fieldName"])
+                field = field if isinstance(field, dict) else {}
                 connected.append((th["fieldName"], list(field.get("input_types") or th.get("inputTypes") or [])))
         # The stub keeps each output's name and method: lfx calls the method the flow JSON names.
         outputs = [
             (str(o.get("name")), list(o.get("types") or ["Message"]), str(o.get("method") or f"build_{o.get('name')}"))
-            for o in spec.get("outputs") or []
-            if isinstance(o, dict)
+            for o in facts.outputs(node)
         ]
         code = _stub_code(name, connected, outputs)
-        template = {k: copy.deepcopy(v) for k, v in (spec.get("template") or {}).items() if k in dict(connected)}
+        template = {
+            k: copy.deepcopy(v) for k, v in facts.fields(node).items() if k in dict(connected) and isinstance(v, dict)
+        }
         for fname, types in connected:
             template[fname] = {
                 **template.get(fname, {}),
@@ -143,5 +142,5 @@ def stub_flow(flow: dict[str, Any], extra: set[str] | None = None) -> tuple[dict
         spec["field_order"] = [n for n, _ in connected]
         spec.setdefault("metadata", {}).pop("module", None)
         nd["type"] = "CustomComponent"
-        stubbed.append({"node_id": str(node.get("id")), "name": name, "reason": reason})
+        stubbed.append({"node_id": facts.node_id(node), "name": name, "reason": reason})
     return flow, stubbed

@@ -6,8 +6,10 @@ real-time-refresh field runs the node's component code (Langflow's form update),
 whole build happens in a fresh sandboxed child (``sandbox/worker/_flow_ops.py``), never here.
 This module finds the spec in a model reply, sends it with the catalogue's extra entries,
 and reads the typed answer. What the op adds to lfx: a spec inside a model reply; leniency
-(a malformed line is dropped with a warning); quoted values; dynamic prompt fields; the
-top-level ``id`` Langflow expects; every problem collected (lfx stops at the first).
+(a malformed line is dropped with a warning); quoted values; dynamic prompt fields; every
+problem collected (lfx stops at the first). A built flow has no top-level ``id``: an id is the
+flow's identity, given when it is first saved or registered and kept from then on
+(``flows/flowfile.py``), not a new one per build.
 
 `flow_to_spec` (flow JSON -> spec text) is pure data work and runs here.
 """
@@ -18,9 +20,11 @@ import json
 import re
 from typing import Any, get_args
 
-from lfassist_jupyter.sandbox.worker.flow_kit import VARIABLE_REF, is_key_field, name_variable, spec_scalar
+from lfassist_jupyter.artifacts import flow as facts
+from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable, spec_scalar
 
 from .catalog import Catalog, default_catalog
+from .files import require_flow
 from .merge import components, merge_flow, spec_ids, spec_kinds
 from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
 
@@ -80,8 +84,11 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
         control = infer_control_flow(spec_text, catalog)
         spec_text = control.spec
     answer = sandbox.build_flow(spec_text, extra=catalog.added, repair=repair)
-    if answer.error:
-        error = FlowProblem(code="structure", message=f"The flow could not be built: {answer.error}")
+    # What comes back from the sandbox is untrusted (the build can run a node's code): shape-checked.
+    problem = facts.shape_problem(answer.flow) if answer.flow is not None else None
+    if answer.error or problem:
+        why = answer.error or f"the sandbox answered a malformed flow ({problem})"
+        error = FlowProblem(code="structure", message=f"The flow could not be built: {why}")
         return BuildResult(ok=False, spec=spec_text, errors=[error])
     errors = [
         FlowProblem.model_validate({**e.model_dump(), "code": e.code if e.code in _ERROR_CODES else "structure"})
@@ -91,6 +98,8 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     changes = [Change.model_validate(c.model_dump()) for c in answer.changes if c.kind in kinds]
     if control is not None:
         changes[:0], errors[:0] = control.changes, control.errors
+    if isinstance(answer.flow, dict):
+        answer.flow.pop("id", None)  # the builder's is a new UUID per build, not an identity
     return BuildResult(
         ok=answer.ok and not errors and answer.flow is not None,
         flow=answer.flow,
@@ -141,8 +150,9 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     code); a node no entry expresses (a group, a component this lfx lacks, custom code) is
     added to ``catalog`` as an entry of its own, so the spec names it and an edit keeps it
     (``edit_flow``). Secrets (password fields) and code are never written: a spec lands in a
-    notebook cell.
+    notebook cell. ``FlowFileError`` (one line naming the field) when ``flow`` is not flow JSON.
     """
+    require_flow(flow)
     catalog = catalog or default_catalog()
     nodes = components(flow)
     kinds = spec_kinds(flow, catalog)
@@ -155,23 +165,19 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     lines.append("")
     lines.append("nodes:")
     for node in nodes:
-        lines.append(f"  {sids[node['id']]}: {kinds[node['id']]}")
+        lines.append(f"  {sids[facts.node_id(node)]}: {kinds[facts.node_id(node)]}")
     edges = []
-    for edge in (flow.get("data", flow) or {}).get("edges", []):
-        if not isinstance(edge, dict) or edge.get("source") not in sids or edge.get("target") not in sids:
-            continue
-        sh = (edge.get("data") or {}).get("sourceHandle") or {}
-        th = (edge.get("data") or {}).get("targetHandle") or {}
-        port = th.get("fieldName") or th.get("name")
-        edges.append(f"  {sids[edge['source']]}.{sh.get('name')} -> {sids[edge['target']]}.{port}")
+    for edge in facts.edges(flow):
+        source, output, target, port = facts.ports(edge)
+        if source in sids and target in sids:
+            edges.append(f"  {sids[source]}.{output} -> {sids[target]}.{port}")
     if edges:
         lines += ["", "edges:", *edges]
     config = []
     for node in nodes:
-        entry = catalog.registry.get(kinds[node["id"]]) or {}
+        entry = catalog.registry.get(kinds[facts.node_id(node)]) or {}
         defaults = entry.get("template") or {}
-        template = ((node.get("data") or {}).get("node") or {}).get("template") or {}
-        for name, field in template.items():
+        for name, field in facts.fields(node).items():
             if name.startswith("_") or name == "code" or not isinstance(field, dict):
                 continue
             if defaults and name not in defaults:
@@ -180,14 +186,14 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
             if field.get("password") or field.get("load_from_db"):
                 names_variable = isinstance(value, str) and bool(VARIABLE_REF.match(value.strip()))
                 if is_key_field(field) and field.get("load_from_db") and names_variable:  # a name, never a key
-                    config.append(f"  {sids[node['id']]}.{name}: {str(value).strip()}")
+                    config.append(f"  {sids[facts.node_id(node)]}.{name}: {str(value).strip()}")
                 continue
             default = (defaults.get(name) or {}).get("value") if isinstance(defaults.get(name), dict) else None
             if value in (None, "", [], {}) or value == default:
                 continue
             text = _model_value(value) if field.get("type") == "model" else _format_value(value)
             if text is not None:
-                config.append(f"  {sids[node['id']]}.{name}: {text}")
+                config.append(f"  {sids[facts.node_id(node)]}.{name}: {text}")
     if config:
         lines += ["", "config:", *config]
     return "\n".join(lines).strip("\n") + "\n"

@@ -9,15 +9,16 @@ of Langflow's own starter projects for exactly that reason.
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lfassist_jupyter.sandbox.worker.flow_kit import conversion_hint, types_compatible
+from lfassist_jupyter.artifacts import flow as facts
+from lfassist_jupyter.artifacts.flow import conversion_hint, node_name, types_compatible
 
 from .catalog import Catalog, default_catalog
 from .checks import check as check_flow
+from .files import is_flow_path, load_flow_file
 from .groups import ungroup
 from .models import FlowProblem, FlowReport, FlowSpecError, Need
 
@@ -25,20 +26,27 @@ from .models import FlowProblem, FlowReport, FlowSpecError, Need
 _HANDLE_INPUTS = {"HandleInput", "DataInput", "DataFrameInput", "MessageInput", "ToolsInput", "LinkInput"}
 
 
-def _load(
-    flow: dict[str, Any] | str | Path, catalog: Catalog
-) -> tuple[dict[str, Any] | None, list[FlowProblem], list[str]]:
-    """Flow JSON from a dict, a .json path, or spec text (built with `build_flow`)."""
-    if isinstance(flow, dict):
+def _shaped(flow: Any, source: str | None) -> tuple[dict[str, Any] | None, list[FlowProblem], list[str]]:
+    """``flow`` when it has the shape of flow JSON; else the one line that says what is wrong."""
+    problem = facts.shape_problem(flow)
+    if problem is None:
         return flow, [], []
-    if isinstance(flow, Path) or (isinstance(flow, str) and flow.strip().endswith(".json") and "\n" not in flow):
-        path = Path(flow)
-        try:
-            return json.loads(path.read_text(encoding="utf-8")), [], []
-        except OSError as exc:
-            return None, [FlowProblem(code="structure", message=f"Cannot read {path}: {exc.strerror or exc}")], []
-        except json.JSONDecodeError as exc:
-            return None, [FlowProblem(code="structure", message=f"{path} is not JSON: {exc}")], []
+    where = f"{source} is not a Langflow flow" if source else "Not a Langflow flow"
+    return None, [FlowProblem(code="structure", message=f"{where}: {problem}.")], []
+
+
+def _load(
+    flow: dict[str, Any] | str | Path, catalog: Catalog | None = None
+) -> tuple[dict[str, Any] | None, list[FlowProblem], list[str]]:
+    """Flow JSON from a dict, a .json path, or spec text (built with `build_flow` over ``catalog``,
+    else the default one), shape-checked."""
+    if isinstance(flow, dict):
+        return _shaped(flow, None)
+    if is_flow_path(flow):
+        data, why = load_flow_file(flow)
+        if why is not None:
+            return None, [FlowProblem(code="structure", message=f"Cannot read {flow}: {why}.")], []
+        return _shaped(data, str(flow))
     if isinstance(flow, str):
         from .spec import build_flow
 
@@ -54,48 +62,32 @@ def _load(
     )
 
 
-def _opened(flow: Any) -> Any:
-    """A flow (dict or ``.json`` path) with its groups replaced by their nodes (``groups.ungroup``);
-    anything else as it came (spec text; a path the loader cannot read reports itself)."""
-    if isinstance(flow, Path) or (isinstance(flow, str) and flow.strip().endswith(".json") and "\n" not in flow):
-        try:
-            loaded = json.loads(Path(flow).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return flow
-        return ungroup(loaded) if isinstance(loaded, dict) else flow
-    return ungroup(flow) if isinstance(flow, dict) else flow
-
-
-def _name(node: dict[str, Any]) -> str:
-    nd = node.get("data") or {}
-    return str((nd.get("node") or {}).get("display_name") or nd.get("type") or node.get("id"))
-
-
 def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None) -> FlowReport:
     """Validate Langflow flow JSON (a dict), a flow file, or spec text. Never raises on bad input."""
     catalog = catalog or default_catalog()
-    flow = _opened(flow)  # grouped sub-flows, opened as lfx opens them before it builds
-    # Before lfx reads it: duplicate ids, an empty flow, node code that does not parse or build.
-    blocking, notes, code_needs = check_flow(flow, catalog)
-    if blocking:
-        return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
+    spec_text = isinstance(flow, str) and not is_flow_path(flow)
+    notes: list[str] = []
+    code_needs: list[Need] = []
+    if spec_text:  # before lfx reads it: duplicate ids, an empty spec, code that does not parse or build
+        blocking, notes, code_needs = check_flow(flow, catalog)
+        if blocking:
+            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
     loaded, errors, warnings = _load(flow, catalog)
-    warnings += notes
     if loaded is None:
-        return FlowReport(is_valid=False, errors=errors, warnings=warnings)
-    data = loaded.get("data", loaded) if isinstance(loaded.get("data", loaded), dict) else {}
-    raw_nodes, raw_edges = data.get("nodes"), data.get("edges")
-    if not isinstance(raw_nodes, list) or not isinstance(raw_edges, list):
-        errors.append(
-            FlowProblem(code="structure", message="Not a Langflow flow: expected data.nodes and data.edges lists.")
-        )
-        return FlowReport(is_valid=False, errors=errors, warnings=warnings)
+        return FlowReport(is_valid=False, errors=errors, warnings=warnings + notes)
+    if not spec_text:
+        # Grouped sub-flows, opened as lfx opens them before it builds (their nodes are checked too).
+        loaded, errors, warnings = _shaped(ungroup(loaded), str(flow) if is_flow_path(flow) else None)
+        if loaded is None:
+            return FlowReport(is_valid=False, errors=errors, warnings=warnings)
+        # The same checks on the JSON: duplicate ids, an empty flow, node code.
+        blocking, notes, code_needs = check_flow(loaded, catalog)
+        if blocking:
+            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
+    warnings += notes
+    raw_edges = facts.edges(loaded)
     # Notes (noteNode) are canvas decorations, not components.
-    nodes = {
-        n["id"]: n
-        for n in raw_nodes
-        if isinstance(n, dict) and "id" in n and n.get("type", "genericNode") == "genericNode"
-    }
+    nodes = facts.by_id(facts.components(loaded))
     needs: list[Need] = list(code_needs)
     seen = {e.message for e in errors}
 
@@ -110,10 +102,8 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     _check_loops(nodes, raw_edges, add)
     _check_inputs(nodes, raw_edges, connected, add, needs, warnings)
     if len(nodes) > 1:
-        touched = {e.get("source") for e in raw_edges if isinstance(e, dict)} | {
-            e.get("target") for e in raw_edges if isinstance(e, dict)
-        }
-        warnings += [f"{_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
+        touched = {e.get("source") for e in raw_edges} | {e.get("target") for e in raw_edges}
+        warnings += [f"{node_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
     from .flow_model import model_nodes
     from .packages import missing_packages
 
@@ -131,22 +121,21 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
 
 def _check_components(nodes: dict[str, Any], catalog: Catalog, add, warnings: list[str]) -> None:
     for nid, node in nodes.items():
-        nd = node.get("data") or {}
-        kind = nd.get("type")
-        template = (nd.get("node") or {}).get("template")
-        has_code = isinstance(template, dict) and bool((template.get("code") or {}).get("value"))
+        kind = facts.node_type(node)
+        code = facts.fields(node).get("code")
+        has_code = isinstance(code, dict) and bool(code.get("value"))
         if kind in catalog:
             continue
         if has_code:
             # Langflow runs the code saved in the node: an older or server-only component is fine.
             if kind != "CustomComponent":
-                warnings.append(f"{_name(node)} ({kind}) is not in the catalogue; the flow carries its code.")
+                warnings.append(f"{node_name(node)} ({kind}) is not in the catalogue; the flow carries its code.")
             continue
         near = catalog.resolve(str(kind or ""))
         add(
             FlowProblem(
                 code="unknown_component",
-                node=_name(node),
+                node=node_name(node),
                 node_id=nid,
                 message=f"Unknown component type {kind!r} and the node carries no code.",
                 fix=f"Use {near!r}." if near else "Pick a component from the catalogue or generate one.",
@@ -159,13 +148,8 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
     loop_edges: set[int] = set()
     graph: dict[str, list[tuple[str, int]]] = {nid: [] for nid in nodes}
     for index, edge in enumerate(edges):
-        if not isinstance(edge, dict):
-            add(FlowProblem(code="structure", message=f"Edge #{index} is not an object."))
-            continue
-        ed = edge.get("data") or {}
-        sh, th = ed.get("sourceHandle") or {}, ed.get("targetHandle") or {}
-        src_id, tgt_id = edge.get("source"), edge.get("target")
-        out_name, port = sh.get("name"), th.get("fieldName") or th.get("name")
+        _, th = facts.handles(edge)
+        src_id, out_name, tgt_id, port = facts.ports(edge)
         src, tgt = nodes.get(src_id), nodes.get(tgt_id)
         for side, nid, node in (("source", src_id, src), ("target", tgt_id, tgt)):
             if node is None:
@@ -173,7 +157,7 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
                 add(
                     FlowProblem(
                         code="unknown_node",
-                        node=_name(other) if other else None,
+                        node=node_name(other) if other else None,
                         node_id=str(nid),
                         field=port if side == "target" else out_name,
                         message=f"An edge's {side} is node {nid!r}, which is not in the flow.",
@@ -182,27 +166,23 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
                 )
         if src is None or tgt is None:
             continue
-        is_loop_edge = "fieldName" not in th
+        is_loop_edge = facts.is_loop_target(th)
         connected.add((tgt_id, port))  # one error per cause: a wrong edge still means "meant to connect"
         if not is_loop_edge:
             graph[src_id].append((tgt_id, index))
-        outputs = {o.get("name"): o for o in src["data"]["node"].get("outputs", []) if isinstance(o, dict)}
+        outputs = {o.get("name"): o for o in facts.outputs(src)}
         output = outputs.get(out_name)
         if output is None:
-            add(FlowProblem.missing_port("output", _name(src), src_id, str(out_name), list(outputs)))
+            add(FlowProblem.missing_port("output", node_name(src), src_id, str(out_name), list(outputs)))
             continue
         out_types = list(output.get("types") or [])
-        template = tgt["data"]["node"].get("template", {})
-        field = template.get(port) if "fieldName" in th else None
-        if field is None and "fieldName" not in th:
-            loop_out = next(
-                (o for o in tgt["data"]["node"].get("outputs", []) if o.get("name") == port and o.get("allows_loop")),
-                None,
-            )
-            if loop_out is not None:
+        template = facts.fields(tgt)
+        field = None if is_loop_edge else template.get(port)
+        if is_loop_edge:
+            loop = facts.loop_port(facts.frontend_node(tgt), port)
+            if loop is not None:
                 # A loop's feedback edge: it targets the loop's output port (Langflow's `allows_loop`).
-                accepted = [loop_out.get("selected") or (loop_out.get("types") or ["Message"])[0]]
-                accepted += list(loop_out.get("loop_types") or [])
+                accepted = loop[1]
                 if not types_compatible(out_types, accepted):
                     add(_mismatch(src, tgt, out_name, port, out_types, accepted, tgt_id))
                 loop_edges.add(index)
@@ -211,18 +191,18 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
             graph[src_id].append((tgt_id, index))  # not a loop port after all: an ordinary edge
         if not isinstance(field, dict):
             inputs = [k for k, v in template.items() if isinstance(v, dict) and v.get("input_types")]
-            add(FlowProblem.missing_port("input", _name(tgt), tgt_id, str(port), inputs))
+            add(FlowProblem.missing_port("input", node_name(tgt), tgt_id, str(port), inputs))
             continue
         accepted = list(field.get("input_types") or [])
         if not accepted:
             add(
                 FlowProblem(
                     code="type_mismatch",
-                    node=_name(tgt),
+                    node=node_name(tgt),
                     node_id=tgt_id,
                     field=str(port),
-                    message=f"{_name(tgt)}.{port} takes no connection (it is set by value only).",
-                    fix=f"Set {port} in config instead of connecting {_name(src)}.{out_name}.",
+                    message=f"{node_name(tgt)}.{port} takes no connection (it is set by value only).",
+                    fix=f"Set {port} in config instead of connecting {node_name(src)}.{out_name}.",
                 )
             )
         elif not types_compatible(out_types, accepted):
@@ -231,13 +211,13 @@ def _check_edges(edges: list[Any], nodes: dict[str, Any], add):
 
 
 def _mismatch(src, tgt, out_name, port, out_types, accepted, tgt_id) -> FlowProblem:
-    hint = conversion_hint(_name(src), out_name, out_types, _name(tgt), port, accepted).strip()
+    hint = conversion_hint(node_name(src), out_name, out_types, node_name(tgt), port, accepted).strip()
     return FlowProblem(
         code="type_mismatch",
-        node=_name(tgt),
+        node=node_name(tgt),
         node_id=tgt_id,
         field=str(port),
-        message=f"{_name(src)}.{out_name} gives {out_types} but {_name(tgt)}.{port} accepts {accepted}.",
+        message=f"{node_name(src)}.{out_name} gives {out_types} but {node_name(tgt)}.{port} accepts {accepted}.",
         fix=hint.removeprefix("Fix: ") or f"Connect an output of type {'/'.join(accepted)} to {port}.",
     )
 
@@ -259,11 +239,11 @@ def _check_cycles(nodes: dict[str, Any], graph, loop_edges: set[int], add) -> No
                     continue
                 if color.get(tgt) == grey:
                     cycle = stack_path[stack_path.index(tgt) :]
-                    names = " -> ".join(_name(nodes[c]) for c in [*cycle, tgt])
+                    names = " -> ".join(node_name(nodes[c]) for c in [*cycle, tgt])
                     add(
                         FlowProblem(
                             code="cycle",
-                            node=_name(nodes[tgt]),
+                            node=node_name(nodes[tgt]),
                             node_id=tgt,
                             message=f"The flow has a cycle: {names}.",
                             fix="Remove one edge of the cycle, or iterate with a Loop component "
@@ -291,14 +271,11 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
     ``item`` output and its result comes back into the loop's ``item`` handle. Without that
     edge the body never runs (the run answers an empty string); when ``done`` leads back into
     the body, the run never ends."""
-    from .control import loop_ports
-
     wires = []
     for e in edges:
-        if isinstance(e, dict) and e.get("source") in nodes and e.get("target") in nodes:
-            ed = e.get("data") or {}
-            sh, th = ed.get("sourceHandle") or {}, ed.get("targetHandle") or {}
-            wires.append((e["source"], sh.get("name"), e["target"], th.get("fieldName") or th.get("name"), th))
+        source, output, target, port = facts.ports(e)
+        if source in nodes and target in nodes:
+            wires.append((source, output, target, port, facts.handles(e)[1]))
 
     nexts: dict[str, list[str]] = {}
     for s, _, t, _, _ in wires:
@@ -315,13 +292,13 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
         return seen
 
     for nid, node in nodes.items():
-        ports = loop_ports((node.get("data") or {}).get("node") or {})
+        ports = facts.loop_port(facts.frontend_node(node))
         if ports is None:
             continue
         item, accepted = ports
-        name = _name(node)
+        name = node_name(node)
         at_loop = partial(FlowProblem, node=name, node_id=nid, field=item)  # every problem names the loop's port
-        back = {s for s, _, t, p, th in wires if t == nid and p == item and "fieldName" not in th}
+        back = {s for s, _, t, p, th in wires if t == nid and p == item and facts.is_loop_target(th)}
         body = reach([t for s, o, t, _, _ in wires if s == nid and o == item], avoid=nid)
         after = reach([t for s, o, t, _, _ in wires if s == nid and o != item], avoid=nid)
         if not back:
@@ -354,22 +331,17 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
 
 
 def _in_tool_mode(node: dict[str, Any], edges: list[Any]) -> bool:
-    if (node["data"].get("node") or {}).get("tool_mode"):
+    if facts.frontend_node(node).get("tool_mode"):
         return True
-    return any(
-        isinstance(e, dict)
-        and e.get("source") == node["id"]
-        and ((e.get("data") or {}).get("sourceHandle") or {}).get("name") == "component_as_tool"
-        for e in edges
-    )
+    return any(facts.ports(e)[:2] == (node["id"], "component_as_tool") for e in edges)
 
 
 def _check_inputs(nodes, edges, connected, add, needs: list[Need], warnings: list[str]) -> None:
     for nid, node in nodes.items():
-        name = _name(node)
+        name = node_name(node)
         tool_mode = _in_tool_mode(node, edges)
-        template = (node["data"].get("node") or {}).get("template") or {}
-        custom_fields = (node["data"].get("node") or {}).get("custom_fields") or {}
+        template = facts.fields(node)
+        custom_fields = facts.frontend_node(node).get("custom_fields") or {}
         prompt_vars = {v for names in custom_fields.values() if isinstance(names, list) for v in names}
         for fname, field in template.items():
             if fname.startswith("_") or not isinstance(field, dict) or not field.get("show", True):

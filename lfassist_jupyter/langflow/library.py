@@ -5,6 +5,8 @@ anyone who can save a flow there -- so it is capped, shaped and cleaned where it
 
 - every answer is read through ``LangflowClient.arequest``, which stops at a byte cap
   (``MAX_RESPONSE_BYTES``: Langflow 1.13's starter list is about 6 MB);
+- a flow or a starter template is shape-checked (``artifacts.flow.shape_problem``): a template
+  that is not flow JSON is not offered, a flow that is not is one ``LangflowError`` line;
 - a listing keeps at most ``MAX_ENTRIES`` flows, each a ``FlowEntry`` whose name and
   description are one line, without control characters, length-capped (``ports.one_line``);
 - the starter templates (``GET /api/v1/starter-projects/``, which change with the server's
@@ -15,21 +17,20 @@ anyone who can save a flow there -- so it is capped, shaped and cleaned where it
 from __future__ import annotations
 
 import json
-import re
 import threading
 import weakref
 import zlib
 from collections import OrderedDict
 from typing import Any
 
+from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.langflow.client import LangflowClient
-from lfassist_jupyter.langflow.flows import aget_flow, alist_flows
+from lfassist_jupyter.langflow.flows import SERVER_ID, aget_flow, alist_flows
 from lfassist_jupyter.ports import FlowEntry
 
 MAX_ENTRIES = 1000
 """The most flows (or templates) one listing offers; a plan prompt shows far fewer."""
 STARTER_SLOTS = 4
-_FLOW_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 _starters: OrderedDict[int, tuple[weakref.ref[LangflowClient], bytes]] = OrderedDict()
 _starters_lock = threading.Lock()
@@ -49,7 +50,7 @@ class LangflowLibrary:
         return [
             FlowEntry(id=str(head.get("id")), name=str(head.get("name") or ""), description=_text(head))
             for head in heads[:MAX_ENTRIES]
-            if isinstance(head.get("id"), (str, int)) and _FLOW_ID.fullmatch(str(head["id"]))  # a path part: no "../"
+            if isinstance(head.get("id"), (str, int)) and SERVER_ID.fullmatch(str(head["id"]))  # a path part: no "../"
         ]
 
     async def aget_flow(self, flow_id: str) -> dict[str, Any]:
@@ -71,13 +72,8 @@ class LangflowLibrary:
         return [
             FlowEntry(str(item.get("name") or ""), str(item.get("name") or ""), description=_text(item), flow=item)
             for item in (items if isinstance(items, list) else [])[:MAX_ENTRIES]
-            if isinstance(item, dict) and _has_nodes(item)
+            if isinstance(item, dict) and "data" in item and shape_problem(item) is None  # flow JSON only
         ]
-
-
-def _has_nodes(item: dict[str, Any]) -> bool:
-    data = item.get("data")
-    return isinstance(data, dict) and isinstance(data.get("nodes"), list)
 
 
 def _text(item: dict[str, Any]) -> str:

@@ -12,8 +12,8 @@
   the kernel-side network fence; used by ``flows.local`` once the plan is allowed.
 - ``worker/``: what runs *inside* the sandbox (stdlib + lfx only, bound read-only as one
   directory and loaded there as a package of its own): the zygote's script ``_worker.py``, its
-  fork server, audit hook, confinement and ops (the list in ``worker/__init__.py``).
-  ``flow_kit`` and ``policy`` there are read by the kernel too (pure data and rules, no lfx).
+  fork server, audit hook, confinement and ops (the list in ``worker/__init__.py``). It reads
+  ``artifacts/flow.py`` and ``artifacts/policy.py`` (stdlib only), bound in next to it.
 
 Importing this package imports nothing heavy; the kernel never imports lfx.
 """

@@ -8,7 +8,8 @@ Python interpreter with lfx needs, read-only:
   and a few harmless ``/etc`` files (``_ETC``) -- not ``/etc`` as a whole;
 - the interpreter's prefixes (``sys.prefix``, ``sys.base_prefix``: a venv and the Python it
   was made from), even when they live under HOME -- only those directories, never HOME;
-- the worker's own directory and any op-module files.
+- the worker's own directory, any op-module files, and the two stdlib-only modules of
+  ``artifacts/`` it shares with the kernel (``flow.py``, ``policy.py``: ``bound_modules``).
 
 Everything else is absent: the user's HOME, the notebook's directory, the kernel's
 ``/proc`` (a fresh procfs of the new PID namespace is mounted), the network (a new,
@@ -201,6 +202,20 @@ def _self_test(python: str) -> tuple[str, str]:
     return "full", ""
 
 
+WORKER_DIR = Path(__file__).with_name("worker")
+BOUND_MODULES: dict[str, Path] = {
+    name: Path(__file__).parent.parent / "artifacts" / f"{name}.py" for name in ("flow", "policy")
+}
+"""Stdlib-only modules of ``artifacts/`` the worker reads as its own (``_lfassist_worker.flow``,
+``_lfassist_worker.policy``): flow facts and the deny list, one file each for kernel and sandbox."""
+
+
+def bound_modules() -> dict[str, str]:
+    """Module name -> the file the zygote loads into its package (sent in its config)."""
+    return {name: str(path) for name, path in BOUND_MODULES.items()}
+
+
 def worker_files() -> tuple[str, ...]:
-    """What the worker imports by path: its own directory (``sandbox/worker/``)."""
-    return (str(Path(__file__).with_name("worker")),)
+    """What the worker imports by path: its own directory (``sandbox/worker/``) and the
+    ``artifacts/`` modules it shares with the kernel (``bound_modules``), nothing else of the package."""
+    return (str(WORKER_DIR), *bound_modules().values())

@@ -220,7 +220,7 @@ class SandboxValidator(ZygoteProcess):
         shape-checked and cached on this validator. Raises ``ConfigError`` with the reason when
         the sandbox cannot give it (lfx missing, the worker dead).
         """
-        from lfassist_jupyter.sandbox.worker.flow_kit import unpack
+        from lfassist_jupyter.sandbox.worker.wire import unpack
 
         with self._lock:
             if self._flow_catalog is not None:
@@ -291,7 +291,7 @@ class SandboxValidator(ZygoteProcess):
         ``FlowBuild`` (schema-checked; texts redacted); never raises: a failure of the
         sandbox itself is ``ok=False`` with ``error``.
         """
-        from lfassist_jupyter.sandbox.worker.flow_kit import unpack
+        from lfassist_jupyter.sandbox.worker.wire import unpack
 
         timeout = max(self.timeout, 30.0) if timeout is None else timeout
         payload = {"op": "flow_build", "spec": str(spec), "extra": extra or {}, "repair": bool(repair)}

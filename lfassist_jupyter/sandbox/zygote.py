@@ -153,7 +153,11 @@ class ZygoteProcess:
         mode, reason = _isolation.probe(self.python, self.sandbox_mode)
         self.isolation, self.isolation_reason = mode, reason
         ops = [str(p) for p in OP_MODULES if p.exists()]
-        config: dict[str, Any] = {"memory_mb": self.memory_mb, "op_modules": ops}
+        config: dict[str, Any] = {
+            "memory_mb": self.memory_mb,
+            "op_modules": ops,
+            "bound_modules": _isolation.bound_modules(),  # artifacts/flow.py, policy.py (stdlib only)
+        }
         if not self.landlock:
             config["landlock"] = False  # what a kernel without Landlock gets (the tests of that path)
         argv = ["-I", "-u", str(WORKER_SCRIPT)]

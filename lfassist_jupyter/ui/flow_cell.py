@@ -8,7 +8,6 @@ Everything here returns a ``FlowView`` (displays itself: HTML card, plain text) 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,22 +74,6 @@ def _looks_like_path(body: str) -> bool:
     return bool(text) and "\n" not in text and (text.lower().endswith(".json") or Path(text).expanduser().is_file())
 
 
-def load_flow_file(path: str | Path) -> dict[str, Any]:
-    """A flow JSON file (Langflow's export, or our ``--save``), with one-line errors."""
-    target = Path(path).expanduser()
-    try:
-        flow = json.loads(target.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"No such flow file: {target}") from exc
-    except OSError as exc:
-        raise ConfigError(f"Could not read {target}: {exc.strerror or exc}") from exc
-    except ValueError as exc:
-        raise ConfigError(f"{target} is not JSON: {exc}") from exc
-    if not isinstance(flow, dict) or not isinstance(flow.get("data", flow).get("nodes"), list):
-        raise ConfigError(f"{target} is not a Langflow flow (no data.nodes).")
-    return flow
-
-
 def change_text(change: Any) -> str:
     """A deterministic repair as one line naming the node: ``Repaired B: input 'query' -> 'question'``."""
     if change.kind == "port" and change.before is not None:
@@ -106,7 +89,9 @@ def build_view(body: str) -> FlowView:
         raise ConfigError("The cell is empty: write a flow spec (nodes:, edges:, config:) or a path to a flow JSON.")
     notes: list[Note] = []
     if _looks_like_path(body):
-        flow = load_flow_file(body.strip())
+        from lfassist_jupyter.flows.files import read_flow_file
+
+        flow = read_flow_file(body.strip())  # FlowFileError (a ConfigError): one line naming what is wrong
         try:
             spec = flow_to_spec(flow)
         except Exception:  # a flow our spec cannot express still validates and draws
@@ -185,7 +170,9 @@ def save(workspace: Workspace, view: FlowView, path: str | Path, name: str | Non
     except ConfigError as exc:
         view.notes.append((f"Not saved: {exc}", False))
         return
-    view.notes.append((f"Saved to {view.saved} (import it in Langflow: Upload a flow).", True))
+    view.notes.append(
+        (f"Saved to {view.saved} (id {view.flow['id']}): import it in Langflow (Upload a flow) or `lfx push` it.", True)
+    )
 
 
 def _blocking_needs(report: FlowReport | None, variables: set[tuple[str, str]]) -> list[str]:
@@ -272,7 +259,10 @@ def assist_flow(
     env_names: list[str] | None = None,
     allow_hosts: list[str] | None = None,
 ) -> FlowView:
-    """The whole of ``%%assist_flow``: build + validate, then the requested actions, in order."""
+    """The whole of ``%%assist_flow``: build + validate, then the requested actions: a run, the
+    registration, the file (which then holds the id Langflow keeps the flow under)."""
+    from lfassist_jupyter.flows.flowfile import file_flow_id, flow_file_path, is_flow_id
+
     view = build_view(body)
     if run is not None and run_local is not None:
         raise ConfigError("Use --run (a probe run, models stubbed) or --run-local (a real run), not both.")
@@ -280,8 +270,13 @@ def assist_flow(
         probe_run(workspace, view, run)
     if run_local is not None:
         local_run(view, run_local, env_names=env_names, allow_hosts=allow_hosts)
+    # The file being overwritten is this flow's previous version: its id is the flow's identity,
+    # for the registration below too (so `lfx push FILE` updates the same flow).
+    earlier = file_flow_id(flow_file_path(save_to)) if save_to else None
+    if earlier is not None and view.flow is not None and not is_flow_id(view.flow.get("id")):
+        view.flow["id"] = earlier
+    if register_flow:  # before the save: the id Langflow keeps the flow under goes into the file
+        register(workspace, view, name=name, run_text=run)
     if save_to:
         save(workspace, view, save_to, name)
-    if register_flow:
-        register(workspace, view, name=name, run_text=run)
     return view

@@ -32,7 +32,7 @@ import builtins
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lfassist_jupyter.sandbox.worker import policy
+from lfassist_jupyter.artifacts import policy
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Calls that hand back (an element of) their first argument: containers, iterators.

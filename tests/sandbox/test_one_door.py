@@ -427,7 +427,7 @@ def test_a_catalogue_that_is_not_one_is_refused(answer, monkeypatch):
 def test_a_catalogue_of_the_wrong_shape_or_size_is_refused(monkeypatch):
     from lfassist_jupyter.errors import ConfigError
     from lfassist_jupyter.sandbox import client as sandbox_module
-    from lfassist_jupyter.sandbox.worker.flow_kit import pack
+    from lfassist_jupyter.sandbox.worker.wire import pack
 
     validator = sandbox_module.SandboxValidator()
     for registry in ({"ChatInput": {"no": "template"}}, [1, 2, 3], {"X" * 500: {"template": {}}}):

@@ -17,8 +17,7 @@ import pytest
 from _support.components import GOOD, fenced, intent
 
 from lfassist_jupyter import validate_component
-from lfassist_jupyter.artifacts import find_component_class
-from lfassist_jupyter.sandbox.worker import policy
+from lfassist_jupyter.artifacts import find_component_class, policy
 from lfassist_jupyter.validation.static import security_findings
 
 
@@ -238,8 +237,10 @@ def test_no_false_positives_on_lfx_builtins_or_third_party_components():
 
 
 def test_the_scan_and_the_sandbox_read_one_deny_list():
-    hook = (Path(policy.__file__).parent / "_hook.py").read_text(encoding="utf-8")
-    worker = "".join(p.read_text(encoding="utf-8") for p in Path(policy.__file__).parent.glob("_*.py"))
+    from lfassist_jupyter.sandbox._isolation import WORKER_DIR  # the hook's directory (policy.py is bound in)
+
+    hook = (WORKER_DIR / "_hook.py").read_text(encoding="utf-8")
+    worker = "".join(p.read_text(encoding="utf-8") for p in WORKER_DIR.glob("_*.py"))
     assert "policy.EVENTS" in hook and '"os.system",' not in worker  # no second list in the worker
     for event, entry in policy.EVENTS.items():
         assert entry is None or policy.why(entry.rstrip("*")), event  # every enforced entry is scanned

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_max_retries
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.flow import prompts
@@ -53,18 +54,13 @@ def custom_templates(flow: Mapping[str, Any] | None) -> dict[str, dict[str, Any]
     """The custom nodes of a flow as catalogue entries (name -> node template): a flow carries
     its custom components' code and ports, so editing it needs no sandbox call."""
     out: dict[str, dict[str, Any]] = {}
-    if not isinstance(flow, Mapping):
-        return out
-    data = flow.get("data", flow)
-    for node in data.get("nodes", []) if isinstance(data, Mapping) else []:
-        nd = node.get("data") if isinstance(node, Mapping) else None
-        if not isinstance(nd, Mapping) or not isinstance(nd.get("node"), Mapping):
+    for node in facts.nodes(flow):
+        template = facts.frontend_node(node)
+        if facts.node_type(node) != "CustomComponent" or not isinstance(template.get("template"), Mapping):
             continue
-        template = nd["node"]
-        name = nd.get("_flow_builder_registry_type") or (
-            nd.get("type") if nd.get("type") != "CustomComponent" else template.get("display_name")
-        )
-        if nd.get("type") == "CustomComponent" and name and isinstance(template.get("template"), Mapping):
+        kind = facts.registry_type(node)  # the catalogue name lfx's builder noted, if any
+        name = kind if kind != "CustomComponent" else template.get("display_name")
+        if name:
             out[str(name)] = dict(template)
     return out
 
@@ -75,10 +71,8 @@ def without_secrets(flow: dict[str, Any]) -> dict[str, Any]:
     import copy
 
     clean = copy.deepcopy(flow)
-    data = clean.get("data", clean)
-    for node in data.get("nodes", []) if isinstance(data, dict) else []:
-        template = ((node.get("data") or {}).get("node") or {}).get("template") if isinstance(node, dict) else None
-        for field in (template or {}).values():
+    for node in facts.nodes(clean):
+        for field in facts.fields(node).values():
             secret = isinstance(field, dict) and field.get("password") and not field.get("load_from_db")
             if secret and field.get("value"):
                 field["value"] = ""
@@ -93,18 +87,16 @@ def file_needs(flow: dict[str, Any], error: str) -> list[Need]:
     the missing file is what the user must provide, not something a model repair can fix.
     """
     out: list[Need] = []
-    data = flow.get("data", flow)
-    for node in data.get("nodes", []):
-        spec = (node.get("data") or {}).get("node") or {}
-        name = str(spec.get("display_name") or node.get("id"))
+    for node in facts.nodes(flow):
+        name = facts.node_name(node)
         if not name or name not in error:
             continue
-        for fname, field in (spec.get("template") or {}).items():
+        for fname, field in facts.fields(node).items():
             if not isinstance(field, dict) or field.get("show") is False:
                 continue
             if (field.get("type") == "file" or field.get("_input_type") == "FileInput") and not field.get("value"):
                 message = f"Give {name} a file ({fname}): the probe run had none."
-                out.append(Need(kind="file", node=name, node_id=str(node.get("id")), field=fname, message=message))
+                out.append(Need(kind="file", node=name, node_id=facts.node_id(node), field=fname, message=message))
     return out
 
 
@@ -386,7 +378,7 @@ class FlowPipeline:
         name, change, inputs = await asyncio.to_thread(reuse.parse_reuse, plan_reply)
         candidate = reuse.match_candidate(name, candidates) if name else None
         loaded = await reuse.load_candidate(candidate, self.library) if candidate else None
-        if candidate is None or not isinstance(loaded, dict) or not isinstance(loaded.get("data", loaded), dict):
+        if candidate is None or facts.shape_problem(loaded) is not None:  # reuse.py's sources check it first
             return
         from lfassist_jupyter.flows import flow_to_spec
 
@@ -673,12 +665,7 @@ def _lacks_package(report: FlowReport, error: str) -> bool:
 
 
 def _node_names(flow: dict[str, Any]) -> list[str]:
-    data = flow.get("data", flow)
-    names = []
-    for node in data.get("nodes", []):
-        nd = node.get("data") or {}
-        names.append(str((nd.get("node") or {}).get("display_name") or nd.get("type") or node.get("id")))
-    return names
+    return [facts.node_name(node) for node in facts.nodes(flow)]
 
 
 def summary(

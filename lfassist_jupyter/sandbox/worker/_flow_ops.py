@@ -1,7 +1,8 @@
 """Worker op ``flow_build`` (spec text -> Langflow flow JSON) and the fact ``flow_catalog``.
 
-An op module of the worker package (stdlib + lfx only, plus ``flow_kit.py`` next to it),
-imported in the zygote before its first fork.
+An op module of the worker package (stdlib + lfx only, plus the package's ``flow``: the flow
+facts of ``artifacts/flow.py``, bound into the sandbox and loaded by the zygote as a module of
+this package), imported in the zygote before its first fork.
 
 * ``flow_catalog`` is a *fact*: lfx's bundled component registry, read by the zygote itself
   (on the first request for it: a session without flows does not pay for it) and sent by the
@@ -18,7 +19,8 @@ Parsing and building are lfx's own (``parse_flow_spec``, ``build_flow_from_spec`
 ``configure_component``, ``add_connection``, ``layout_flow``). What this op adds is what lfx
 leaves to its callers: leniency (a malformed line is dropped with a warning), quoted values,
 dynamic prompt fields (Langflow's ``process_prompt_template``), real-time refreshes, the
-deterministic repairs of ``flow_kit`` and every problem collected (lfx stops at the first).
+deterministic repairs of ``flow`` (the kernel's ``repair_flow`` applies the same) and every
+problem collected (lfx stops at the first).
 The answer is plain JSON (errors and changes as dicts); the kernel schema-checks it.
 """
 
@@ -31,8 +33,9 @@ import uuid
 from typing import Any
 
 from . import _models
-from . import flow_kit as kit
+from . import flow as flow_facts
 from ._shared import Armed, Timeout, error_text
+from .wire import pack
 
 _EDGE_SHAPE = re.compile(r"^(\s*)(\w+\.\w+)\s*(?:->|→|=>)\s*(\w+\.\w+)\s*$")
 _BAD_LINE = re.compile(r"^[^']*'(.*)'\.\s", re.DOTALL)
@@ -93,10 +96,11 @@ def parse_spec(text: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def _template(flow: dict[str, Any], node_id: str) -> dict[str, Any]:
-    for node in flow["data"]["nodes"]:
-        if node["id"] == node_id:
-            return node["data"]["node"]
-    raise KeyError(node_id)
+    """The frontend node (``data.node``) of the flow's node ``node_id``."""
+    node = flow_facts.by_id(flow_facts.nodes(flow)).get(node_id)
+    if node is None:
+        raise KeyError(node_id)
+    return flow_facts.frontend_node(node)
 
 
 def update_dynamic_fields(node_data: dict[str, Any]) -> list[str]:
@@ -261,9 +265,9 @@ class _FlowBuild:
         for node in self.parsed["nodes"]:
             kind = node["type"]
             if kind not in registry:
-                fixed = kit.resolve(kind, registry) if self.repair else None
+                fixed = flow_facts.resolve(kind, registry) if self.repair else None
                 if fixed is None:
-                    near = kit.resolve(kind, registry)
+                    near = flow_facts.resolve(kind, registry)
                     self.errors.append(
                         _error(
                             "unknown_component",
@@ -349,7 +353,7 @@ class _FlowBuild:
             if spec_id not in self.known:
                 continue  # its component is unknown, already reported
             for field, raw in params.items():
-                value, quoted = kit.unquote(raw)
+                value, quoted = flow_facts.unquote(raw)
                 if quoted:
                     self.changes.append(_change("quote", spec_id, field, raw, value, "quotes removed"))
                 pending.append((spec_id, field, value))
@@ -366,7 +370,7 @@ class _FlowBuild:
         flow, ids = self.flow, self.ids
         template = _template(flow, ids[spec_id])["template"]
         if self.repair and field in template and not self._is_selection(spec_id, field):
-            coerced = kit.coerce_value(template[field], value)
+            coerced = flow_facts.coerce_value(template[field], value)
             if coerced != value or type(coerced) is not type(value):
                 self.changes.append(_change("value", spec_id, field, value, coerced, "value coerced"))
                 value = coerced
@@ -374,7 +378,7 @@ class _FlowBuild:
             if self._is_selection(spec_id, field):
                 value = self._selection(spec_id, field, value)
             configure_component(flow, ids[spec_id], {field: value})
-            kit.name_variable(template[field])
+            flow_facts.name_variable(template[field])
             if template[field].get("real_time_refresh") and field != "api_key":
                 node_data = _template(flow, ids[spec_id])
                 try:
@@ -422,7 +426,7 @@ class _FlowBuild:
                 continue
             want = value if field == refreshed else written
             if field != refreshed and self.repair:
-                want = kit.coerce_value(template[field], want)
+                want = flow_facts.coerce_value(template[field], want)
             if field != refreshed and self._is_selection(sid, field):
                 continue  # applied first, and already checked after its own refresh
             if template[field].get("value") != want and (field == refreshed or (sid, field) in self.applied):
@@ -430,7 +434,7 @@ class _FlowBuild:
                     configure_component(self.flow, self.ids[sid], {field: want})
                 except ValueError:
                     continue  # no longer a valid value after the refresh: left as lfx made it
-                kit.name_variable(template[field])
+                flow_facts.name_variable(template[field])
 
     def connect(self) -> None:
         """4. Edges, by lfx's add_connection, which checks port names and type compatibility."""
@@ -457,7 +461,7 @@ class _FlowBuild:
             src, tgt = ids[edge["source_id"]], ids[edge["target_id"]]
             out_name, in_name = edge["source_output"], edge["target_input"]
             if self.repair:
-                out_name, in_name, edge_changes = kit.fix_edge_ports(
+                out_name, in_name, edge_changes = flow_facts.fix_edge_ports(
                     _template(flow, src), out_name, _template(flow, tgt), in_name
                 )
                 for ch in edge_changes:
@@ -474,7 +478,7 @@ def register(ops: dict, facts: dict) -> None:
     from lfx.graph.flow_builder.builder import load_local_registry
 
     # lfx caches the registry in its module: children forked after this ran inherit it.
-    facts["flow_catalog"] = lambda: {"ok": True, "z": kit.pack(load_local_registry())}
+    facts["flow_catalog"] = lambda: {"ok": True, "z": pack(load_local_registry())}
 
     def flow_build(req: dict) -> dict:
         spec_text = str(req.get("spec", ""))
@@ -491,6 +495,6 @@ def register(ops: dict, facts: dict) -> None:
             return {"ok": False, "error": "Building the flow did not finish in time."}
         except BaseException as exc:
             return {"ok": False, "error": f"Building the flow failed: {error_text(exc)}"}
-        return {"ok": True, "z": kit.pack(out)}
+        return {"ok": True, "z": pack(out)}
 
     ops["flow_build"] = flow_build

@@ -43,6 +43,9 @@ first fork, so every child inherits them and imports nothing more:
 - ``_shared``: configuration, one request's observations, the op registries, the timeout;
 - ``_confine``: rlimits, prctl, and a child's seccomp + Landlock layers;
 - ``_hook`` (with ``policy``, the deny list the security scan reads too): the audit hook;
+- ``policy`` and ``flow`` are not in this directory: they are ``artifacts/policy.py`` and
+  ``artifacts/flow.py``, stdlib-only modules the kernel reads too, bound read-only into the
+  sandbox and loaded into this package from the paths the config names (``_bound``);
 - ``_lfx``: lfx itself, imported once, and the warm-up;
 - ``_validate`` (with ``_checks``, ``_smoke``, ``_packages``): the ``validate`` op;
 - ``_reference``: the facts about lfx sent with "ready";
@@ -118,6 +121,20 @@ def _sibling(name: str) -> types.ModuleType:
     return importlib.import_module(f"{PACKAGE}.{name}")
 
 
+def _bound(name: str) -> types.ModuleType:
+    """A module the kernel shares with the worker (``artifacts/flow.py``, ``artifacts/policy.py``),
+    loaded from the file the config names -- bound read-only into the sandbox -- as the package's
+    ``_lfassist_worker.<name>``, so siblings import it as ``from . import flow``.  Those files are
+    standard library only: nothing else of lfassist_jupyter is imported, here or by them."""
+    path = shared.CONFIG.get("bound_modules", {})[name]
+    spec = importlib.util.spec_from_file_location(f"{PACKAGE}.{name}", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    setattr(sys.modules[PACKAGE], name, module)
+    return module
+
+
 def _fatal(what: str, exc: BaseException, **extra: object) -> None:
     """The worker cannot serve (its own files, or lfx): say why, once, and exit."""
     send({"op": "fatal", "error": f"{what}{type(exc).__name__}: {exc}", **extra})
@@ -141,8 +158,9 @@ confinement.set_limit(resource.RLIMIT_FSIZE, 64 * 1024 * 1024, 64 * 1024 * 1024)
 
 # -- the audit hook (``_hook.py``), whose tables are the deny list of ``policy.py`` --------
 
-try:  # the deny list the security scan reads too, next to this script
-    _sibling("policy")
+try:  # the deny list the security scan reads too (artifacts/policy.py, bound next to this directory)
+    _bound("policy")
+    _bound("flow")  # flow facts (artifacts/flow.py): the flow ops' rules and repairs
     _sibling("_hook")
 except Exception as exc:  # the worker's own files are incomplete: nothing can be validated safely
     _fatal("the deny list could not be loaded: ", exc)

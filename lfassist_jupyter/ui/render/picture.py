@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from html import escape
+from pathlib import Path
 from typing import Any
+
+from lfassist_jupyter.artifacts import flow as facts
 
 _W, _H = 180, 56  # node box
 _GAP_X, _GAP_Y = 90, 34
@@ -74,18 +77,18 @@ class FlowPicture:
         return f'<div class="lfassist-flow-picture" style="overflow-x:auto">{caption}{self.svg}</div>'
 
 
-def flow_picture(flow: dict[str, Any]) -> FlowPicture:
-    """Draw a Langflow flow: nodes as boxes with their display names, edges labelled with their type."""
-    data = flow.get("data", flow) if isinstance(flow, dict) else {}
-    nodes = [n for n in data.get("nodes", []) if isinstance(n, dict) and n.get("type", "genericNode") == "genericNode"]
-    ids = [str(n.get("id")) for n in nodes]
-    by_id = {str(n.get("id")): n for n in nodes}
-    pairs = []
-    for e in data.get("edges", []):
-        if isinstance(e, dict) and e.get("source") in by_id and e.get("target") in by_id:
-            pairs.append(e)
+def flow_picture(flow: dict[str, Any] | str | Path) -> FlowPicture:
+    """Draw a Langflow flow (flow JSON or a flow file): nodes as boxes with their display names,
+    edges labelled with their type. ``FlowFileError`` (one line) when it is not a flow."""
+    from lfassist_jupyter.flows.files import flow_argument
+
+    flow = flow_argument(flow)
+    nodes = facts.components(flow)
+    by_id = facts.by_id(nodes)
+    ids = list(by_id)
+    pairs = [e for e in facts.edges(flow) if e.get("source") in by_id and e.get("target") in by_id]
     # A loop's feedback edge targets the loop's output port (no fieldName): drawn back, not layered.
-    forward = [e for e in pairs if "fieldName" in (((e.get("data") or {}).get("targetHandle")) or {"fieldName": 1})]
+    forward = [e for e in pairs if not facts.is_loop_target(facts.handles(e)[1])]
     layer = _layers(ids, [(e["source"], e["target"]) for e in forward])
     columns: dict[int, list[str]] = defaultdict(list)
     for nid in ids:
@@ -110,10 +113,9 @@ def flow_picture(flow: dict[str, Any]) -> FlowPicture:
         sx, sy = pos[e["source"]]
         tx, ty = pos[e["target"]]
         x1, y1, x2, y2 = sx + _W, sy + _H / 2, tx, ty + _H / 2
-        sh = ((e.get("data") or {}).get("sourceHandle")) or {}
-        th = ((e.get("data") or {}).get("targetHandle")) or {}
+        sh, th = facts.handles(e)
         kind = "/".join(sh.get("output_types") or []) or "?"
-        port = th.get("fieldName") or th.get("name") or ""
+        port = facts.target_port(th) or ""
         back = x2 <= x1
         if back:  # a loop's feedback edge: arc below the boxes
             low = max(sy, ty) + _H + _GAP_Y / 2
@@ -132,9 +134,8 @@ def flow_picture(flow: dict[str, Any]) -> FlowPicture:
         )
     for nid in ids:
         x, y = pos[nid]
-        nd = by_id[nid].get("data") or {}
-        name = str((nd.get("node") or {}).get("display_name") or nd.get("type") or nid)
-        kind = str(nd.get("type") or "")
+        name = facts.node_name(by_id[nid])
+        kind = facts.node_type(by_id[nid]) or ""
         parts.append(
             f'<g><title>{escape(nid)}</title><rect x="{x}" y="{y}" width="{_W}" height="{_H}" rx="8" '
             'fill="#f8fafc" stroke="#7c3aed" stroke-width="1.5"/>'
@@ -144,4 +145,4 @@ def flow_picture(flow: dict[str, Any]) -> FlowPicture:
             f'text-anchor="middle">{escape(_label(kind))}</text></g>'
         )
     parts.append("</svg>")
-    return FlowPicture("".join(parts), title=str(flow.get("name") or "") if isinstance(flow, dict) else "")
+    return FlowPicture("".join(parts), title=str(flow.get("name") or ""))

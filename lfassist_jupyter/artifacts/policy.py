@@ -2,16 +2,18 @@
 
 Two readers, one table, so the two phases cannot drift apart:
 
-- the security scan (``security.py``, in the kernel) refuses any *reference* to a name
-  below, before the code runs anywhere;
-- the sandbox's audit hook (``_hook.py``, in another interpreter) refuses the audit
-  events below while the code runs, and the worker names the deny-list entry an event
+- the security scan (``validation/security.py``, in the kernel) refuses any *reference* to a
+  name below, before the code runs anywhere;
+- the sandbox's audit hook (``sandbox/worker/_hook.py``, in another interpreter) refuses the
+  audit events below while the code runs, and the worker names the deny-list entry an event
   enforces, so a refusal at runtime gets the same words (and the same verdict) as the
   static finding for the same call.
 
-Pure data and the standard library only: the worker runs as a script in an interpreter
-where lfassist_jupyter may not be installed, and imports this file from its own directory
-(bound read-only into the sandbox), as a package of its own.
+Pure data and the standard library only: the worker runs in an interpreter where
+lfassist_jupyter may not be installed. The parent binds this file read-only into the sandbox
+and the zygote loads it as its package's module ``_lfassist_worker.policy`` (see
+``sandbox/_isolation.py``, ``bound_modules``), so the hook's ``from . import policy`` reads
+this very file.
 """
 
 from __future__ import annotations
