@@ -4,8 +4,8 @@ Runs as a script (``python -I -u _local_runner.py CONFIG``) in the interpreter t
 (``LFASSIST_VALIDATOR_PYTHON``, maybe one where lfassist_jupyter is not installed): stdlib, lfx and
 two modules of the validation worker's package (``worker/_confine.py``: the kernel layers;
 ``worker/_serve.py``: killing a request's processes and removing its files), loaded from that
-directory as the validation zygote loads them.  ``local_run.RealRunner`` starts it, under
-bubblewrap where possible, and keeps it warm.
+directory as the validation zygote loads them (with the ``artifacts/`` modules it binds).
+``local_run.RealRunner`` starts it, under bubblewrap where possible, and keeps it warm.
 
 Why a zygote: a fresh interpreter per real run pays lfx's import (3-5 s); a fork of a warm one
 pays milliseconds.  Why not the validation zygote: a real run is the user's explicit choice and
@@ -86,6 +86,11 @@ try:
     _spec = importlib.machinery.ModuleSpec(PACKAGE, None, is_package=True)
     _spec.submodule_search_locations = [CONFIG["worker"]]
     sys.modules[PACKAGE] = importlib.util.module_from_spec(_spec)
+    for _name, _path in (CONFIG.get("bound_modules") or {}).items():  # artifacts/policy.py, as the worker does
+        _bound = importlib.util.spec_from_file_location(f"{PACKAGE}.{_name}", _path)
+        sys.modules[_bound.name] = _module = importlib.util.module_from_spec(_bound)  # type: ignore[arg-type,union-attr]
+        _bound.loader.exec_module(_module)  # type: ignore[union-attr]
+        setattr(sys.modules[PACKAGE], _name, _module)
     confine = importlib.import_module(f"{PACKAGE}._confine")
     STARTED = time.perf_counter()
     reaper = importlib.import_module(f"{PACKAGE}._serve")  # imports lfx too (the validation's warm names)

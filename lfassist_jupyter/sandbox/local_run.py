@@ -82,6 +82,7 @@ class RealRunner(ZygoteProcess):
             "memory_mb": self.memory_mb,
             "scratch_mb": self.scratch_mb,
             "worker": str(WORKER_DIR),
+            "bound_modules": _isolation.bound_modules(),
             "read": list(_isolation.interpreter_paths(self.python)),
         }
         argv = ["-I", "-u", str(RUNNER)]
