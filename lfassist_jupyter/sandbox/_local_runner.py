@@ -101,6 +101,9 @@ except Exception as exc:  # lfx missing or broken, or our files incomplete: say 
 
 ZYGOTE_PID = os.getpid()
 ROOT = os.path.realpath(os.getcwd())  # the zygote's writable place: each run's scratch is a directory here
+if CONFIG.get("root") != ROOT:  # what it wipes is its working directory: never one it was not given
+    send({"op": "fatal", "error": f"the runner must start in its own directory, not {ROOT}"})
+    sys.exit(3)
 SCRATCH_MB = max(int(CONFIG.get("scratch_mb") or 512), 16)
 CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWNS = 0x10000000, 0x40000000, 0x00020000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18

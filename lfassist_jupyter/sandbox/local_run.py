@@ -90,6 +90,7 @@ class RealRunner(ZygoteProcess):
             env = scrubbed_env(_isolation.SANDBOX_TMP)
             env["HOME"] = _isolation.SANDBOX_HOME
             config["scratch_text"] = f"the sandbox's /tmp of {self.scratch_mb} MB"
+            config["root"] = _isolation.SANDBOX_TMP
             cmd = _isolation.bwrap_command(
                 _isolation.bwrap_binary() or "bwrap",
                 self.python,
@@ -102,6 +103,7 @@ class RealRunner(ZygoteProcess):
             cwd, popen_env = None, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         else:
             self._dir = os.path.realpath(tempfile.mkdtemp(prefix="lfassist-realrun-"))
+            config["root"] = self._dir
             cmd = [self.python, *argv, json.dumps(config)]
             cwd, popen_env = self._dir, scrubbed_env(self._dir)
         self._launch(cmd, cwd, popen_env)
