@@ -621,21 +621,25 @@ class ChatPanel(anywidget.AnyWidget):
         name = str((self._message(message_id) or {}).get("flow_name") or "the flow")
         self.real_run = {**(self.real_run_plan(message_id) or {}), "running": True}
 
-        def job() -> str:
+        async def go() -> None:
             from lfassist_jupyter.flows.local import run_flow_for_real
             from lfassist_jupyter.ui.messages import run_message
 
             try:
-                run = run_flow_for_real(flow, run_text, env=names, allow_hosts=hosts)
+                run = await asyncio.to_thread(run_flow_for_real, flow, run_text, env=names, allow_hosts=hosts)
             except Exception as exc:  # ConfigError: one line naming what to fix; the plan stays open
                 self.real_run = {**self.real_run, "running": False, "error": str(exc)}
-                return f"Not run: {exc}"
+                self.notice = f"Not run: {exc}"
+                return
+            # On the loop's thread, as every other message of the transcript is appended.
             self._append(run_message(flow_name=name, run=run, input_text=run_text))
             self.real_run = {}
-            return f"Real run of {name} {'finished' if run.ok else 'failed'}."
+            self.notice = f"Real run of {name} {'finished' if run.ok else 'failed'}."
+
+        from lfassist_jupyter.runtime import get_loop
 
         self.notice = f"Running {name} for real on {run_text!r} (its models are called)..."
-        self._real_job = self._background(job)
+        self._real_job = asyncio.run_coroutine_threadsafe(go(), get_loop())
         return self._real_job
 
     def cancel_real_run(self) -> None:
