@@ -271,6 +271,7 @@ def control_flow_requests(validator: SandboxValidator) -> dict[str, tuple[int, f
     """Model calls, largest prompt (KB) and ms for a loop and a branch request whose model reply
     wires the control flow wrongly (the tests' specs): the deterministic inference repairs them,
     so the budget is the same as a straight flow's."""
+    sys.path.insert(0, str(ROOT / "tests" / "flows"))  # the tests' specs (tests/ mirrors the package)
     from test_control_flow import BRANCH, BRANCH_MISTAKES, LOOP, LOOP_MISTAKES
 
     loop = LOOP.format(body=LOOP_MISTAKES["no feedback edge"])
