@@ -190,8 +190,7 @@ def langflow_server(n: int) -> list[float] | None:
 
     if os.environ.get("LFASSIST_BENCH_NO_LANGFLOW"):
         return None
-    from langflow_env import VENV
-    from test_langflow import Server
+    from _support.langflow_env import VENV, Server
 
     if not (VENV / "bin" / "langflow").exists():
         return None
@@ -325,7 +324,7 @@ def kernel_after_flow() -> dict:
 def validate_starters() -> tuple[list[float], int] | None:
     """``validate_flow`` per call (ms, p50 over repeats) on Langflow's own starter projects, and
     how many it accepts; None when the Langflow test environment is not installed."""
-    from langflow_env import VENV
+    from _support.langflow_env import VENV
 
     from lfassist_jupyter.flows import default_catalog, validate_flow
 
