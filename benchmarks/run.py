@@ -554,7 +554,7 @@ def repair_savings(validator: SandboxValidator) -> dict:
     The mistakes: ``tests/_support/mistakes.py`` (mechanical ones, and ones with no certain fix), the
     tests' own broken components, and the demo script's recorded Splitter reply.  The eval
     suites hold requests, not recorded replies, so they add nothing to replay here."""
-    import components as c
+    from _support import components as c
     from _support.mistakes import REPAIRABLE, TO_MODEL
 
     from lfassist_jupyter.core.component.pipeline import ComponentPipeline
