@@ -22,7 +22,10 @@ what is measured is our overhead, not a model's.
   port that is not allowed is refused (``python benchmarks/run.py --real-runs``: these rows only)
 - zero-call repairs: over the tests' broken replies and the demo script's recorded ones, the
   share of failed first replies the repair pass fixes with no model call, model calls per
-  validated component with and without the pass, and the pass's own time
+  validated component with and without the pass, and the pass's own time; and over the
+  held-back half of the generated mistakes (``benchmarks/mistakes_corpus.py``), the share of
+  mechanically fixable ones validated with one generation call, the ambiguous ones the pass
+  guessed at, and its changes to components that validate (``LFASSIST_BENCH_NO_MISTAKES=1`` skips it)
 - real flows of other authors (``benchmarks/flow_corpus.py``, the half held back while the rules
   were written): agreement of ``validate_flow`` with lfx's own verdict, full round trips (load ->
   spec -> the rebuild an edit makes: every node and edge kept, byte-identical), and
@@ -270,7 +273,7 @@ def control_flow_requests(validator: SandboxValidator) -> dict[str, tuple[int, f
     """Model calls, largest prompt (KB) and ms for a loop and a branch request whose model reply
     wires the control flow wrongly (the tests' specs): the deterministic inference repairs them,
     so the budget is the same as a straight flow's."""
-    sys.path.insert(0, str(ROOT / "tests" / "flows"))  # the tests' specs (tests/ mirrors the package)
+    sys.path.insert(0, str(ROOT / "tests" / "flows"))  # the specs live with their tests
     from test_control_flow import BRANCH, BRANCH_MISTAKES, LOOP, LOOP_MISTAKES
 
     loop = LOOP.format(body=LOOP_MISTAKES["no feedback edge"])
@@ -608,6 +611,23 @@ def repair_savings(validator: SandboxValidator) -> dict:
     }
 
 
+def held_back_mistakes(validator: SandboxValidator) -> dict | None:
+    """The zero-call repair pass on the held-back half of the generated case set
+    (``benchmarks/mistakes_corpus.py``: mutations of lfx's built-ins and the third-party
+    components, never tuned on), and what the pass would change on the components that
+    validate (it must be nothing).  ``LFASSIST_BENCH_NO_MISTAKES=1`` skips it (minutes)."""
+    if os.environ.get("LFASSIST_BENCH_NO_MISTAKES"):
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import mistakes_corpus
+
+    measured = mistakes_corpus.measure(validator, "held")
+    held = measured["summary"]["held"]
+    held["false_changes"] = mistakes_corpus.unchanged_on_valid_code(validator.reference() or {})
+    held["pass_ms"] = [r["ms"] for r in measured["rows"]]
+    return held
+
+
 def real_flows() -> dict | None:
     """Other authors' exported flows, the half held back while the rules were written
     (``benchmarks/flow_corpus.py``): agreement of ``validate_flow`` with lfx's own verdict, full
@@ -671,7 +691,7 @@ def main() -> None:
         for name, value, ratio, note in rows:
             print(f"{name:<{width}}  {value:>10}  {ratio:<34}  {note}")
         return
-    print("measuring... (about a minute; two with the Langflow server)", flush=True)
+    print("measuring... (a few minutes: the held-back repair cases; more with the Langflow server)", flush=True)
     load_with, load_without = extension_load()
     validator = SandboxValidator()
     validator.start()
@@ -693,6 +713,7 @@ def main() -> None:
     real = real_runs(validator, 7)
     starters = validate_starters()
     repairs = repair_savings(validator)
+    mistakes = held_back_mistakes(validator)
     kernel = kernel_after_flow()
     validator.close()
     reduced = reduced_warm(N)
@@ -818,6 +839,21 @@ def main() -> None:
             "LibCST parse + fixes",
         ),
     ]
+    if mistakes is not None:
+        rows += [
+            (
+                "component repair, held-back mistakes: fixable ones validated, 1 call",
+                f"{mistakes['fixable_repaired']}/{mistakes['fixable']}",
+                f"{mistakes['fixable_repaired'] / max(1, mistakes['fixable']):.0%}",
+                "target >= 85%; generated from lfx's built-ins",
+            ),
+            (
+                "component repair, held-back mistakes: ambiguous ones guessed",
+                f"{mistakes['ambiguous_repaired']}/{mistakes['ambiguous']}",
+                "target 0 (two fixes: the model's)",
+                f"{len(mistakes['false_changes'])} changes to components that validate",
+            ),
+        ]
     rows.append(("panel: syncs for a 5,000-token answer", f"{syncs}", f"{syncs / stream_s:.1f}/s vs "
                  f"{5000 / stream_s:.0f}/s unthrottled", "target <= 20/s"))  # fmt: skip
     rows.append(("extraction, 1 MB adversarial (worst case)", f"{worst_x_ms:.0f} ms", worst_x_name, "target < 1 s"))
@@ -841,7 +877,7 @@ def main() -> None:
            "pipeline": full, "validation_alone": alone, "langflow_server": server, "panel_syncs": syncs,
            "panel_stream_s": stream_s, "flow_calls": flow_calls, "flow_max_prompt_kb": flow_kb, "control_flow": control,
            "flow_ms": flow_ms, "real_runs": real, "validate_starters": starters,
-           "repairs": repairs,
+           "repairs": repairs, "held_back_mistakes": mistakes,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
            "real_flows": corpus}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"

@@ -61,8 +61,14 @@ async def test_one_config_change_leaves_every_other_node_and_edge_byte_identical
         assert f": {before}\n" in spec
         return spec.replace(f": {before}\n", f": {after}\n")
 
-    original, saved, _, _ = await edit_and_save(llm, make_assistant, tmp_path, flow_id, change)
+    original, saved, _, result = await edit_and_save(llm, make_assistant, tmp_path, flow_id, change)
 
+    # The edited flow itself, before any file normalisation: untouched nodes as they were, byte for byte.
+    raw = {n["id"]: n for n in original["data"]["nodes"]}
+    for edited in result.flow["data"]["nodes"]:
+        if edited["id"] != node:
+            assert json.dumps(edited) == json.dumps(raw[edited["id"]]), edited["id"]
+    # The saved file (normalised as lfx export does, on both sides).
     old, new = nodes_by_id(original), nodes_by_id(saved)
     assert set(new) == set(old)  # no node lost, none added
     for nid, node_json in old.items():

@@ -12,9 +12,10 @@ point in one process) also assert that ``lfx`` was never imported there.
 
 from __future__ import annotations
 
-import contextlib
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -52,9 +53,10 @@ class DoorProbe(Component):
         try:
             with open(MARKER, "a", encoding="utf-8") as fh:
                 fh.write(seen + "\\n")
-        except Exception:
-            pass
-        return seen
+            wrote = "wrote"
+        except Exception as exc:
+            wrote = type(exc).__name__
+        return f"{seen}:{wrote}"
 
     def update_build_config(self, build_config, field_value, field_name=None):
         build_config["door_probe"] = {"type": "str", "value": self._where(), "show": False, "name": "door_probe"}
@@ -123,11 +125,13 @@ class Door:
         return None
 
     def assert_ran_elsewhere(self, flow: dict | None) -> None:
-        """The refresh did run (the flow shows it), in another process, without the secret."""
+        """The refresh did run (the flow shows it), in another process, without the secret, and
+        its write of the marker was refused by the sandbox's audit hook (not lost to a typo)."""
         seen = self.seen(flow)
         assert seen is not None, "the hostile refresh never ran: the test proves nothing"
-        pid, secret = seen.split(":", 1)
+        pid, secret, wrote = seen.split(":", 2)
         assert int(pid) != os.getpid() and secret == ""
+        assert wrote == "SandboxViolation", seen
 
 
 @pytest.fixture
@@ -153,8 +157,14 @@ def test_build_flow_runs_the_code_in_the_sandbox_only(door):
     door.assert_contained()
 
 
+# The hostile code replaces X's: its one output is ``output``, so the spec's edge from
+# ``X.message_output`` is reported against the outputs of the code that was built (behind the door).
+BUILT_BEHIND_THE_DOOR = "X has no output 'message_output'. Fix: Use one of its outputs ['output']"
+
+
 def test_validate_flow_of_a_spec(door):
-    validate_flow(door.builtin_spec())
+    report = validate_flow(door.builtin_spec())
+    assert any(BUILT_BEHIND_THE_DOOR in str(e) for e in report.errors), report.errors
     door.assert_contained()
 
 
@@ -162,9 +172,22 @@ def test_run_flow_of_a_spec(door):
     from lfassist_jupyter.errors import ConfigError
     from lfassist_jupyter.flows import run_flow_for_real
 
-    with contextlib.suppress(ConfigError):  # not run (errors, a variable missing): the build went through the door
+    with pytest.raises(ConfigError, match=re.escape(BUILT_BEHIND_THE_DOOR)):  # not run: the build said why
         run_flow_for_real(door.builtin_spec(), "hello", env={}, timeout=60)
     door.assert_contained()
+
+
+def test_the_hostile_refresh_writes_its_marker_unconfined(tmp_path):
+    """The control for this file: the probe's code, run where nothing confines it, writes the
+    marker with its pid and reads the secret, so a marker without this pid means it ran elsewhere."""
+    door = Door(tmp_path / "door-marker")
+    where = next(f for f in ast.walk(ast.parse(door.code)) if getattr(f, "name", "") == "_where")
+    script = f"{ast.unparse(where)}\nprint(_where(None))\n"
+    env = {**os.environ, "LFA_DOOR_SECRET": SECRET}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    pid, secret, wrote = run.stdout.strip().split(":", 2)
+    assert (secret, wrote) == (SECRET, "wrote")
+    assert door.marker.read_text() == f"{pid}:{SECRET}\n" and door.pids() == {int(pid)}
 
 
 def test_assist_flow_magic(door, flow_ip):

@@ -222,6 +222,7 @@ def _component_files(root: Path) -> list[Path]:
     return files
 
 
+@pytest.mark.slow  # every lfx built-in and third-party component through the scan
 def test_no_false_positives_on_lfx_builtins_or_third_party_components():
     flagged = {}
     for root in (LFX_COMPONENTS, THIRD_PARTY):
