@@ -160,7 +160,7 @@ config:
     return built.flow
 
 
-# A real run starts a fresh sandbox that imports lfx, as a real kernel does: ``slow`` (make test, not test-fast).
+# A real run starts the real runner (a process that imports lfx) on first use: ``slow`` (make test, not test-fast).
 real_run = pytest.mark.slow
 
 

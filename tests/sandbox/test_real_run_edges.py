@@ -116,6 +116,10 @@ def _fenced() -> bool:
     return _isolation.probe(sys.executable)[0] == "full"
 
 
+# A real run starts the real runner (a process that imports lfx) on first use: ``slow`` (make test, not test-fast).
+real_run = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def pong():
     """A local HTTP server on a random port: a stand-in for any local service (the kernel's ports)."""
@@ -157,6 +161,7 @@ def _flow(catalog, node: str, **config: str) -> dict:
 # -- a host without a port is its scheme's default ports only ----------------------------------------------------
 
 
+@real_run
 def test_allow_host_without_a_port_cannot_reach_a_second_local_port(flow_ip, catalog, pong, tmp_path):
     path = tmp_path / "knock.json"
     path.write_text(json.dumps(_flow(catalog, "Knock", urls=f"http://localhost:{pong}/")))
@@ -206,6 +211,7 @@ def test_the_fence_refuses_the_kernels_own_ports_unless_their_port_is_named(pong
     assert proxy.refused == []
 
 
+@real_run
 def test_a_flow_run_from_a_kernel_cannot_reach_that_kernels_ports(sandbox, catalog, tmp_path):
     """The issue's attack in a real Jupyter kernel: a flow knocks on all five ZMQ ports of the kernel it
     was run from, with ``allow_hosts=["localhost", "127.0.0.1"]``; each is refused. The control names
@@ -409,6 +415,7 @@ def _beyond_needed(listed: dict[str, object]) -> dict[str, list[str]]:
     return extra
 
 
+@real_run
 @pytest.mark.parametrize("mode", ["full", "reduced"])
 def test_a_real_run_is_bounded_read_only_and_sees_only_what_it_needs(
     catalog, mode, monkeypatch, other_scratch, tmp_path
@@ -488,6 +495,7 @@ class Linger(Component):
 """
 
 
+@real_run
 def test_a_run_that_leaves_a_connection_open_ends_quietly(flow_ip, sandbox, tmp_path, capfd, caplog):
     """In a notebook, asyncio's complaints go to stderr (the root logger has no handler there); here
     pytest catches the log records, so both are checked."""

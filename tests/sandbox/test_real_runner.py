@@ -24,6 +24,8 @@ import lfassist_jupyter
 from lfassist_jupyter.flows import build_flow, default_catalog
 from lfassist_jupyter.sandbox import local_run
 
+pytestmark = pytest.mark.slow  # each test runs flows for real: the runner imports lfx on first use
+
 RECALL = """
 import hashlib
 import json

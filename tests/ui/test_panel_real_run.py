@@ -66,6 +66,7 @@ def provider_panel(request, llm, monkeypatch, sandbox, tmp_path):
     return panel, card["id"], variable, key, path, (header, shown.format(key=key))
 
 
+@pytest.mark.slow  # a real run: the runner imports lfx on first use
 def test_run_for_real_asks_once_per_session_then_answers_with_the_users_model(provider_panel, llm):
     panel, card, variable, key, path, (header, value) = provider_panel
     asked_before = len(llm.requests)
@@ -128,6 +129,7 @@ def test_a_variable_the_kernel_lacks_is_named_and_nothing_runs(llm, monkeypatch,
     assert panel.real_run == {}
 
 
+@pytest.mark.slow  # a real run: the runner imports lfx on first use
 def test_the_plan_of_a_model_less_flow_asks_for_nothing_and_runs(sandbox, tmp_path, monkeypatch):
     from _support.components import QA_SPEC
 
