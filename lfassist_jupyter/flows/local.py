@@ -14,12 +14,14 @@ anyone, so neither is the flow's to decide:
 - **Network.** Under bubblewrap the run has a network namespace of its own (loopback only); its
   one way out is the kernel-side egress proxy (``sandbox/egress.py``) on a Unix socket, which
   allows the hosts of the flow's model providers (and the configured ``OPENAI_BASE_URL``/``OLLAMA_HOST``)
-  plus the user's ``allow_hosts``, and refuses loopback, private and link-local addresses unless
-  the user named them.  Refused connections come back in the result.
+  plus the user's ``allow_hosts`` (a host without a port: its default ports 80 and 443 only; the
+  kernel's own ports only when named with their port), and refuses loopback, private and
+  link-local addresses unless the user named them.  Refused connections come back in the result.
 
-It never runs in the user's kernel: ``sandbox/local_run.py`` starts a fresh process under
-bubblewrap where available (no view of the user's files, a private HOME and /tmp, nothing
-surviving the run), and what comes back is capped and has the passed keys redacted (also
+It never runs in the user's kernel: ``sandbox/local_run.py`` hands it to the warm real runner, a
+process under bubblewrap where available that forks a confined child per run (no view of the
+user's files, a bounded scratch space as HOME and /tmp, nothing surviving the run), and what
+comes back is capped and has the passed keys redacted (also
 reversed, split, hex or base64), like everything else that comes out of a generated component.
 A run that was given a key can still send it to an allowed host: allow a key only to a flow you
 trust with it.
@@ -147,6 +149,8 @@ class RunPlan:
     """The wanted variables the user allowed, with their values (never shown)."""
     missing: list[str] = field(default_factory=list)
     """Wanted variables not allowed (or allowed but unset), as ``NAME (Node.field)``."""
+    kernel_ports: frozenset[int] = frozenset()
+    """The Jupyter kernel's own ports (its connection file): never reached unless named with their port."""
 
     @property
     def ready(self) -> bool:
@@ -234,17 +238,19 @@ def _plan(
     for provider, node in _providers(flow):
         known, setting = _PROVIDER_HOSTS.get(provider, ((), None))
         for host in known:
-            add(Allowed(host, 443, False, f"{provider} for {node}"))
+            add(Allowed(host, 443, False, f"{provider} for {node}", named=False))
         configured = (given.get(setting) or os.environ.get(setting, "")) if setting else ""
         if configured:
-            plan.config[setting] = configured  # type: ignore[index]
             try:
-                host, port = parse_host(configured if "://" in configured else f"http://{configured}")
-                add(Allowed(host, port, True, setting))  # type: ignore[arg-type]
+                entries, plan.config[setting] = _configured_hosts(setting, configured)  # type: ignore[index]
             except ValueError:
                 plan.notes.append(f"{setting} is not a URL: {configured!r}")
+            else:
+                for entry in entries:
+                    add(entry)
         if not known and not configured:
-            plan.notes.append(f"{node} uses {provider}: no known host; allow it with allow_hosts / --allow-host")
+            hint = " (a local Ollama: --allow-host 127.0.0.1:11434)" if provider == "ollama" else ""
+            plan.notes.append(f"{node} uses {provider}: no known host; allow it with allow_hosts / --allow-host{hint}")
     for _node, name, _, template in _nodes(flow):
         for fname, fld in template.items():
             value = fld.get("value") if isinstance(fld, dict) else None
@@ -260,7 +266,96 @@ def _plan(
             raise ConfigError(f"allow_hosts: {exc}") from exc
         add(Allowed(host, port, True, "you"))
     plan.hosts = hosts
+    plan.kernel_ports = kernel_ports()
     return plan
+
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def ollama_host(value: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of an ``OLLAMA_HOST`` value, read as Ollama's server and clients read
+    it: the scheme is optional (http), the port defaults to 11434 (80 or 443 after an http:// or
+    https:// scheme), quotes, spaces and a path are dropped, an empty host is 127.0.0.1.
+    ``ValueError`` for a port that is not one."""
+    text = value.strip().strip("\"'").strip()
+    scheme, sep, hostport = text.partition("://")
+    default = 11434
+    if not sep:
+        scheme, hostport = "http", text
+    elif scheme.lower() in ("http", "https"):
+        scheme = scheme.lower()
+        default = 80 if scheme == "http" else 443
+    hostport = hostport.split("/", 1)[0]
+    if hostport.startswith("["):
+        host, _, rest = hostport[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif hostport.count(":") == 1:
+        host, _, port_text = hostport.partition(":")
+    else:  # a bare name, or a bare IPv6 address such as "::"
+        host, port_text = hostport, ""
+    if port_text and (not port_text.isdigit() or not 0 < int(port_text) < 65536):
+        raise ValueError(f"bad port in {value!r}")
+    return scheme, (host or "127.0.0.1").lower(), int(port_text) if port_text else default
+
+
+def _means_this_machine(host: str) -> bool:
+    """Whether a client connecting to ``host`` reaches this machine's loopback (0.0.0.0 and :: do)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_unspecified
+
+
+def _configured_hosts(setting: str, value: str) -> tuple[list[Any], str]:
+    """The allow-list entries a configured server (``OPENAI_BASE_URL``, ``OLLAMA_HOST``, ...) opens, and
+    the value the run is given for it; its port counts as named only when written out.
+
+    ``OLLAMA_HOST`` is read as Ollama reads it, and a server on this machine (``0.0.0.0``, ``::``,
+    ``localhost``: how an Ollama server is usually set) is its loopback names at that port; the run
+    is given ``127.0.0.1``."""
+    from urllib.parse import urlsplit
+
+    from lfassist_jupyter.sandbox.egress import Allowed, parse_host
+
+    if setting != "OLLAMA_HOST":
+        url = value if "://" in value else f"http://{value}"
+        host, port = parse_host(url)
+        return [Allowed(host, port, True, setting, named=urlsplit(url).port is not None)], value
+    scheme, host, port = ollama_host(value)
+    named = bool(re.search(r":\d+(/|$)", value.strip().strip("\"'").strip().split("://", 1)[-1]))
+    names = [host]
+    if _means_this_machine(host):
+        names = [*_LOOPBACK_NAMES, *([host] if host not in _LOOPBACK_NAMES else [])]
+        host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    return [Allowed(name, port, True, setting, named=named) for name in names], f"{scheme}://{shown}:{port}"
+
+
+def kernel_ports() -> frozenset[int]:
+    """The ports of the Jupyter kernel this code runs in, from its connection file (none outside a
+    kernel): a real run reaches them only when a user names one with its port."""
+    import json
+    import sys
+
+    kernelapp = sys.modules.get("ipykernel.kernelapp")
+    if kernelapp is None or not kernelapp.IPKernelApp.initialized():
+        return frozenset()
+    try:
+        from ipykernel.connect import get_connection_file
+
+        with open(get_connection_file(), "rb") as fh:
+            info = json.loads(fh.read(65_536))
+        ports = {info.get(f"{name}_port") for name in ("shell", "iopub", "stdin", "control", "hb")}
+    except Exception:  # no file (an embedded kernel): the app knows its ports too
+        app = kernelapp.IPKernelApp.instance()
+        ports = {getattr(app, f"{name}_port", None) for name in ("shell", "iopub", "stdin", "control", "hb")}
+    return frozenset(p for p in ports if isinstance(p, int) and 0 < p < 65536)
 
 
 def run_flow_for_real(

@@ -109,6 +109,7 @@ def bwrap_command(
     extra_ro: tuple[str, ...] = (),
     network: bool = False,
     scratch_mb: int | None = None,
+    uid: int | None = None,
 ) -> list[str]:
     """The full ``bwrap ... -- python argv`` command line.
 
@@ -117,11 +118,15 @@ def bwrap_command(
 
     ``scratch_mb`` (the validation sandbox) bounds the private ``/tmp`` -- the only writable
     place then: ``/`` and ``/dev`` (bubblewrap's own tmpfs mounts, unbounded) are remounted
-    read-only -- so what a request writes stays within the memory budget."""
+    read-only -- so what a request writes stays within the memory budget.
+
+    ``uid`` is the user id inside (and its group id): the real runner's children make user
+    namespaces of their own, which cannot map the sandbox's root without a capability."""
     cmd = [
         bwrap,
         "--unshare-all",  # user, pid, net, ipc, uts, cgroup
         *(["--share-net"] if network else []),
+        *(["--uid", str(uid), "--gid", str(uid)] if uid is not None else []),
         "--die-with-parent",
         "--new-session",
         "--cap-drop",

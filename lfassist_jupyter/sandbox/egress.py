@@ -26,6 +26,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -36,26 +37,34 @@ CONNECT_TIMEOUT = 10.0
 HEADER_TIMEOUT = 30.0
 
 
+DEFAULT_PORTS = (80, 443)
+"""The ports a host named without one opens: its schemes' defaults (http, https), nothing else."""
+
+
 @dataclass(frozen=True)
 class Allowed:
     """One entry of a run's allow-list: ``host`` (``*.example.com`` for its subdomains), ``port``
-    (``None``: any), ``private_ok`` (the user named it, so a local or private address is fine),
-    and ``why`` (shown to the user: which provider, or "you")."""
+    (``None``: the default ports 80 and 443 only, as for a host named without a port), ``private_ok``
+    (the user named it, so a local or private address is fine), ``why`` (shown to the user: which
+    provider, or "you") and ``named`` (whether its port was written out by the user or a setting,
+    rather than implied by a default: only a named port opens a port of the kernel)."""
 
     host: str
     port: int | None
     private_ok: bool
     why: str
+    named: bool = True
 
     def matches(self, host: str, port: int) -> bool:
-        if self.port is not None and self.port != port:
+        if port not in ((self.port,) if self.port is not None else DEFAULT_PORTS):
             return False
         if self.host.startswith("*."):
             return host.endswith(self.host[1:])
         return host == self.host
 
     def __str__(self) -> str:
-        return f"{self.host}:{self.port}" if self.port is not None else self.host
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{shown}:{self.port}" if self.port is not None else f"{shown}:80/443"
 
 
 def parse_host(entry: str) -> tuple[str, int | None]:
@@ -98,22 +107,51 @@ def _norm(host: str) -> str:
     return host.strip().lower().rstrip(".")
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_V4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_V4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+# RFC 6052: where the IPv4 address sits for each prefix length (the octet at bits 64-71 is skipped).
+_RFC6052 = {48: (6, 8, 9, 11), 56: (7, 8, 9, 12), 64: (9, 13, 9, 9), 96: (12, 16, 16, 16)}
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 form carries (mapped, compatible, translated, NAT64, 6to4, Teredo's
+    server and client); for the local-use NAT64 prefix, whose length the operator picks, each
+    position RFC 6052 allows."""
+    found = [a for a in (ip.ipv4_mapped, ip.sixtofour) if a is not None]
+    if ip.teredo:
+        found += list(ip.teredo)
+    raw = ip.packed
+    if ip in _NAT64 or ip in _V4_COMPATIBLE or ip in _V4_TRANSLATED:
+        found.append(ipaddress.IPv4Address(raw[12:]))
+    if ip in _NAT64_LOCAL:
+        for a, b, c, d in _RFC6052.values():
+            found.append(ipaddress.IPv4Address(raw[a:b] + raw[c:d]))
+    return found
+
+
 def is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """A globally routable unicast address; an IPv6 form that embeds an IPv4 address is judged by it."""
+    """A globally routable unicast address; an IPv6 form that embeds IPv4 addresses is judged by them
+    (``64:ff9b::7f00:1`` is 127.0.0.1 through NAT64: local)."""
     if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is not None:
-            return is_public(embedded)
+        embedded = embedded_ipv4(ip)
+        if embedded:
+            return all(is_public(v4) for v4 in embedded)
     return ip.is_global and not ip.is_multicast
 
 
 class EgressProxy:
     """The proxy for one run: ``start()`` binds ``socket_path`` and serves on a thread; ``stop()``
-    closes every connection.  ``refused`` lists ``{"host", "port", "reason", "after_s"}``."""
+    closes every connection, quietly.  ``refused`` lists ``{"host", "port", "reason", "after_s"}``.
 
-    def __init__(self, allowed: list[Allowed], socket_path: str) -> None:
+    ``kernel_ports`` are the ports of the Jupyter kernel the run was started from (its connection
+    file): on a local address they are reached only through an entry that names that very port."""
+
+    def __init__(self, allowed: list[Allowed], socket_path: str, *, kernel_ports: Iterable[int] = ()) -> None:
         self.allowed = list(allowed)
         self.socket_path = socket_path
+        self.kernel_ports = frozenset(kernel_ports)
         self.refused: list[dict[str, object]] = []
         self.passed: list[str] = []
         self._started = time.perf_counter()
@@ -163,6 +201,10 @@ class EgressProxy:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
+        # A connection the run left open ends when the proxy stops: whatever asyncio has to say
+        # about it then (a cancelled handler, a transport closed under a callback) is not the
+        # user's business, and never a traceback in their cell.
+        self._loop.set_exception_handler(lambda loop, context: None)
         try:
             self._server = self._loop.run_until_complete(
                 asyncio.start_unix_server(self._client, path=self.socket_path, limit=MAX_HEADER_BYTES)
@@ -198,6 +240,8 @@ class EgressProxy:
                 await _reply(writer, 400, "bad proxy request")
         except (ConnectionError, OSError):
             pass
+        except asyncio.CancelledError:  # the proxy stops: the handler ends, as a handler, not cancelled
+            return
         finally:
             self._writers.discard(writer)
             writer.close()  # after what was written (a refusal's 403) has gone out
@@ -266,8 +310,13 @@ class EgressProxy:
                 with contextlib.suppress(ValueError):
                     addresses.append(ipaddress.ip_address(str(info[4][0]).split("%")[0]))
         for ip in addresses:
-            if entry.private_ok or is_public(ip):
-                return str(ip), ""
+            if not (entry.private_ok or is_public(ip)):
+                continue
+            if port in self.kernel_ports and not is_public(ip) and not (entry.named and entry.port == port):
+                return None, "a port of the Jupyter kernel"
+            if ip.is_unspecified:  # "this host" (0.0.0.0, ::), as a client means it: the loopback
+                ip = ipaddress.ip_address("127.0.0.1" if ip.version == 4 else "::1")
+            return str(ip), ""
         shown = addresses[0] if addresses else "nothing"
         return None, f"resolves to a local or private address ({shown}); name it to allow it"
 

@@ -1,9 +1,16 @@
-"""The real local run's process: the runner under bubblewrap behind the egress fence.
+"""The real run's process: a warm runner, under bubblewrap, behind the egress fence.
 
 ``flows.local`` decides what a run may have (the plan: allowed variables and hosts); this module
-starts the process that runs it (``_local_runner.py`` by path, in a network namespace of its own
-whose one way out is ``_egress.EgressProxy``), waits with a time cap, and returns the capped,
-redacted answer. Nothing here imports lfx.
+runs it. ``RealRunner`` keeps one process warm (``_local_runner.py``: lfx imported once, a
+confined child forked per run, see there), starts the run's egress proxy (``egress.EgressProxy``,
+on a Unix socket in a *fence* directory that is bound into the sandbox), hands the run over and
+returns the capped, redacted answer. Real runs and validations never share a process: the
+validation sandbox (``zygote.ZygoteProcess`` under ``client.SandboxValidator``) has no network and
+no variables; this runner has the proxy and only the variables the user allowed, per run.
+
+A run's variables go on the runner's stdin (a command line is visible to ``ps``) and are read by
+the run's own child, never by the runner; what comes back has them redacted (also reversed,
+split, hex or base64) and is capped. Nothing here imports lfx.
 """
 
 from __future__ import annotations
@@ -11,10 +18,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
-import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,118 +33,283 @@ from lfassist_jupyter.redaction import redact_text
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.answers import RealRun, Refused
 from lfassist_jupyter.sandbox.egress import EgressProxy
-from lfassist_jupyter.sandbox.zygote import scrubbed_env
+from lfassist_jupyter.sandbox.zygote import (
+    WORKER_DIR,
+    WorkerDiedError,
+    WorkerTimeoutError,
+    ZygoteProcess,
+    scrubbed_env,
+)
 
 if TYPE_CHECKING:
     from lfassist_jupyter.flows.local import RunPlan
 
 RUNNER = Path(__file__).with_name("_local_runner.py")
-MAX_ANSWER_BYTES = 1_000_000
+MAX_BODY_BYTES = 64 * 1024 * 1024  # the runner's own cap on a run's request
+SANDBOX_UID = 1000
+"""The user id inside a real run's bubblewrap when the kernel runs as root: a run's child makes a
+user namespace of its own, which cannot map the sandbox's root without a capability it lacks."""
+
+
+class RealRunner(ZygoteProcess):
+    """The warm real runner: one process that imported lfx, a confined child forked per run.
+
+    Started on the first real run (or by ``warm_up``), kept until the kernel exits. Each run gets
+    a child forked ahead of it, in namespaces of its own (a loopback whose one way out is this
+    run's proxy; a scratch tmpfs of ``scratch_mb``), under Landlock (it reads the interpreter and
+    the system, writes its scratch), with only the run's allowed variables; see
+    ``_local_runner.py``. Runs are one at a time.
+
+    Args:
+        python: the interpreter (default: ``LFASSIST_VALIDATOR_PYTHON``, else this one).
+        memory_mb: the address-space limit of the runner and each run (default:
+            ``LFASSIST_VALIDATOR_MEMORY_MB``, as for a validation).
+        scratch_mb: the size of a run's scratch space (default: an eighth of ``memory_mb``, as for
+            a validation).
+    """
+
+    def __init__(self, python: str | None = None, *, memory_mb: int | None = None, scratch_mb: int | None = None):
+        super().__init__(python, memory_mb=memory_mb or settings.read("validator_memory_mb"), scratch_mb=scratch_mb)
+        self._fence: str | None = None
+
+    def _spawn(self) -> None:
+        self._cleanup_dir()
+        mode, reason = _isolation.probe(self.python, self.sandbox_mode)
+        self.isolation, self.isolation_reason = mode, reason
+        # Only this directory of the host is shared with the runner: it holds the proxy's socket.
+        self._fence = os.path.realpath(tempfile.mkdtemp(prefix="lfassist-fence-"))
+        config: dict[str, Any] = {
+            "memory_mb": self.memory_mb,
+            "scratch_mb": self.scratch_mb,
+            "worker": str(WORKER_DIR),
+            "bound_modules": _isolation.bound_modules(),
+            "read": list(_isolation.interpreter_paths(self.python)),
+        }
+        argv = ["-I", "-u", str(RUNNER)]
+        if mode == "full":
+            env = scrubbed_env(_isolation.SANDBOX_TMP)
+            env["HOME"] = _isolation.SANDBOX_HOME
+            config["scratch_text"] = f"the sandbox's /tmp of {self.scratch_mb} MB"
+            config["root"] = _isolation.SANDBOX_TMP
+            cmd = _isolation.bwrap_command(
+                _isolation.bwrap_binary() or "bwrap",
+                self.python,
+                [*argv, json.dumps(config)],
+                env=env,
+                extra_ro=(str(RUNNER), *_isolation.worker_files(), self._fence),
+                scratch_mb=self.scratch_mb,
+                uid=os.getuid() or SANDBOX_UID,
+            )
+            cwd, popen_env = None, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        else:
+            self._dir = os.path.realpath(tempfile.mkdtemp(prefix="lfassist-realrun-"))
+            config["root"] = self._dir
+            cmd = [self.python, *argv, json.dumps(config)]
+            cwd, popen_env = self._dir, scrubbed_env(self._dir)
+        self._launch(cmd, cwd, popen_env)
+
+    def warm(self) -> None:
+        """Start the runner in the background unless it runs; never waits (a run in progress holds the
+        lock for its whole length, and the runner is warm then anyway)."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self.start()
+            finally:
+                self._lock.release()
+
+    def _kill(self) -> None:
+        """Also every process a run left (reduced isolation: no PID namespace takes them down)."""
+        proc = self._proc
+        if proc is not None and sys.platform.startswith("linux"):
+            for pid in _descendants(proc.pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        super()._kill()
+
+    def _cleanup_dir(self) -> None:
+        super()._cleanup_dir()
+        if self._fence:
+            shutil.rmtree(self._fence, ignore_errors=True)
+            self._fence = None
+
+    def run(self, flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> RealRun:
+        """Run ``flow`` on ``input_text`` with only ``plan``'s variables and hosts; never raises for the
+        flow's doing (a failing flow is a failed ``RealRun``), ``ConfigError`` when the fence cannot start."""
+        variables = plan.allowed
+        started = time.perf_counter()
+        with self._lock:
+            try:
+                self._wait_ready()
+            except (WorkerDiedError, WorkerTimeoutError) as exc:
+                why = self._fatal or str(exc) or "it did not start in time"
+                if not self._fatal:
+                    self.restart()
+                return self._result({"error": _unavailable(self.python, why)}, plan, None, started)
+            assert self._fence is not None
+            self._next_id += 1
+            rid = self._next_id
+            socket_path = os.path.join(self._fence, f"run-{rid}.sock")
+            try:
+                proxy = EgressProxy(plan.hosts, socket_path, kernel_ports=plan.kernel_ports).start()
+            except OSError as exc:  # e.g. a TMPDIR too long for a Unix socket's path
+                raise ConfigError(f"Not run: the network fence could not start ({exc.strerror or exc}).") from exc
+            env = {**plan.config, **variables}
+            body = json.dumps({"flow": flow, "input": input_text, "env": env, "proxy": socket_path}).encode()
+            if len(body) > MAX_BODY_BYTES:
+                proxy.stop()
+                raise ConfigError(f"Not run: the flow is larger than a real run takes ({MAX_BODY_BYTES >> 20} MB).")
+            header = json.dumps({"id": rid, "timeout": timeout, "size": len(body)}).encode() + b"\n"
+            try:
+                verdict = self._exchange(header + body, rid, timeout)
+            except BaseException:  # KeyboardInterrupt (the stop button): nothing of the run goes on
+                self.restart()
+                raise
+            finally:
+                proxy.stop()
+                del body, env
+            if verdict.get("desync"):
+                self.restart()  # the runner could not tell where the next request starts
+        return self._result(verdict, plan, proxy, started, timeout=timeout)
+
+    def _exchange(self, data: bytes, rid: int, timeout: float) -> dict[str, Any]:
+        """Send one run (header and body, from a thread: a body larger than the pipe is read by the
+        run's child while we wait) and read the runner's verdict on it."""
+        assert self._proc is not None and self._proc.stdin is not None
+        stdin = self._proc.stdin
+
+        def write() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.write(data)
+                stdin.flush()
+
+        writer = threading.Thread(target=write, name="lfassist-real-run-request", daemon=True)
+        writer.start()
+        deadline = time.monotonic() + timeout + 15  # the runner stops the run at ``timeout``
+        try:
+            while True:
+                answer = self._readline(deadline)
+                if answer.get("id") == rid or answer.get("id") is None:
+                    return answer
+        except WorkerTimeoutError:
+            self.restart()
+            return {"status": "timeout"}
+        except WorkerDiedError as exc:
+            self.restart()
+            return {"status": "crashed", "detail": f"the runner stopped ({exc})"}
+        finally:
+            writer.join(5)
+
+    def _result(
+        self,
+        verdict: dict[str, Any],
+        plan: RunPlan,
+        proxy: EgressProxy | None,
+        started: float,
+        *,
+        timeout: float = 0.0,
+    ) -> RealRun:
+        """The runner's verdict as a ``RealRun``: every text redacted (the run's own variables too) and capped."""
+        variables = plan.allowed
+
+        def clean(text: Any) -> str:
+            return redact_text(str(text or ""), extra=tuple(variables.values()))[:20_000]
+
+        status = verdict.get("status")
+        answer = verdict.get("answer") if status == "ok" and isinstance(verdict.get("answer"), dict) else None
+        if answer is not None:
+            answered: dict[str, Any] = {
+                "ok": answer.get("ok") is True,
+                "text": clean(answer.get("text")),
+                "component": clean(answer.get("component")) or None,
+                "error": clean(answer.get("error")) or None,
+            }
+        elif status == "timeout":
+            answered = {"error": f"the run did not finish within {timeout:g} s and was stopped."}
+        elif "error" in verdict:
+            answered = {"error": clean(verdict["error"])}
+        else:
+            last = clean(verdict.get("log")).strip().splitlines()[-1:] or [clean(verdict.get("detail")) or str(status)]
+            answered = {"error": f"the run ended without an answer ({last[0][:300]})."}
+        confinement = verdict.get("confinement") if isinstance(verdict.get("confinement"), dict) else {}
+        where = dict(
+            variables=sorted(variables),
+            hosts=[str(h) for h in plan.hosts],
+            refused=[Refused.model_validate({**r, "host": clean(r["host"])}) for r in (proxy.refused if proxy else [])],
+            isolation=self._isolation_text(confinement),
+            seconds=time.perf_counter() - started,
+        )
+        if answered.get("ok"):
+            return RealRun(**answered, **where)
+        return RealRun.failed(answered.get("error") or "the run failed.", component=answered.get("component"), **where)
+
+    def _isolation_text(self, confinement: dict[str, Any]) -> str:
+        """How the run was isolated, as the run's child found it before the run (the flow cannot forge it)."""
+        fenced = self.isolation == "full" or confinement.get("netns") is True
+        parts = ["network through the allow-list only" if fenced else "the network is NOT fenced"]
+        scratch = confinement.get("scratch")
+        if isinstance(scratch, str) and scratch:
+            parts.append(f"scratch: {scratch[:80]}")
+        if not confinement.get("landlock"):
+            parts.append("no Landlock: it can read what you can")
+        if self.isolation == "full":
+            return f"bubblewrap ({'; '.join(parts)})"
+        return f"process only ({self.isolation_reason}; {'; '.join(parts)})"
+
+
+def _unavailable(python: str, why: str) -> str:
+    return (
+        f"the real runner could not start: {redact_text(why)[:500]}. It needs lfx in {python} "
+        "(`%pip install lfx`, or point LFASSIST_VALIDATOR_PYTHON at an environment that has it)."
+    )
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (a /proc scan)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                data = fh.read()
+            children.setdefault(int(data[data.rindex(b")") + 2 :].split()[1]), []).append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+_runners: dict[tuple[str, str], RealRunner] = {}
+_runners_lock = threading.Lock()
+
+
+def real_runner() -> RealRunner:
+    """The kernel's warm real runner for the configured interpreter and isolation (one each)."""
+    key = (settings.read("validator_python") or sys.executable, settings.read("sandbox"))
+    with _runners_lock:
+        runner = _runners.get(key)
+        if runner is None:
+            runner = _runners[key] = RealRunner(key[0])
+        return runner
+
+
+def warm_up() -> RealRunner:
+    """Start the real runner now (in the background), so the first real run does not pay lfx's import:
+    what the panel does when it shows a real run's plan."""
+    runner = real_runner()
+    runner.warm()
+    return runner
 
 
 def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> RealRun:
-    """Run the prepared ``flow`` in a process of its own with only ``plan``'s variables and hosts.
+    """Run the prepared ``flow`` in the warm runner with only ``plan``'s variables and hosts.
 
-    The caller (``flows.local.run_flow_for_real``) has loaded, validated and planned the flow; this is the
-    part that starts a process, which is why it lives in the sandbox package.
-    """
-    variables = plan.allowed
-    python = settings.read("validator_python") or sys.executable
-    mode, reason = _isolation.probe(python, settings.read("sandbox"))
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="lfassist-run-") as tmp:
-        os.makedirs(os.path.join(tmp, "home"), exist_ok=True)
-        fence = os.path.join(tmp, "egress")  # only this directory is bound into the sandbox
-        os.makedirs(fence, mode=0o700)
-        try:
-            proxy = EgressProxy(plan.hosts, os.path.join(fence, "proxy.sock")).start()
-        except OSError as exc:  # e.g. a TMPDIR too long for a Unix socket's path
-            raise ConfigError(f"Not run: the network fence could not start ({exc.strerror or exc}).") from exc
-        env = scrubbed_env(tmp)  # the keys go on stdin: a command line is visible to `ps`
-        argv = ["-I", "-u", str(RUNNER)]
-        if mode == "full":
-            env["HOME"], env["TMPDIR"] = _isolation.SANDBOX_HOME, _isolation.SANDBOX_TMP
-            # No --share-net: a network namespace of its own, loopback only; the proxy's socket
-            # is the one way out.
-            cmd = _isolation.bwrap_command(
-                _isolation.bwrap_binary() or "bwrap", python, argv, env=env, extra_ro=(str(RUNNER), fence)
-            )
-            popen_env: dict[str, str] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        else:
-            cmd, popen_env = [python, *argv], env
-        out_path, err_path = os.path.join(tmp, "answer"), os.path.join(tmp, "log")
-        try:
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                proc = subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.PIPE,
-                    stdout=out,
-                    stderr=err,
-                    cwd=tmp,
-                    env=popen_env,
-                    start_new_session=True,  # a kill takes whatever the flow started
-                    close_fds=True,
-                )
-                timed_out = False
-                try:
-                    request = {
-                        "flow": flow,
-                        "input": input_text,
-                        "env": {**plan.config, **variables},
-                        "proxy": proxy.socket_path,
-                    }
-                    proc.communicate(json.dumps(request).encode(), timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                finally:  # also on KeyboardInterrupt: the stop button leaves nothing running
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-        finally:
-            proxy.stop()
-        answer = _read_capped(out_path)
-        log_tail = _read_capped(err_path, tail=True)
-
-    def clean(text: Any) -> str:
-        return redact_text(str(text or ""), extra=tuple(variables.values()))[:20_000]
-
-    if timed_out:
-        answered: dict[str, Any] = {"error": f"the run did not finish within {timeout:g} s and was stopped."}
-    else:
-        answered = _answer(answer, log_tail, proc.returncode, clean)
-    fenced = "network through the allow-list only" if mode == "full" else "the network is NOT fenced"
-    where = dict(
-        variables=sorted(variables),
-        hosts=[str(h) for h in plan.hosts],
-        refused=[Refused.model_validate({**r, "host": clean(r["host"])}) for r in proxy.refused],
-        isolation=f"bubblewrap ({fenced})" if mode == "full" else f"process only ({reason}; {fenced})",
-        seconds=time.perf_counter() - started,
-    )
-    if answered.get("ok"):
-        return RealRun(**answered, **where)
-    return RealRun.failed(answered.get("error") or "the run failed.", component=answered.get("component"), **where)
+    The caller (``flows.local.run_flow_for_real``) has loaded, validated and planned the flow."""
+    return real_runner().run(flow, input_text, plan, timeout)
 
 
-def _answer(answer: str, log_tail: str, returncode: int | None, clean: Any) -> dict[str, Any]:
-    """The runner's answer line as ``RealRun`` fields, every text redacted and capped."""
-    try:
-        parsed = json.loads(answer) if answer else None
-    except json.JSONDecodeError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        last = log_tail.strip().splitlines()[-1:] or [f"exit code {returncode}"]
-        return {"error": clean(f"the run ended without an answer ({last[0]}).")}
-    return {
-        "ok": parsed.get("ok") is True,
-        "text": clean(parsed.get("text")),
-        "component": clean(parsed.get("component")) or None,
-        "error": clean(parsed.get("error")) or None,
-    }
-
-
-def _read_capped(path: str, *, tail: bool = False) -> str:
-    with open(path, "rb") as fh:
-        if tail:
-            fh.seek(max(0, os.path.getsize(path) - 4096))
-        data = fh.read(MAX_ANSWER_BYTES)
-    return data.decode("utf-8", "replace")
+__all__ = ["RealRunner", "real_runner", "run", "warm_up"]

@@ -180,13 +180,17 @@ class ZygoteProcess:
             config["deny_read"] = [os.path.expanduser("~"), os.getcwd()]
             cmd = [self.python, *argv, json.dumps(config)]
             cwd, popen_env = self._dir, scrubbed_env(self._dir)
+        self._launch(cmd, cwd, popen_env)
+
+    def _launch(self, cmd: list[str], cwd: str | None, env: dict[str, str]) -> None:
+        """Start the zygote's process (``cmd``); it speaks the line protocol on its stdin and stdout."""
         self._proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=cwd,
-            env=popen_env,
+            env=env,
             start_new_session=True,  # its own process group: a kill takes its children too
             close_fds=True,
         )

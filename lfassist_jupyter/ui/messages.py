@@ -14,11 +14,11 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from lfassist_jupyter.core.events import ATTEMPT_STEPS, ProgressEvent, step_label
 from lfassist_jupyter.core.session import Session, Turn
-from lfassist_jupyter.sandbox.answers import FlowRun
+from lfassist_jupyter.sandbox.answers import FlowRun, RealRun
 from lfassist_jupyter.ui.render.markdown import render_markdown
 from lfassist_jupyter.validation.report import FieldSummary, ValidationReport
 
-MessageKind = Literal["text", "component", "failure", "flow", "cancelled", "error"]
+MessageKind = Literal["text", "component", "failure", "flow", "run", "cancelled", "error"]
 CANCELLED_NOTE = "Request cancelled"
 
 
@@ -107,6 +107,71 @@ class ProgressStep(BaseModel):
             done=event.step in ("validated", "flow_validated"),
             error=event.error,
         )
+
+
+class PlanVariable(BaseModel):
+    """A variable a real run wants, as the consent asks for it: its name, never its value."""
+
+    name: str
+    where: str
+    """The key field that names it: ``Language Model.api_key``."""
+    allowed: bool
+    """Allowed for real runs in this panel session."""
+    present: bool
+    """Whether the kernel's environment has a value for it (the value stays in Python)."""
+
+
+class RealRunPlan(BaseModel):
+    """What the panel shows on a flow card before a real run (``ChatPanel.real_run``): what the run
+    would be given and reach, and what is missing. Names and hosts only."""
+
+    id: str
+    """The flow card's message id."""
+    variables: list[PlanVariable] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=list)
+    """The allow-list: ``api.openai.com:443 (openai for Language Model)``."""
+    extra_hosts: list[str] = Field(default_factory=list)
+    """Hosts the user added in this session (``--allow-host``)."""
+    notes: list[str] = Field(default_factory=list)
+    running: bool = False
+    error: str | None = None
+
+
+def real_run_plan(message_id: str, plan: Any, allowed: set[str], extra_hosts: list[str]) -> RealRunPlan:
+    """A ``flows.local.RunPlan`` as the consent shows it: each wanted variable with whether this session
+    allowed it and whether the kernel has it -- never its value."""
+    import os
+
+    seen: dict[str, list[str]] = {}
+    for name, where in plan.variables:
+        seen.setdefault(name, []).append(where)
+    return RealRunPlan(
+        id=message_id,
+        variables=[
+            PlanVariable(name=n, where=", ".join(w), allowed=n in allowed, present=bool(os.environ.get(n)))
+            for n, w in seen.items()
+        ],
+        hosts=[f"{h} ({h.why})" for h in plan.hosts],
+        extra_hosts=list(extra_hosts),
+        notes=list(plan.notes),
+    )
+
+
+def run_message(*, flow_name: str, run: RealRun, input_text: str) -> PanelMessage:
+    """A real run's answer under its flow card: the answer as text (the run's output is untrusted:
+    the view inserts it as a text node), where it ran, what it was given, what the fence refused."""
+    from lfassist_jupyter.ui.render.flow import run_lines
+
+    lines = [FlowLine(text=t, ok=ok) for t, ok in run_lines(run, input_text)]
+    return PanelMessage(
+        role="assistant",
+        kind="run",
+        flow_name=flow_name,
+        text=run.text if run.ok else None,
+        validated=run.ok,
+        error=None if run.ok else (run.error or "the run failed."),
+        lines=lines,
+    )
 
 
 def user_message(text: str) -> PanelMessage:

@@ -113,6 +113,10 @@ class ChatPanel(anywidget.AnyWidget):
     rendered inside it; Insert targets that notebook even when the sidebar has the focus."""
     docked = traitlets.Bool(False).tag(sync=True)
     """Shown in JupyterLab's sidebar or a main-area tab (full height) rather than in a cell."""
+    real_run = traitlets.Dict().tag(sync=True)
+    """The real run being set up on a flow card (``messages.RealRunPlan``): the variables it wants
+    (names only: whether this session allowed them, whether the kernel has them), the hosts it may
+    reach, whether it runs; empty when none. No value of a variable is ever in it."""
 
     def __init__(
         self,
@@ -147,6 +151,12 @@ class ChatPanel(anywidget.AnyWidget):
         self.session_id = workspace.new_session_id()
         self._refresh_sessions()
         self._flows: dict[str, dict[str, Any]] = {}  # flow card id -> flow JSON (kept out of the traits)
+        # Real runs: per panel session, the variables the user allowed and the hosts they added
+        # (asked once per session), and whether this session's plan was shown and confirmed.
+        self._allowed: dict[str, set[str]] = {}
+        self._extra_hosts: dict[str, list[str]] = {}
+        self._confirmed: set[str] = set()
+        self._real_job: Future[None] | None = None
         self._lab: Any = None
         self._connect_lab()
         self.on_msg(self._on_view_msg)
@@ -232,6 +242,13 @@ class ChatPanel(anywidget.AnyWidget):
             "register_flow": lambda: self.register_flow(str(content.get("id", ""))),
             # the JS message keeps its wire name "run_flow"; it asks for a probe run
             "run_flow": lambda: self.probe_run(str(content.get("id", "")), str(content.get("text") or "")),
+            "run_for_real": lambda: self.run_for_real(
+                str(content.get("id", "")),
+                str(content.get("text") or ""),
+                allow=_names(content.get("allow")),
+                allow_hosts=_names(content.get("hosts")),
+            ),
+            "cancel_real_run": self.cancel_real_run,
             "undo_flow": self.undo_flow,
         }.get(kind)
         if handler is None:
@@ -517,6 +534,118 @@ class ChatPanel(anywidget.AnyWidget):
         self.notice = f"Running the flow on {probe!r} in the sandbox..."
         return self._background(job)
 
+    # -- the real run ---------------------------------------------------------------------------
+
+    def real_run_plan(self, message_id: str) -> dict[str, Any] | None:
+        """What **Run for real** shows first: the variables the card's flow wants (and which this
+        session allowed), the hosts it may reach; nothing runs. Also starts the warm real runner in
+        the background, so the run that follows does not wait for lfx's import."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.flows.local import run_plan
+        from lfassist_jupyter.sandbox import local_run
+        from lfassist_jupyter.ui.messages import real_run_plan
+
+        flow = self._flow(message_id)
+        if flow is None:
+            return None
+        allowed = self._allowed.setdefault(self.session_id, set())
+        hosts = self._extra_hosts.setdefault(self.session_id, [])
+        try:
+            plan = run_plan(flow, env=sorted(allowed), allow_hosts=hosts)
+        except ConfigError as exc:
+            self.notice = f"Not run: {exc}"
+            return None
+        with contextlib.suppress(Exception):  # a runner that cannot start says so when it runs
+            local_run.warm_up()
+        self.real_run = real_run_plan(message_id, plan, allowed, hosts).model_dump()
+        return self.real_run
+
+    def run_for_real(
+        self,
+        message_id: str,
+        text: str = "",
+        *,
+        allow: list[str] | None = None,
+        allow_hosts: list[str] | None = None,
+    ) -> Future[None] | None:
+        """**Run for real**: run the card's flow on ``text`` with its models called, in the warm real
+        runner behind the network fence (as ``%%assist_flow --run-local``); its answer is a new card.
+
+        The first time in a panel session this shows the plan and waits for the user's consent:
+        ``allow`` names the kernel's variables the session's real runs may be given (only those the
+        flow wants count; their values stay in Python), ``allow_hosts`` adds hosts (``host:port``).
+        After that, a flow that wants nothing more runs at once; one that wants a variable not yet
+        allowed shows its plan again. Returns the background run, or None when nothing runs."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.flows.local import run_plan
+        from lfassist_jupyter.sandbox.egress import parse_host
+        from lfassist_jupyter.ui.flow_cell import PROBE_INPUT
+
+        if self._real_job is not None and not self._real_job.done():
+            self.notice = "A real run is already running."
+            return None
+        flow = self._flow(message_id)
+        if flow is None:
+            return None
+        session = self.session_id
+        allowed = self._allowed.setdefault(session, set())
+        hosts = self._extra_hosts.setdefault(session, [])
+        for entry in allow_hosts or []:
+            try:
+                parse_host(entry)
+            except ValueError as exc:
+                self.notice = f"Not run: {exc}"
+                return None
+            if entry not in hosts:
+                hosts.append(entry)
+        try:
+            plan = run_plan(flow, env=sorted(allowed | set(allow or [])), allow_hosts=hosts)
+        except ConfigError as exc:
+            self.notice = f"Not run: {exc}"
+            return None
+        wanted = {name for name, _ in plan.variables}
+        if allow is not None:  # the user's answer to the plan: consent for this session
+            allowed |= wanted & set(allow)
+            self._confirmed.add(session)
+        if session not in self._confirmed or wanted - allowed:
+            self.real_run_plan(message_id)
+            missing = sorted(wanted - allowed)
+            self.notice = (
+                f"Allow {', '.join(missing)} for this session's real runs, then Run."
+                if missing
+                else "Check what the run may reach, then Run."
+            )
+            return None
+        names = sorted(allowed & wanted)
+        run_text = text.strip() or PROBE_INPUT
+        name = str((self._message(message_id) or {}).get("flow_name") or "the flow")
+        self.real_run = {**(self.real_run_plan(message_id) or {}), "running": True}
+
+        async def go() -> None:
+            from lfassist_jupyter.flows.local import run_flow_for_real
+            from lfassist_jupyter.ui.messages import run_message
+
+            try:
+                run = await asyncio.to_thread(run_flow_for_real, flow, run_text, env=names, allow_hosts=hosts)
+            except Exception as exc:  # ConfigError: one line naming what to fix; the plan stays open
+                self.real_run = {**self.real_run, "running": False, "error": str(exc)}
+                self.notice = f"Not run: {exc}"
+                return
+            # On the loop's thread, as every other message of the transcript is appended.
+            self._append(run_message(flow_name=name, run=run, input_text=run_text))
+            self.real_run = {}
+            self.notice = f"Real run of {name} {'finished' if run.ok else 'failed'}."
+
+        from lfassist_jupyter.runtime import get_loop
+
+        self.notice = f"Running {name} for real on {run_text!r} (its models are called)..."
+        self._real_job = asyncio.run_coroutine_threadsafe(go(), get_loop())
+        return self._real_job
+
+    def cancel_real_run(self) -> None:
+        """Close the real run's plan on the card (nothing was run)."""
+        self.real_run = {}
+
     def undo_flow(self) -> bool:
         """**Undo** on a flow card: the conversation's flow goes back to the version before its
         last edit (the restore point every edit keeps, as ``%assist undo``). The answer says which
@@ -597,3 +726,11 @@ class ChatPanel(anywidget.AnyWidget):
         if session_id == self.session_id:
             self.new_session()
         self._refresh_sessions()
+
+
+def _names(value: object) -> list[str] | None:
+    """A list of names from the view (``allow``, ``hosts``): strings only, each stripped; None when absent."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else []
+    return [str(v).strip()[:300] for v in items if isinstance(v, str) and str(v).strip()][:50]

@@ -294,6 +294,55 @@ def _palette(page, text: str) -> list[str]:
     return page.eval_on_selector_all(".lm-CommandPalette-item", "els => els.map(e => e.innerText.trim())")
 
 
+MODEL_FLOW = """\
+name: One Sentence
+nodes:
+  A: ChatInput
+  B: Prompt Template
+  M: LanguageModelComponent
+  C: ChatOutput
+edges:
+  A.message -> B.question
+  B.prompt -> M.input_value
+  M.text_output -> C.input_value
+config:
+  B.template: Answer in one sentence: {question}
+"""
+
+
+def test_flow_card_run_for_real_shows_the_plan_asks_then_answers(page, llm_server):
+    """The panel's real Run in the browser: the plan and the consent on the card (the key's name, ticked
+    because the kernel has it; never its value), then the model's answer as a card of its own."""
+    chosen = json.dumps(
+        {"components": ["ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"], "new": []}
+    )
+    llm_server.queue(intent("build_flow"), chosen, f"```yaml\n{MODEL_FLOW}```")
+    composer = "textarea[aria-label='Message the assistant']"  # a flow card's run input is an .lfa-input too
+    page.fill(composer, "a flow that answers in one sentence with a language model")
+    page.press(composer, "Enter")
+    page.wait_for_selector(".lfa-card[data-kind='flow'] >> text=One Sentence", timeout=180_000)
+    card = page.locator(".lfa-card[data-kind='flow']").last
+    card.locator(".lfa-probe").fill("what is Langflow?")
+    card.locator("button[aria-label='Run the flow for real']").click()
+    consent = page.wait_for_selector(".lfa-consent", timeout=30_000)
+    assert "OPENAI_API_KEY" in consent.inner_text() and "from the kernel's environment" in consent.inner_text()
+    assert "It may reach:" in consent.inner_text() and "(OPENAI_BASE_URL)" in consent.inner_text()
+    assert page.locator(".lfa-consent input[aria-label='Allow OPENAI_API_KEY']").is_checked()
+    assert KEY not in page.content()
+    page.locator(".lfa-panel").screenshot(path=str(SHOTS / "chat-panel-real-run-plan.png"))
+    llm_server.queue(Reply("Langflow is a visual builder for AI flows."))
+    page.click("button[aria-label='Run for real now']")
+    answer = page.wait_for_selector(".lfa-card[data-kind='run']", timeout=180_000)
+    assert "Langflow is a visual builder for AI flows." in answer.inner_text()
+    assert "Real run on 'what is Langflow?'" in answer.inner_text()  # the input typed before the plan showed
+    assert "variables given: OPENAI_API_KEY" in answer.inner_text()
+    assert llm_server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+    assert page.locator(".lfa-consent").count() == 0  # the plan closes once the run is done
+    answer.scroll_into_view_if_needed()
+    page.locator(".lfa-panel").screenshot(path=str(SHOTS / "chat-panel-real-run.png"))
+    assert KEY not in page.content()
+
+
 def test_assist_panel_docks_the_panel_in_the_right_sidebar(page):
     cells = page.locator(".jp-Notebook .jp-Cell")
     cells.last.locator(".cm-content").click()

@@ -160,7 +160,7 @@ config:
     return built.flow
 
 
-# A real run starts a fresh sandbox that imports lfx, as a real kernel does: ``slow`` (make test, not test-fast).
+# A real run starts the real runner (a process that imports lfx) on first use: ``slow`` (make test, not test-fast).
 real_run = pytest.mark.slow
 
 
@@ -192,7 +192,7 @@ def test_a_model_flow_reaches_its_allowed_provider_with_the_key_and_nothing_else
         assert " ".join(secret) not in str(run)
     if _fenced():
         assert "direct=closed" in run.text  # no way around the proxy: the sandbox has loopback only
-        assert run.isolation == "bubblewrap (network through the allow-list only)"
+        assert run.isolation.startswith("bubblewrap (network through the allow-list only; ")
 
 
 def test_what_a_run_wants_is_shown_first_and_nothing_runs_without_it(model_flow, llm, monkeypatch):
@@ -392,7 +392,7 @@ def test_the_fence_refuses_a_name_that_resolves_to_a_local_address_unless_the_us
 
     port = _port(server)
     get = f"GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode()
-    with EgressProxy([Allowed("localhost", None, False, "openai")], str(tmp_path / "a.sock")) as proxy:
+    with EgressProxy([Allowed("localhost", port, False, "openai")], str(tmp_path / "a.sock")) as proxy:
         refused = _through(proxy.socket_path, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
         assert refused.startswith(b"HTTP/1.1 403") and b"local or private address (127.0.0.1)" in refused
         assert _through(proxy.socket_path, get).startswith(b"HTTP/1.1 403")

@@ -238,22 +238,52 @@ def _landlock_abi() -> int:
 
 def _install_landlock(abi: int, scratch: str) -> None:
     """Writes of any kind only below ``scratch`` (and to /dev/null) from now on."""
+    writes = landlock_writes(abi)
+    restrict_paths(abi, [(scratch, writes), (os.devnull, writes & (_LL_WRITE_FILE | _LL_TRUNCATE))], writes)
+
+
+# Landlock's read and execute rights, for a process that may read only what it is given (the real
+# runner's children: ``sandbox/_local_runner.py``).
+LL_EXECUTE, LL_READ_FILE, LL_READ_DIR = 1 << 0, 1 << 2, 1 << 3
+LL_READ = LL_READ_FILE | LL_READ_DIR
+_LL_FILE_RIGHTS = LL_EXECUTE | _LL_WRITE_FILE | LL_READ_FILE | _LL_TRUNCATE  # what a rule on a non-directory may hold
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: none)."""
+    return _landlock_abi()
+
+
+def landlock_writes(abi: int) -> int:
+    """Every right that creates, writes, truncates, renames or removes a file, at ``abi``."""
+    return _LL_WRITES_V1 | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
+
+
+def restrict_paths(abi: int, rules: list[tuple[str, int]], handled: int) -> None:
+    """Landlock for this process and whatever it starts, from now on: each right of ``handled`` only
+    below the paths ``rules`` grant it to (``(path, rights)``; a path that does not exist is skipped,
+    a file gets only the rights a file can have); with ABI 6 also no signal and no abstract Unix
+    socket outside its own domain. Raises ``OSError`` when the kernel refuses it."""
     import ctypes
     import struct
 
     libc = _libc()
-    writes = _LL_WRITES_V1 | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
-    attr = struct.pack("QQQ", writes, 0, _LL_SCOPES) if abi >= 6 else struct.pack("Q", writes)
+    attr = struct.pack("QQQ", handled, 0, _LL_SCOPES) if abi >= 6 else struct.pack("Q", handled)
     ruleset = libc.syscall(_SYS_LANDLOCK_CREATE, attr, len(attr), 0)
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
-        for path, rights in ((scratch, writes), (os.devnull, writes & (_LL_WRITE_FILE | _LL_TRUNCATE))):
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        for path, rights in rules:
             try:
-                rule = struct.pack("=Qi", rights, fd)  # struct landlock_path_beneath_attr (packed)
-                if libc.syscall(_SYS_LANDLOCK_ADD, ruleset, 1, rule, 0) != 0:  # LANDLOCK_RULE_PATH_BENEATH
-                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not os.path.isdir(path):
+                    rights &= _LL_FILE_RIGHTS
+                rule = struct.pack("=Qi", rights & handled, fd)  # struct landlock_path_beneath_attr (packed)
+                if rights & handled and libc.syscall(_SYS_LANDLOCK_ADD, ruleset, 1, rule, 0) != 0:
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")  # LANDLOCK_RULE_PATH_BENEATH
             finally:
                 os.close(fd)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
