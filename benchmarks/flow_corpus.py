@@ -11,8 +11,9 @@ for two environments:
 
 - ``full``: the cached Langflow 1.13 environment of the test suite (lfx with every bundle:
   ``tests/_support/langflow_env.py``): whether the *flow* is sound, as Langflow would run it;
-- ``sandbox``: this project's environment (lfx without the bundles), as the validation sandbox
-  sees it: a node that builds in ``full`` and fails here for an absent module is a package the
+- ``sandbox``: this project's environment (lfx with the provider bundles the install brings:
+  ``lfx-openai``, ``lfx-anthropic``, ``lfx-ollama``, ``lfx-openai-compatible``), as the validation
+  sandbox sees it: a node that builds in ``full`` and fails here for an absent module is a package the
   user's environment lacks, not a broken flow.
 
 Per flow and environment it records ``lfx validate`` (all four levels: each issue with its level)
