@@ -134,7 +134,7 @@ def json_errors(flow: dict[str, Any], builtin_codes: frozenset[str] = frozenset(
         )
     for node in components:
         code = node_code(node)
-        if code is None or code in builtin_codes:
+        if code is None or (isinstance(code, str) and code in builtin_codes):
             continue
         problem = code_problem(code)
         if problem:
