@@ -20,7 +20,10 @@ what is measured is our overhead, not a model's.
   SDK through the egress proxy), and how soon a connection to a port that is not allowed is refused
 - zero-call repairs: over the tests' broken replies and the demo script's recorded ones, the
   share of failed first replies the repair pass fixes with no model call, model calls per
-  validated component with and without the pass, and the pass's own time
+  validated component with and without the pass, and the pass's own time; and over the
+  held-back half of the generated mistakes (``benchmarks/mistakes_corpus.py``), the share of
+  mechanically fixable ones validated with one generation call, the ambiguous ones the pass
+  guessed at, and its changes to components that validate (``LFASSIST_BENCH_NO_MISTAKES=1`` skips it)
 - real flows of other authors (``benchmarks/flow_corpus.py``, the half held back while the rules
   were written): agreement of ``validate_flow`` with lfx's own verdict, full round trips (load ->
   spec -> the rebuild an edit makes: every node and edge kept, byte-identical), and
@@ -188,8 +191,7 @@ def langflow_server(n: int) -> list[float] | None:
 
     if os.environ.get("LFASSIST_BENCH_NO_LANGFLOW"):
         return None
-    from langflow_env import VENV
-    from test_langflow import Server
+    from _support.langflow_env import VENV, Server
 
     if not (VENV / "bin" / "langflow").exists():
         return None
@@ -269,6 +271,7 @@ def control_flow_requests(validator: SandboxValidator) -> dict[str, tuple[int, f
     """Model calls, largest prompt (KB) and ms for a loop and a branch request whose model reply
     wires the control flow wrongly (the tests' specs): the deterministic inference repairs them,
     so the budget is the same as a straight flow's."""
+    sys.path.insert(0, str(ROOT / "tests" / "flows"))  # the specs live with their tests
     from test_control_flow import BRANCH, BRANCH_MISTAKES, LOOP, LOOP_MISTAKES
 
     loop = LOOP.format(body=LOOP_MISTAKES["no feedback edge"])
@@ -324,7 +327,7 @@ def validate_starters() -> tuple[list[float], int, list[float]] | None:
     over 5 repeats: what lfx judged of a node's code and packages is remembered), how many it
     accepts, and each project's first validation in this process (ms: the sandbox asked what is
     new); None when the Langflow test environment is not installed."""
-    from langflow_env import VENV
+    from _support.langflow_env import VENV
 
     from lfassist_jupyter.flows import default_catalog, validate_flow
 
@@ -511,7 +514,7 @@ def repair_savings(validator: SandboxValidator) -> dict:
     The mistakes: ``tests/_support/mistakes.py`` (mechanical ones, and ones with no certain fix), the
     tests' own broken components, and the demo script's recorded Splitter reply.  The eval
     suites hold requests, not recorded replies, so they add nothing to replay here."""
-    import components as c
+    from _support import components as c
     from _support.mistakes import REPAIRABLE, TO_MODEL
 
     from lfassist_jupyter.core.component.pipeline import ComponentPipeline
@@ -563,6 +566,23 @@ def repair_savings(validator: SandboxValidator) -> dict:
         "validated_without": sum(ok for _, ok in without),
         "pass_ms": pass_ms,
     }
+
+
+def held_back_mistakes(validator: SandboxValidator) -> dict | None:
+    """The zero-call repair pass on the held-back half of the generated case set
+    (``benchmarks/mistakes_corpus.py``: mutations of lfx's built-ins and the third-party
+    components, never tuned on), and what the pass would change on the components that
+    validate (it must be nothing).  ``LFASSIST_BENCH_NO_MISTAKES=1`` skips it (minutes)."""
+    if os.environ.get("LFASSIST_BENCH_NO_MISTAKES"):
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import mistakes_corpus
+
+    measured = mistakes_corpus.measure(validator, "held")
+    held = measured["summary"]["held"]
+    held["false_changes"] = mistakes_corpus.unchanged_on_valid_code(validator.reference() or {})
+    held["pass_ms"] = [r["ms"] for r in measured["rows"]]
+    return held
 
 
 def real_flows() -> dict | None:
@@ -619,7 +639,7 @@ def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
 
 
 def main() -> None:
-    print("measuring... (about a minute; two with the Langflow server)", flush=True)
+    print("measuring... (a few minutes: the held-back repair cases; more with the Langflow server)", flush=True)
     load_with, load_without = extension_load()
     validator = SandboxValidator()
     validator.start()
@@ -642,6 +662,7 @@ def main() -> None:
     starters = validate_starters()
     fenced, refused_after_s, refused_wait_ms = fenced_real_runs(validator, 5)
     repairs = repair_savings(validator)
+    mistakes = held_back_mistakes(validator)
     kernel = kernel_after_flow()
     validator.close()
     reduced = reduced_warm(N)
@@ -800,6 +821,21 @@ def main() -> None:
             "LibCST parse + fixes",
         ),
     ]
+    if mistakes is not None:
+        rows += [
+            (
+                "component repair, held-back mistakes: fixable ones validated, 1 call",
+                f"{mistakes['fixable_repaired']}/{mistakes['fixable']}",
+                f"{mistakes['fixable_repaired'] / max(1, mistakes['fixable']):.0%}",
+                "target >= 85%; generated from lfx's built-ins",
+            ),
+            (
+                "component repair, held-back mistakes: ambiguous ones guessed",
+                f"{mistakes['ambiguous_repaired']}/{mistakes['ambiguous']}",
+                "target 0 (two fixes: the model's)",
+                f"{len(mistakes['false_changes'])} changes to components that validate",
+            ),
+        ]
     rows.append(("panel: syncs for a 5,000-token answer", f"{syncs}", f"{syncs / stream_s:.1f}/s vs "
                  f"{5000 / stream_s:.0f}/s unthrottled", "target <= 20/s"))  # fmt: skip
     rows.append(("extraction, 1 MB adversarial (worst case)", f"{worst_x_ms:.0f} ms", worst_x_name, "target < 1 s"))
@@ -825,7 +861,7 @@ def main() -> None:
            "flow_ms": flow_ms, "probe_warm": probe_warm, "probe_cold": probe_cold,
            "real_runs": real_runs, "validate_starters": starters, "fenced_real_runs": fenced,
            "refused_after_s": refused_after_s, "refused_wait_ms": refused_wait_ms,
-           "repairs": repairs,
+           "repairs": repairs, "held_back_mistakes": mistakes,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
            "real_flows": corpus}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"

@@ -161,6 +161,12 @@ function render({ model, el }) {
       if (model.get("langflow_connected")) {
         buttons.push(h("button", { class: "lfa-btn", "aria-label": "Register with Langflow", onclick: () => send({ type: "register", id: m.id }) }, "Register with Langflow"));
       }
+      // A Langflow extension bundle next to the notebook (lfx extension layout): the other way in.
+      buttons.push(h("button", {
+        class: "lfa-btn", "aria-label": "Export as a Langflow extension",
+        title: "Add this component to an extension bundle next to the notebook (pip-installable into Langflow)",
+        onclick: () => send({ type: "export_component", id: m.id }),
+      }, "Export"));
     } else {
       buttons.push(h("button", { class: "lfa-btn lfa-primary", "aria-label": "Try again", onclick: () => send({ type: "retry", id: m.id }) }, "Try again"));
     }

@@ -10,7 +10,8 @@ reading:
 * the body's result fed into the Loop's ``data`` input (a plain cycle): it is the feedback;
 * ``done`` into the body (or ``item`` and ``done`` swapped): the node that leads back to the
   Loop takes ``item``, the node that does not takes ``done``;
-* no feedback edge at all: the body's single last node feeds ``item``;
+* no feedback edge at all: the one output of the body's last node that nothing consumes yet
+  and whose type ``item`` takes feeds ``item`` (several such outputs: the problem lists them);
 * branch edges from ``R.true`` / ``R.if_false`` / ``R.output``: mapped to the outputs they mean.
 
 A rule fires only when its reading is the only one. When two edges would land on the same
@@ -250,18 +251,15 @@ def _fix_loops(g: _Graph) -> None:
                 g.move(edge, out=done)
                 g.note(f"{item!r} into a node that never leads back to the loop: after the loop comes {done!r}")
 
-        # 3. No feedback edge: the body's single last node feeds the loop's item handle.
+        # 3. No feedback edge: the one output of the body's last node that can feed item.
         if feedback():
             continue
         starts = [e.tgt for e in g.live() if e.src == loop and e.out == item]
         if not starts:
             continue
         body = g.reach(starts, avoid=loop)
-        sources = {e.src for e in g.live()}
-        ends = [n for n in body if n not in sources]
-        fits = [(n, o) for n in ends for o, t in g.outputs(n).items() if types_compatible(t, accepted)]
-        usable = len(ends) == 1 and len(fits) == 1 and not str(g.types.get(ends[0], "")).endswith(_DEAD_END_TYPES)
-        if usable:
+        fits = _feedback_candidates(g, body, accepted)
+        if len(fits) == 1:
             end, out = fits[0]
             g.edges.append(_Edge(src=end, out=out, tgt=loop, port=item))
             g.changes.append(
@@ -280,13 +278,38 @@ def _fix_loops(g: _Graph) -> None:
                         g.move(edge, out=item)
                         g.note(f"{done!r} into the loop body: the body starts at {item!r}")
             continue
+        listed = ", ".join(f"{n}.{o}" for n, o in fits)
         g.error(
             loop,
             item,
-            f"{loop} has no feedback edge: nothing goes back into {loop}.{item}, so the loop body never runs.",
+            f"{loop} has no feedback edge: nothing goes back into {loop}.{item}, so the loop body never runs"
+            + (f"; {len(fits)} outputs of the body could feed it ({listed}): which one is meant?" if fits else "."),
             f"Add an edge from the body's last node into {loop}.{item} (an output of type "
-            f"{'/'.join(accepted)}); take the collected results from {loop}.{done or 'done'}.",
+            f"{'/'.join(accepted)}{', one of ' + listed if fits else ''}); take the collected results from "
+            f"{loop}.{done or 'done'}.",
         )
+
+
+def _feedback_candidates(g: _Graph, body: set[str], accepted: list[str]) -> list[tuple[str, str]]:
+    """The (node, output) pairs that could close a loop without a feedback edge: the outputs of
+    the body's last nodes (those whose results go only to Chat/Text Outputs showing a step, or
+    nowhere) that nothing consumes yet and whose type the loop's item takes."""
+    consumers: dict[str, set[str]] = {}
+    consumed = set()
+    for e in g.live():
+        consumers.setdefault(e.src, set()).add(e.tgt)
+        consumed.add((e.src, e.out))
+
+    def dead_end(node: str) -> bool:
+        return str(g.types.get(node, "")).endswith(_DEAD_END_TYPES)
+
+    ends = sorted(n for n in body if not dead_end(n) and all(dead_end(t) for t in consumers.get(n, ())))
+    return [
+        (n, out)
+        for n in ends
+        for out, types in g.outputs(n).items()
+        if (n, out) not in consumed and types_compatible(types, accepted)
+    ]
 
 
 def _leads_to(g: _Graph, back: set[str], loop: str) -> set[str]:

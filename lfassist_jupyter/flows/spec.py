@@ -6,8 +6,10 @@ real-time-refresh field runs the node's component code (Langflow's form update),
 whole build happens in a fresh sandboxed child (``sandbox/worker/_flow_ops.py``), never here.
 This module finds the spec in a model reply, sends it with the catalogue's extra entries,
 and reads the typed answer. What the op adds to lfx: a spec inside a model reply; leniency
-(a malformed line is dropped with a warning); quoted values; dynamic prompt fields; the
-top-level ``id`` Langflow expects; every problem collected (lfx stops at the first).
+(a malformed line is dropped with a warning); quoted values; dynamic prompt fields; every
+problem collected (lfx stops at the first). A built flow has no top-level ``id``: an id is the
+flow's identity, given when it is first saved or registered and kept from then on
+(``flows/flowfile.py``), not a new one per build.
 
 `flow_to_spec` (flow JSON -> spec text) is pure data work and runs here.
 """
@@ -96,6 +98,8 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     changes = [Change.model_validate(c.model_dump()) for c in answer.changes if c.kind in kinds]
     if control is not None:
         changes[:0], errors[:0] = control.changes, control.errors
+    if isinstance(answer.flow, dict):
+        answer.flow.pop("id", None)  # the builder's is a new UUID per build, not an identity
     return BuildResult(
         ok=answer.ok and not errors and answer.flow is not None,
         flow=answer.flow,

@@ -3,11 +3,15 @@
 What the Langflow UI does, through its HTTP API (checked against Langflow 1.13's
 ``api/v1/flows.py`` and ``api/v1/endpoints.py``):
 
-- ``POST /api/v1/flows/`` takes a ``FlowCreate`` (``name``, ``description``, ``data`` with
-  ``nodes``/``edges``, ``tags``...) and answers the stored flow with its ``id``.  A second post
-  with the same name makes "Name (1)", so a flow of ours (found by our tag and its name) is
-  updated in place with ``PATCH /api/v1/flows/{id}`` (a ``FlowUpdate``: name, description,
-  data): registering again never makes a duplicate.
+- A flow's ``id`` is its identity (``flows/flowfile.py``: given when it is first saved or
+  registered, then kept). Registering a flow whose id the server has updates that flow in place
+  with ``PATCH /api/v1/flows/{id}`` (a ``FlowUpdate``: name, description, data); so does
+  registering one without an id when a flow of ours (found by our tag) has its name.  A new
+  flow is created with ``PUT /api/v1/flows/{id}`` (Langflow 1.13's upsert, what ``lfx push``
+  does) under the flow's own id, or with ``POST /api/v1/flows/`` (a ``FlowCreate``: ``name``,
+  ``description``, ``data`` with ``nodes``/``edges``, ``tags``) when it has none, which answers
+  the id Langflow gave.  Either way the registered id is the flow's from then on, and a second
+  registration never makes "Name (1)".
 - ``POST /api/v1/run/{id}`` takes a ``SimplifiedAPIRequest`` (``input_value``, ``input_type``,
   ``output_type``) and answers a ``RunResponse``: ``{"session_id", "outputs": [{"inputs",
   "outputs": [ResultData]}]}``, where a chat output's text is in ``results.message.text``.
@@ -22,19 +26,26 @@ errors and the size cap); each coroutine (``aregister_flow``...) has a blocking 
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.errors import LangflowError
+from lfassist_jupyter.flows.flowfile import FLOW_TAGS, is_flow_id
 from lfassist_jupyter.langflow.client import TAG
 from lfassist_jupyter.redaction import redact
 
 if TYPE_CHECKING:
     from lfassist_jupyter.langflow.client import LangflowClient, LangflowResponse
 
-FLOW_TAG = "lfassist-flow"
-"""Second tag on flows registered from notebooks (the first, ``TAG``, is shared with components)."""
+FLOW_TAG = FLOW_TAGS[1]
+"""Second tag on flows registered from notebooks (the first, ``TAG``, is shared with components);
+a flow file of ours carries both, so a pushed file is found like a registered flow."""
+
+SERVER_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+"""An id a server answered, as it may go into the next request's path: Langflow's are UUIDs, and
+nothing else than letters, digits, ``-`` and ``_`` is taken (a listed ``../../api/v1/users`` is not)."""
 
 RUN_TIMEOUT = 120.0  # a run can take much longer than a build; the client's timeout is for quick calls
 
@@ -143,15 +154,25 @@ async def alist_flows(client: LangflowClient, *, ours_only: bool = True) -> list
 
 
 async def aregister_flow(client: LangflowClient, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
-    """Save ``flow`` in Langflow, tagged as ours: created, or updated in place when a flow of
-    ours with the same name exists (never a duplicate)."""
+    """Save ``flow`` in Langflow, tagged as ours, and answer the id it is kept under: the flow's
+    own id, updated in place when the server has it and created under it when not; without an
+    id, ours of the same name updated in place, else a new flow with the id Langflow gives."""
     body = flow_body(flow, name)
-    existing = [f for f in await alist_flows(client) if f.get("name") == body["name"]]
-    if existing:
-        flow_id = str(existing[0]["id"])
+    own = flow.get("id") if is_flow_id(flow.get("id")) else None
+    listed = [f for f in await alist_flows(client, ours_only=False) if SERVER_ID.fullmatch(str(f.get("id")))]
+    known = {str(f.get("id")) for f in listed}
+    ours = [f for f in listed if FLOW_TAG in (f.get("tags") or []) and f.get("name") == body["name"]]
+    if own in known or (own is None and ours):
+        flow_id = own or str(ours[0]["id"])
         update = {k: body[k] for k in ("name", "description", "data")}
         response = await client.arequest("PATCH", f"/api/v1/flows/{flow_id}", json=update)
         created = False
+    elif own is not None:
+        flow_id = own
+        response = await client.arequest("PUT", f"/api/v1/flows/{own}", json={**body, "tags": [TAG, FLOW_TAG]})
+        if response.status_code == 405:  # a Langflow before the upsert: the id it gives
+            response = await client.arequest("POST", "/api/v1/flows/", json={**body, "tags": [TAG, FLOW_TAG]})
+        created = True
     else:
         flow_id = None
         response = await client.arequest("POST", "/api/v1/flows/", json={**body, "tags": [TAG, FLOW_TAG]})
@@ -159,7 +180,7 @@ async def aregister_flow(client: LangflowClient, flow: dict[str, Any], name: str
     if response.status_code not in (200, 201):
         raise _fail(client, response, "the flow", flow_id)
     saved = _json(response, "the saved flow")
-    if not isinstance(saved, dict) or not saved.get("id"):
+    if not isinstance(saved, dict) or not SERVER_ID.fullmatch(str(saved.get("id") or "")):
         raise LangflowError("Langflow saved the flow but did not answer its id.")
     return RegisteredFlow(
         id=str(saved["id"]), name=str(saved.get("name") or body["name"]), created=created, url=client.url or ""

@@ -17,7 +17,6 @@ anyone who can save a flow there -- so it is capped, shaped and cleaned where it
 from __future__ import annotations
 
 import json
-import re
 import threading
 import weakref
 import zlib
@@ -26,13 +25,12 @@ from typing import Any
 
 from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.langflow.client import LangflowClient
-from lfassist_jupyter.langflow.flows import aget_flow, alist_flows
+from lfassist_jupyter.langflow.flows import SERVER_ID, aget_flow, alist_flows
 from lfassist_jupyter.ports import FlowEntry
 
 MAX_ENTRIES = 1000
 """The most flows (or templates) one listing offers; a plan prompt shows far fewer."""
 STARTER_SLOTS = 4
-_FLOW_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 _starters: OrderedDict[int, tuple[weakref.ref[LangflowClient], bytes]] = OrderedDict()
 _starters_lock = threading.Lock()
@@ -52,7 +50,7 @@ class LangflowLibrary:
         return [
             FlowEntry(id=str(head.get("id")), name=str(head.get("name") or ""), description=_text(head))
             for head in heads[:MAX_ENTRIES]
-            if isinstance(head.get("id"), (str, int)) and _FLOW_ID.fullmatch(str(head["id"]))  # a path part: no "../"
+            if isinstance(head.get("id"), (str, int)) and SERVER_ID.fullmatch(str(head["id"]))  # a path part: no "../"
         ]
 
     async def aget_flow(self, flow_id: str) -> dict[str, Any]:

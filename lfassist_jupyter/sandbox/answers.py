@@ -202,6 +202,11 @@ class ReferenceInput(BaseModel):
     doc: str = Field(default="", max_length=300)
     fields: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=120)
     """Every keyword the class accepts (the repair pass tells a misspelt keyword from a real one)."""
+    family: str = Field(default="", max_length=80)
+    """The kind of value it holds (lfx's ``field_type``, ``/secret`` when masked): its siblings."""
+
+
+_Name = Annotated[str, Field(max_length=120)]
 
 
 class Reference(BaseModel):
@@ -212,10 +217,13 @@ class Reference(BaseModel):
     inputs: list[ReferenceInput] = Field(default_factory=list, max_length=300)
     component_attrs: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=1000)
     """Attributes and methods of lfx's ``Component``: names an input must not take."""
-    imports: dict[Annotated[str, Field(max_length=80)], Annotated[str, Field(max_length=120)]] = Field(
-        default_factory=dict, max_length=500
-    )
-    """symbol -> the lfx module it is imported from (lfx.io's exports, the schema types, Component)."""
+    imports: dict[_Name, _Name] = Field(default_factory=dict, max_length=20_000)
+    """Public name -> the lfx module it is imported from (lfx.io's exports, the schema types,
+    Component, and every name lfx defines in exactly one module)."""
+    stdlib_modules: list[_Name] = Field(default_factory=list, max_length=2_000)
+    """The standard library's top-level modules, as the sandbox's interpreter lists them."""
+    output_types: dict[_Name, _Name] = Field(default_factory=dict, max_length=50)
+    """The name an lfx output type goes by -> the class built for it (``JSON`` -> ``Data``)."""
 
 
 def check_catalog(registry: Any) -> dict[str, dict[str, Any]]:

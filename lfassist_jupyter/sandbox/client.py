@@ -38,6 +38,7 @@ from lfassist_jupyter.sandbox.answers import (
     FlowBuild,
     FlowRun,
     MissingPackage,
+    Reference,
     Stubbed,
     check_catalog,
 )
@@ -86,6 +87,7 @@ class SandboxValidator(ZygoteProcess):
         self.timeout = timeout
         self.smoke = smoke
         self._flow_catalog: dict[str, dict[str, Any]] | None = None  # cached: it depends on the interpreter only
+        self._names_for: dict[str, Any] | None = None  # the reference the name map was merged into
         # What built-in types, node codes and providers need that the interpreter lacks; what needs
         # something is asked again once packages were installed (`_packages_stamp` changed).
         self._needs: dict[str, dict[str, list[str]]] = {"types": {}, "codes": {}, "providers": {}}
@@ -355,17 +357,34 @@ class SandboxValidator(ZygoteProcess):
         return FlowBuild.failed(failure, spec=spec)
 
     def reference(self) -> dict[str, Any] | None:
-        """What the worker's lfx offers (input classes and parameters), for the prompt.
+        """What the worker's lfx offers, for the prompt and the repair pass: input classes and
+        their keywords, ``Component``'s names, output types, the stdlib's modules, and where
+        lfx keeps every public name.
 
-        Computed by the zygote before its first fork (no generated code ever ran there),
-        schema-checked and redacted here.
+        Computed by the zygote (no generated code ever runs there): the first part before its
+        first fork, the name map (``lfx_names``, read from lfx's source) on the first call here,
+        then kept.  Schema-checked and redacted here; without the name map, the facade homes
+        (lfx.io, the schema types) sent with "ready" stand.
         """
         with self._lock:
             try:
                 self._wait_ready()
             except (WorkerDiedError, WorkerTimeoutError):
                 return None
+            ready = self._reference
+            if ready is not None and self._names_for is not ready:
+                self._reference = self._names_for = {**ready, "imports": self._lfx_names() or ready.get("imports")}
             return self._reference
+
+    def _lfx_names(self) -> dict[str, str] | None:
+        """The zygote's fact ``lfx_names`` (where lfx keeps each name), checked; None when absent."""
+        answer, failure = self._call({"op": "lfx_names", "timeout": STARTUP_TIMEOUT}, STARTUP_TIMEOUT)
+        if answer is None or failure:
+            return None
+        try:
+            return redact_tree(Reference.model_validate({"imports": answer.get("imports") or {}}).imports)
+        except ValidationError:
+            return None
 
     async def areference(self) -> dict[str, Any] | None:
         return await asyncio.to_thread(self.reference)

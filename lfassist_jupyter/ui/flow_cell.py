@@ -170,7 +170,9 @@ def save(workspace: Workspace, view: FlowView, path: str | Path, name: str | Non
     except ConfigError as exc:
         view.notes.append((f"Not saved: {exc}", False))
         return
-    view.notes.append((f"Saved to {view.saved} (import it in Langflow: Upload a flow).", True))
+    view.notes.append(
+        (f"Saved to {view.saved} (id {view.flow['id']}): import it in Langflow (Upload a flow) or `lfx push` it.", True)
+    )
 
 
 def _blocking_needs(report: FlowReport | None, variables: set[tuple[str, str]]) -> list[str]:
@@ -257,7 +259,10 @@ def assist_flow(
     env_names: list[str] | None = None,
     allow_hosts: list[str] | None = None,
 ) -> FlowView:
-    """The whole of ``%%assist_flow``: build + validate, then the requested actions, in order."""
+    """The whole of ``%%assist_flow``: build + validate, then the requested actions: a run, the
+    registration, the file (which then holds the id Langflow keeps the flow under)."""
+    from lfassist_jupyter.flows.flowfile import file_flow_id, flow_file_path, is_flow_id
+
     view = build_view(body)
     if run is not None and run_local is not None:
         raise ConfigError("Use --run (a probe run, models stubbed) or --run-local (a real run), not both.")
@@ -265,8 +270,13 @@ def assist_flow(
         probe_run(workspace, view, run)
     if run_local is not None:
         local_run(view, run_local, env_names=env_names, allow_hosts=allow_hosts)
+    # The file being overwritten is this flow's previous version: its id is the flow's identity,
+    # for the registration below too (so `lfx push FILE` updates the same flow).
+    earlier = file_flow_id(flow_file_path(save_to)) if save_to else None
+    if earlier is not None and view.flow is not None and not is_flow_id(view.flow.get("id")):
+        view.flow["id"] = earlier
+    if register_flow:  # before the save: the id Langflow keeps the flow under goes into the file
+        register(workspace, view, name=name, run_text=run)
     if save_to:
         save(workspace, view, save_to, name)
-    if register_flow:
-        register(workspace, view, name=name, run_text=run)
     return view

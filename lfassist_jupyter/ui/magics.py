@@ -56,6 +56,10 @@ HELP = """\
                          without a key, Langflow's auto-login is used when it is on
 %assist disconnect       forget the Langflow connection
 %assist components       the components registered in Langflow from notebooks
+%assist export DIR [CLASS ...] [--name NAME]
+                         write this conversation's validated components (or the named ones) as a Langflow
+                         extension bundle in DIR (lfx extension layout, a test per component; validated
+                         again first): `lfx extension validate DIR`, then `pip install DIR` into Langflow
 %assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
                          conversation: the next %%assist request edits it ("add a summariser before the output")
 %assist flows            the flows registered in Langflow from notebooks
@@ -432,6 +436,36 @@ class AssistMagics(Magics):
     def _components(self, words: list[str], rest: str) -> Lines:
         return self._list_registered("components", "%%assist --register", lambda lf: lf.list_components())
 
+    def _export(self, words: list[str], rest: str) -> Lines:
+        """``%assist export DIR [CLASS ...] [--name NAME]``: this conversation's validated components
+        (the latest version of each, or the named ones) as a Langflow extension bundle."""
+        import argparse
+
+        from lfassist_jupyter.errors import ConfigError
+
+        parser = argparse.ArgumentParser(prog="%assist export", add_help=False)
+        parser.add_argument("directory")
+        parser.add_argument("classes", nargs="*")
+        parser.add_argument("--name")
+        try:
+            args = parser.parse_args(shlex.split(rest))
+        except (SystemExit, ValueError) as exc:
+            raise UsageError("Usage: %assist export DIR [CLASS ...] [--name NAME]") from exc
+        available = self.workspace.session_components(self._session_id) if self._session_id else {}
+        if not available:
+            return Lines(["Nothing to export: this conversation has no validated component yet (ask with %%assist)."])
+        unknown = [c for c in args.classes if c not in available]
+        if unknown:
+            raise UsageError(
+                f"No validated component named {', '.join(unknown)}; this conversation has: {', '.join(available)}."
+            )
+        codes = [available[c] for c in args.classes or available]
+        try:
+            exported = self.workspace.export_extension(args.directory, codes, name=args.name)
+        except ConfigError as exc:
+            return Lines([f"Not exported: {exc}"])
+        return Lines(exported.lines(), exported)
+
     def _list_registered(self, what: str, how: str, fetch: Any) -> Lines:
         """What notebooks registered in the connected Langflow (``what``: components or flows),
         one line per item, and the items as the value; a dead or lying server is one line,
@@ -643,6 +677,7 @@ SUBCOMMANDS: dict[str, Handler] = {
     "connect": AssistMagics._connect,
     "disconnect": AssistMagics._disconnect,
     "components": AssistMagics._components,
+    "export": AssistMagics._export,
     "flow": AssistMagics._flow,
     "flows": AssistMagics._flows,
     "undo": AssistMagics._undo,

@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 FLUSH_INTERVAL = 0.05  # seconds between streaming_text syncs (20 Hz)
+EXPORT_DIR = "lfassist-components"
+"""The extension bundle a component card's **Export** adds to, in the notebook's directory."""
 MAX_PREFS_BYTES = 64_000
 """``panel.json`` holds one model name: a file past this is not ours and is set aside unread."""
 
@@ -224,6 +226,7 @@ class ChatPanel(anywidget.AnyWidget):
             "select_model": lambda: self.select_model(str(content.get("value", ""))),
             "insert": lambda: self.insert(str(content.get("id", ""))),
             "register": lambda: self.register(str(content.get("id", ""))),
+            "export_component": lambda: self.export_component(str(content.get("id", ""))),
             "retry": lambda: self.retry(str(content.get("id", ""))),
             "save_flow": lambda: self.save_flow(str(content.get("id", ""))),
             "register_flow": lambda: self.register_flow(str(content.get("id", ""))),
@@ -418,6 +421,35 @@ class ChatPanel(anywidget.AnyWidget):
         self.notice = "Registering with Langflow..."
         asyncio.run_coroutine_threadsafe(go(), get_loop())
 
+    def export_component(self, message_id: str, directory: str | Path | None = None) -> Future[None] | None:
+        """**Export**: add the card's component to the Langflow extension bundle next to the
+        notebook (``EXPORT_DIR``; ``langflow/extension.py``: validated again, security scan in
+        reject mode, a test from its smoke inputs), in the background; the notice says where it
+        is and how to install it. Components exported there before stay."""
+        message = self._message(message_id)
+        if not message or not message.get("code") or message.get("kind") != "component":
+            self.notice = "Only a validated component can be exported."
+            return None
+        target = Path(directory) if directory is not None else Path.cwd() / EXPORT_DIR
+
+        def job() -> str:
+            from lfassist_jupyter.errors import ConfigError
+
+            try:
+                exported = self.workspace.export_extension(target, [message["code"]])
+            except ConfigError as exc:
+                return f"Not exported: {exc}"
+            if exported.skipped:
+                return f"Not exported: {exported.skipped[0]}"
+            return (
+                f"Exported {message.get('class_name') or 'the component'} to the extension in {exported.path} "
+                f"({len(exported.components) + len(exported.kept)} component(s)): `pip install {exported.path}` "
+                "into Langflow's environment; `lfx extension validate` checks it."
+            )
+
+        self.notice = "Exporting the component as a Langflow extension..."
+        return self._background(job)
+
     # -- flow card buttons --------------------------------------------------------------------
 
     def _flow(self, message_id: str) -> dict[str, Any] | None:
@@ -453,7 +485,7 @@ class ChatPanel(anywidget.AnyWidget):
         except ConfigError as exc:
             self.notice = f"Not saved: {exc}"
             return None
-        self.notice = f"Saved {path} — import it in Langflow (Upload a flow)."
+        self.notice = f"Saved {path} (id {flow['id']}) — import it in Langflow (Upload a flow), or `lfx push` it."
         return path
 
     def _background(self, job: Callable[[], str]) -> Future[None]:

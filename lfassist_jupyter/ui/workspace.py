@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.core.session import SessionStore
     from lfassist_jupyter.langflow.client import LangflowClient, RegisteredComponent
+    from lfassist_jupyter.langflow.extension import ExportedExtension
     from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
     from lfassist_jupyter.ports import ComponentValidator
     from lfassist_jupyter.sandbox.answers import FlowRun
@@ -102,6 +103,24 @@ class Workspace:
         from lfassist_jupyter.ui.messages import transcript
 
         return transcript(self.store.load(session_id))
+
+    def session_components(self, session_id: str) -> dict[str, str]:
+        """A conversation's validated components, the latest version of each class (class name ->
+        code): what ``%assist export`` exports."""
+        found: dict[str, str] = {}
+        for turn in self.store.load(session_id).turns:
+            if turn.kind == "component" and turn.validated and turn.class_name:
+                found[turn.class_name] = turn.content
+        return found
+
+    def export_extension(self, directory: str | Path, codes: list[str], name: str | None = None) -> ExportedExtension:
+        """Blocking: ``codes`` validated again (security scan in reject mode) and written as a
+        Langflow extension bundle in ``directory`` (``langflow/extension.py``)."""
+        from lfassist_jupyter.langflow.extension import export_extension
+
+        validator = self.local_validator()
+        sandbox = validator if hasattr(validator, "validate") else None
+        return export_extension(directory, codes, name=name, validator=sandbox, timeout=self.config.validator_timeout)
 
     # -- validation and Langflow ----------------------------------------------------------------
 
@@ -209,10 +228,15 @@ class Workspace:
     # -- flows ------------------------------------------------------------------------------
 
     def register_flow(self, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
-        """Blocking: create the flow in the connected Langflow, or update ours of the same name."""
+        """Blocking: create the flow in the connected Langflow, or update it in place (the flow
+        with its id, else ours of the same name). The flow keeps the id it is registered under,
+        so a later Save writes that id and ``lfx push`` of the file updates the same flow."""
         from lfassist_jupyter.langflow.flows import register_flow
 
-        return register_flow(self._client(), flow, name)
+        registered = register_flow(self._client(), flow, name)
+        if isinstance(flow, dict):
+            flow["id"] = registered.id
+        return registered
 
     def run_registered_flow(self, flow_id: str, input_text: str) -> FlowRunResult:
         """Blocking: run a flow stored in the connected Langflow on ``input_text``."""
@@ -239,27 +263,17 @@ class Workspace:
 
     @staticmethod
     def save_flow(flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
-        """Write ``flow`` as a JSON file Langflow's UI imports (name, description, data{nodes, edges}).
+        """Write ``flow`` as a Langflow 1.13 flow file (``flows/flowfile.py``): Langflow's UI
+        imports it, ``lfx validate`` checks it, ``lfx push`` upserts it by its stable id.
 
-        Raises ``ConfigError`` with one line when the file cannot be written."""
-        import json
+        The flow keeps the id it was saved with (its own, the overwritten file's, or a new one),
+        so saving it again, or registering it, uses the same id. Raises ``ConfigError`` with one
+        line when it is not a flow or the file cannot be written."""
+        from lfassist_jupyter.flows.flowfile import write_flow_file
 
-        from lfassist_jupyter.errors import ConfigError, LangflowError
-        from lfassist_jupyter.langflow.flows import flow_body
-
-        target = Path(path).expanduser()
-        if target.suffix.lower() != ".json":
-            target = target.with_name(target.name + ".json")
-        try:
-            body = flow_body(flow, name)
-        except LangflowError as exc:
-            raise ConfigError(str(exc)) from exc
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(body, indent=2), encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"Could not write {target}: {exc.strerror or exc}") from exc
-        return target.resolve()
+        saved = write_flow_file(flow, path, name=name)
+        flow["id"] = saved.id
+        return saved.path
 
     # -- models -----------------------------------------------------------------------------
 

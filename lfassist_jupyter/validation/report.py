@@ -17,7 +17,7 @@ Two verdicts live side by side and must never be confused:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -58,6 +58,26 @@ class MissingPackage(BaseModel):
     """For a flow: the nodes that need it."""
 
 
+class SampleInput(BaseModel):
+    """One input's sample value in the smoke run, as JSON (the worker's ``sample_record``): what
+    a test outside the sandbox sets to repeat it (the extension bundle's tests)."""
+
+    kind: Literal["Message", "Data", "DataFrame", "file", "value", "list", "unknown"]
+    text: str | None = None  # Message, file
+    data: dict[str, Any] | None = None  # Data
+    rows: list[dict[str, Any]] | None = None  # DataFrame
+    value: Any = None  # value
+    items: list[SampleInput] | None = None  # list
+
+
+class OutputCall(BaseModel):
+    """What one output did when the smoke run called it: the class it returned, or raised."""
+
+    method: str
+    returned: str | None = None
+    raised: str | None = None
+
+
 class ValidationReport(BaseModel):
     is_valid: bool  # builds and no error finding (a static-only report: no error finding so far)
     builds: bool | None = None  # Langflow's verdict; None when lfx was not asked
@@ -74,6 +94,8 @@ class ValidationReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     smoke: SmokeStatus = "not_run"
     smoke_reason: str | None = None  # why the smoke phase was skipped, when it was
+    smoke_inputs: dict[str, SampleInput] = Field(default_factory=dict)  # input name -> its sample value
+    smoke_outputs: dict[str, OutputCall] = Field(default_factory=dict)  # output name -> what it did
     phases_run: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     lfx_version: str | None = None

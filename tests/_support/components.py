@@ -37,10 +37,12 @@ LOWER_AND_UPPER = GOOD.replace("UppercaseComponent", "CaseComponent").replace(
 """,
 )
 
-# Wrong import path: static analysis cannot see it; lfx fails at runtime.
+# An import of a class lfx does not have (a model's invention): static analysis cannot see it, lfx
+# fails at runtime, and no repair is certain (``from lfx.base import Component``, a real name from
+# the wrong module, is repaired without a model call: _support/mistakes.py).
 WRONG_IMPORT = GOOD.replace(
-    "from lfx.custom.custom_component.component import Component", "from lfx.base import Component"
-)
+    "from lfx.custom.custom_component.component import Component", "from lfx.base import LangflowComponent"
+).replace("class UppercaseComponent(Component):", "class UppercaseComponent(LangflowComponent):")
 
 # Langflow's own Assistant let this one through: it builds, but the output crashes on first use.
 DATA_LIST_BUG = """\

@@ -22,7 +22,8 @@ from typing import Any
 
 class FakeLangflow:
     """``flows``: the headers ``GET /api/v1/flows/`` lists; ``stored``: id -> the flow
-    ``GET /api/v1/flows/{id}`` answers; ``starters``: ``GET /api/v1/starter-projects/``; with
+    ``GET /api/v1/flows/{id}`` answers (``PUT`` there stores one, as Langflow 1.13's upsert);
+    ``starters``: ``GET /api/v1/starter-projects/``; with
     ``starters_mb``, that list is padded to about that many megabytes (copies of the first
     template, as a server with a huge template list would send), streamed in chunks."""
 
@@ -139,6 +140,19 @@ def _serve(config: dict[str, Any]) -> None:
                     return self._stream_starters()
                 return self._json(config["starters"])
             return self._json({"detail": "Not Found"}, 404)
+
+        def do_PUT(self) -> None:
+            """Langflow 1.13's upsert: the flow is stored (and listed) under the id in the path."""
+            path = self.path.split("?")[0]
+            flow_id = path.rstrip("/").rsplit("/", 1)[1]
+            if not path.startswith("/api/v1/flows/"):
+                return self._json({"detail": "Not Found"}, 404)
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            created = flow_id not in config["stored"]
+            config["stored"][flow_id] = {**body, "id": flow_id}
+            if created:
+                config["flows"].append({"id": flow_id, "name": body.get("name"), "tags": body.get("tags") or []})
+            return self._json(config["stored"][flow_id], 201 if created else 200)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -109,7 +109,7 @@ async def test_fail_then_fix_sends_error_and_code_back(llm, make_assistant):
     assert failed.attempt == 1 and failed.error and failed.component_code == WRONG_IMPORT
     retry_prompt = llm.requests[2].last_user
     assert failed.error in retry_prompt
-    assert "from lfx.base import Component" in retry_prompt
+    assert "from lfx.base import LangflowComponent" in retry_prompt
     assert events[-1].data.validated is True and events[-1].data.validation_attempts == 2
 
 

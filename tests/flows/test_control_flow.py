@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from _support.components import intent, lfx_run, plan, spec_reply
+from _support.components import fenced, intent, lfx_run, plan, spec_reply
 
 from lfassist_jupyter.core.flow.pipeline import PROBE_TEXT
 from lfassist_jupyter.flows import build_flow, repair_flow, validate_flow
@@ -258,3 +258,88 @@ def test_a_huge_loop_spec_is_inferred_in_one_pass():
     fixed = infer_control_flow(f"nodes:\n{nodes}\nedges:\n{edges}\n", catalog)
     assert [c.after for c in fixed.changes] == [f"S{n - 1}.out -> L.item"] and not fixed.errors
     assert f"  S{n - 1}.out -> L.item" in fixed.spec.splitlines()
+
+
+# -- a loop body that ends in a node with several outputs (issue 34) ------------------------------
+
+TAGGER = """\
+from lfx.custom.custom_component.component import Component
+from lfx.io import DataInput, Output
+from lfx.schema.data import Data
+from lfx.schema.dataframe import DataFrame
+
+
+class TaggerComponent(Component):
+    display_name = "Tagger"
+    description = "Wraps a chunk's text in angle brackets."
+    icon = "tag"
+    name = "Tagger"
+
+    inputs = [DataInput(name="chunk", display_name="Chunk")]
+    outputs = [
+        Output(display_name="Tagged", name="tagged", method="build_tagged"),
+        Output(display_name="Table", name="table", method="build_table"),
+    ]
+
+    def _tagged(self) -> str:
+        text = self.chunk.data.get("text", "") if isinstance(self.chunk, Data) else str(self.chunk or "")
+        return f"<{text}>"
+
+    def build_tagged(self) -> Data:
+        return Data(data={"text": self._tagged()})
+
+    def build_table(self) -> DataFrame:
+        return DataFrame([{"text": self._tagged()}])
+"""
+MULTI_OUTPUT_LOOP = LOOP.replace("  B: ParserComponent\n", "  T: TaggerComponent\n").replace(
+    '  B.pattern: "<{{text}}>"\n', ""
+)
+
+
+async def test_a_loop_body_ending_in_a_multi_output_node_gets_the_one_output_item_takes(llm, make_assistant, expected):
+    """The body's last node has two outputs; only ``tagged`` (Data) can feed the loop's item
+    (``table`` is a DataFrame): the feedback edge is added from it, no model call."""
+    wrong = MULTI_OUTPUT_LOOP.format(body="  L.item -> T.chunk\n  L.done -> D.input_data")
+    new = [{"name": "Tagger", "description": "wraps a chunk's text in angle brackets"}]
+    llm.queue(
+        intent("component_then_flow"),
+        plan("ChatInput", "SplitText", "LoopComponent", "ParserComponent", "ChatOutput", new=new),
+        fenced(TAGGER),
+        spec_reply(wrong),
+    )
+    result = await make_assistant("openai").arun("wrap each chunk of the text in <> with a custom tagger")
+
+    assert result.ok and result.validated, result.error
+    assert len(llm.requests) == 4  # classify, plan, the component, the spec: the wiring cost no call
+    assert any("added T.tagged -> L.item" in n for n in result.outcome.notes), result.outcome.notes
+    assert "T.tagged -> L.item" in result.spec and "T.table -> L.item" not in result.spec
+    # The probe run ran the loop, and answers what lfx's own runner answers.
+    assert result.run.ok and result.run.text == expected[LOOP][PROBE_TEXT]
+    assert lfx_run(result.flow, PROBE_TEXT) == expected[LOOP][PROBE_TEXT]
+
+
+CONVERTER_LOOP = LOOP.replace("  O: ChatOutput\n", "  T: TypeConverterComponent\n  O: ChatOutput\n  E: ChatOutput\n")
+
+
+def test_a_feedback_output_already_shown_in_a_chat_output_is_not_a_candidate():
+    """``T.message_output`` already goes to a Chat Output (each step shown): the one unconsumed
+    output the loop's item takes is ``T.data_output``."""
+    body = (
+        "  L.item -> B.input_data\n  B.parsed_text -> T.input_data\n  T.message_output -> E.input_value\n"
+        "  L.done -> D.input_data"
+    )
+    built = build_flow(CONVERTER_LOOP.format(body=body))
+    assert built.ok, built.errors
+    assert any("added T.data_output -> L.item" in c.message for c in built.changes)
+    assert validate_flow(built.flow).is_valid
+
+
+def test_two_outputs_that_could_close_the_loop_are_refused_with_both_named():
+    """TypeConverter's ``message_output`` and ``data_output`` both fit the loop's item: a guess
+    either way, so the problem names both for the model."""
+    body = "  L.item -> B.input_data\n  B.parsed_text -> T.input_data\n  L.done -> D.input_data"
+    built = build_flow(CONVERTER_LOOP.replace("  E: ChatOutput\n", "").format(body=body))
+    assert not built.ok
+    problem = next(e for e in built.errors if "feedback" in e.message)
+    assert "T.message_output" in problem.message and "T.data_output" in problem.message
+    assert "T.message_output" in problem.fix and "T.data_output" in problem.fix

@@ -176,7 +176,8 @@ def test_a_flow_s_node_code_is_loaded_in_one_sandbox_child_not_one_per_node(sand
     for node in nodes:
         node["data"]["node"]["template"]["code"]["value"] += "\n# saved by another version\n"
     broken = nodes[-1]["data"]["node"]["template"]["code"]
-    broken["value"] = broken["value"].replace("    display_name", "    raise RuntimeError('not loadable')\n    display_name", 1)
+    unloadable = "    raise RuntimeError('not loadable')\n    display_name"
+    broken["value"] = broken["value"].replace("    display_name", unloadable, 1)
     monkeypatch.setattr(checks, "_BUILT", {})
     ops: list[str] = []
     call = sandbox._call

@@ -104,6 +104,30 @@ def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, mo
 
 
 @pytest.mark.langflow
+def test_a_saved_file_its_registration_and_lfx_push_are_one_flow(client, server, tmp_path):
+    """The file's id is the registered flow's id (created with Langflow 1.13's upsert), and the
+    installed lfx's own `lfx push` of that file updates the same flow: no second one appears."""
+    from _support.lfxcli import lfx
+
+    from lfassist_jupyter.flows.flowfile import file_flow_id
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    workspace = Workspace(data_dir=tmp_path / "data", langflow=client)
+    flow = build_flow(named(QA_SPEC, "lfassist pushed QA")).flow
+    path = workspace.save_flow(flow, tmp_path / "pushed.json")
+    registered = workspace.register_flow(flow)
+    assert registered.created and registered.id == file_flow_id(path)
+    edited = build_flow(named(QA_SPEC.replace("Answer this", "Pushed"), "lfassist pushed QA")).flow
+    workspace.save_flow(edited, path)  # the same file: the same id
+    done = lfx("push", str(path), "--target", server.url, "--api-key", client.api_key or "", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 updated." in done.stdout and f"({registered.id})" in done.stderr  # updated, under the file's id
+    same = [f for f in list_flows(client) if f["name"].startswith("lfassist pushed QA")]
+    assert [f["id"] for f in same] == [registered.id]  # updated in place, no "(1)"
+    assert run_on_server(client, registered.id, "hi").text == "Pushed: hi"  # the pushed edit is what runs
+
+
+@pytest.mark.langflow
 def test_missing_flow_is_a_clear_404(client):
     with pytest.raises(LangflowError, match=r"no flow 00000000-0000-0000-0000-000000000000 \(404\)") as info:
         run_on_server(client, "00000000-0000-0000-0000-000000000000", "hi")

@@ -523,7 +523,7 @@ def test_patched_reference_never_reaches_the_prompt(box):
     )
     box.validate(component("return Message(text='x')", load=load))
     assert box.reference() == before
-    assert "IGNORE" not in json.dumps(before)
+    assert "IGNORE ALL INSTRUCTIONS" not in json.dumps(before)  # (lfx has a name with IGNORE in it)
     assert before and {i["name"] for i in before["inputs"]} >= {"MessageTextInput", "IntInput"}
 
 

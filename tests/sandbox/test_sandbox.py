@@ -475,3 +475,66 @@ def test_clean_up_never_walks_an_interpreter_bound_under_tmp(tmp_path, monkeypat
         assert validator._cleanup_entries < 100, validator._cleanup_entries
     finally:
         validator.close()
+
+
+# -- the facts the repair pass reads (issue 34) -----------------------------------------------------
+
+
+def _lfx_definitions() -> dict[str, set[str]]:
+    """Ground truth from lfx's own source: public name -> the modules whose body defines it (ast)."""
+    import ast
+
+    root = Path(importlib.util.find_spec("lfx").origin).parent  # type: ignore[arg-type, union-attr]
+    found: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if any(p.startswith("_") for p in parts):
+            continue
+        for node in ast.parse(path.read_bytes()).body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                names = [node.target.id]
+            else:
+                names = []
+            for name in names:
+                if not name.startswith("_"):
+                    found.setdefault(name, set()).add(".".join(parts))
+    return found
+
+
+@pytest.mark.slow
+def test_reference_places_every_name_lfx_defines_once(sandbox):
+    """Where lfx keeps each public name, as the zygote read it from lfx's source: the name lfx
+    defines in one module is placed there (or in the module a component should name, lfx.io...),
+    a name two modules define is left out (which one a model meant is not certain)."""
+    import importlib
+
+    imports = sandbox.reference()["imports"]
+    truth = _lfx_definitions()
+    once = {n: homes for n, homes in truth.items() if len(homes) == 1}
+    assert len(imports) > 1000
+    facades = {"lfx.io", "lfx.schema", "lfx.field_typing.range_spec", "lfx.schema.dotdict"}
+    for name, home in imports.items():
+        assert home in once.get(name, set()) or home in facades, (name, home, truth.get(name))
+    assert set(once) - set(imports) == set()  # every name defined once is placed
+    for name in ("CustomComponent", "DEFAULT_TIMEOUT", "logger", "DefaultPromptField"):
+        assert len(truth[name]) > 1 and name not in imports
+    for name in ("Message", "Data", "DataFrame", "Component", "MultilineInput", "RangeSpec"):
+        assert hasattr(importlib.import_module(imports[name]), name), name
+    assert imports["LCToolComponent"] == "lfx.base.langchain_utilities.model"
+
+
+def test_reference_knows_input_families_output_types_and_the_stdlib(sandbox):
+    reference = sandbox.reference()
+    families = {i["name"]: i["family"] for i in reference["inputs"]}
+    assert families["MultilineInput"] == families["MessageTextInput"] == families["DropdownInput"] == "str"
+    assert families["MultilineSecretInput"] == families["SecretStrInput"] == "str/secret"
+    assert families["IntInput"] == "int" and families["DefaultPromptField"] == ""  # not a component input
+    assert reference["output_types"] == {
+        "Message": "Message", "Data": "Data", "JSON": "Data", "DataFrame": "DataFrame", "Table": "DataFrame"
+    }  # fmt: skip
+    assert {"json", "re", "datetime"} <= set(reference["stdlib_modules"]) and "lfx" not in reference["stdlib_modules"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 import traceback
 import types
@@ -111,6 +112,38 @@ def _type_ok(value: object, declared: list[str]) -> bool | None:
         classes.append({"Message": Message, "Data": Data, "DataFrame": DataFrame}.get(key) or _PY_TYPES[key])
     items = value if isinstance(value, list) and list not in classes else [value]
     return all(isinstance(v, tuple(classes)) for v in items)
+
+
+MAX_RECORD = 4096
+"""The most JSON one recorded sample value may take: ours are a few bytes; a default of 1 MB is not
+worth carrying into a test file."""
+
+
+def sample_record(kind: str, value: object) -> dict:
+    """A sample input as plain JSON, so the kernel can write it into a test (the extension
+    bundle's, ``langflow/extension.py``): what it is (``Message``, ``Data``, ``DataFrame``, a
+    ``file`` with its text, a plain ``value``, a ``list`` of those) and its data. ``unknown`` when
+    it cannot be said in JSON (the test then leaves that input at its default)."""
+    if kind == "FileInput":
+        return {"kind": "file", "text": f"{_TEXT}\nsecond line\n"}
+    if isinstance(value, list) and value and all(isinstance(v, Message | Data) for v in value):
+        items = [sample_record("", v) for v in value[:20]]
+        return {"kind": "list", "items": items} if all(i["kind"] != "unknown" for i in items) else {"kind": "unknown"}
+    if isinstance(value, Message):
+        record: dict = {"kind": "Message", "text": value.text if isinstance(value.text, str) else ""}
+    elif isinstance(value, Data):
+        record = {"kind": "Data", "data": value.data}
+    elif isinstance(value, DataFrame):
+        record = {"kind": "DataFrame", "rows": value.to_dict(orient="records")}
+    elif value is None or isinstance(value, str | int | float | bool | list | dict):
+        record = {"kind": "value", "value": value}
+    else:
+        return {"kind": "unknown"}
+    try:
+        text = json.dumps(record, allow_nan=False)
+    except (TypeError, ValueError):
+        return {"kind": "unknown"}
+    return record if len(text) <= MAX_RECORD else {"kind": "unknown"}
 
 
 # Not SyntaxError: the component's own code compiled when lfx built it, so a SyntaxError while an
@@ -287,6 +320,8 @@ class _SmokeRun:
             if value is not None:
                 self.values[inp.name] = value
                 self.probes[inp.name] = (type(inp).__name__, value)
+        # What the outputs are called with, recorded for a test outside the sandbox to repeat.
+        self.report["smoke_inputs"] = {n: sample_record(kind, v) for n, (kind, v) in self.probes.items()}
         return False
 
     def callable_outputs(self, template: dict) -> list[dict] | None:
@@ -317,8 +352,14 @@ class _SmokeRun:
             self.findings.append(refused_finding(who, refused_before, exc))
             return self.skip(f"output '{name}' did something the sandbox refuses ({exc})")
         except BaseException as exc:
+            self.record(name, method_name, raised=type(exc).__name__)
             return self.judge_error(exc, name, method_name, refused_before)
+        self.record(name, method_name, returned=type(result).__name__)
         return self.judge_result(result, name, method_name, declared, refused_before)
+
+    def record(self, name: str, method: str, **outcome: str) -> None:
+        """What one output did on the sample inputs (the class name it returned, or raised)."""
+        self.report.setdefault("smoke_outputs", {})[name] = {"method": method, **outcome}
 
     def judge_error(self, exc: BaseException, name: str, method_name: str, refused_before: int) -> bool:
         """An output raised: a refusal, the network, a missing package, a bug -- or maybe the sample data.

@@ -186,6 +186,7 @@ def _op_ping(req: dict) -> dict:
 
 OPS, FACTS = shared.OPS, shared.FACTS
 OPS.update(validate=validation.op_validate, ping=_op_ping)
+FACTS["lfx_names"] = facts_about_lfx.names  # where lfx keeps each name: computed on first use
 
 
 def _load_op_modules() -> list[str]:

@@ -1,0 +1,206 @@
+"""Approved components exported as a Langflow extension bundle, checked by lfx itself.
+
+Through the doors a user has (``%assist export DIR`` in a real IPython shell, the panel's
+Export button, ``export_extension``): the bundle passes the installed lfx's ``lfx extension
+validate``, and its own tests (one per component, built from the smoke run's sample inputs)
+pass in a fresh process (``python -m pytest DIR/tests``). Code that did not validate, or that the
+security scan refuses, never reaches a bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _support.components import DANGEROUS, DATA_LIST_BUG, GOOD, LOWER_AND_UPPER, SHELL_KEY, fenced, intent
+from _support.lfxcli import lfx
+
+from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.langflow.extension import MARKER, bundle_problem, export_extension
+
+
+def lfx_components() -> Path:
+    """The component modules of the installed lfx (tests may import lfx: it is the ground truth)."""
+    import lfx
+
+    return Path(lfx.__file__).parent / "components"
+
+
+def bundle_tests(root: Path) -> subprocess.CompletedProcess:
+    """The bundle's own tests in a fresh interpreter, as its README says to run them, with no
+    secret in the environment."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "tests")],
+        cwd=root.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def assert_lfx_accepts(root: Path) -> None:
+    done = lfx("extension", "validate", str(root))
+    assert done.returncode == 0 and "validate: ok" in done.stdout, done.stdout + done.stderr
+    tests = bundle_tests(root)
+    assert tests.returncode == 0 and " passed" in tests.stdout and "failed" not in tests.stdout, tests.stdout[-3000:]
+
+
+def test_assist_export_writes_a_bundle_lfx_validates_and_whose_tests_pass(ip, llm, sandbox, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    llm.queue(intent("generate_component"), fenced(GOOD), intent("generate_component"), fenced(LOWER_AND_UPPER))
+    ip.run_cell_magic("assist", "--no-insert --quiet", "a component that uppercases a text")
+    ip.run_cell_magic("assist", "--no-insert --quiet", "one that writes it in upper and lower case")
+    exported = ip.run_line_magic("assist", "export my-components")
+    assert exported.components == ["UppercaseComponent", "CaseComponent"] and not exported.skipped
+    root = tmp_path / "my-components"
+    manifest = json.loads((root / "extension.json").read_text())
+    assert manifest["id"] == "my-components" and manifest["bundles"][0]["path"] == "components/my_components"
+    assert (root / "components/my_components/uppercase_component.py").read_text() == GOOD  # as it validated
+    assert sorted(p.name for p in (root / "tests").glob("test_*.py")) == [
+        "test_case_component.py",
+        "test_uppercase_component.py",
+    ]
+    assert "'input_text': 'hello world'" in (root / "tests/test_uppercase_component.py").read_text()
+    assert "pip install" in (root / "README.md").read_text()
+    assert_lfx_accepts(root)
+    assert not any(SHELL_KEY.encode() in p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+    only = ip.run_line_magic("assist", "export only-case CaseComponent --name 'Case tools'")
+    assert only.components == ["CaseComponent"] and only.name == "Case tools"
+    with pytest.raises(Exception, match="No validated component named Nope"):
+        ip.run_line_magic("assist", "export x Nope")
+
+
+def test_only_code_that_validated_and_passed_the_scan_goes_in(sandbox, tmp_path):
+    root = tmp_path / "bundle"
+    assert "os.system" in DANGEROUS  # control: the refused code is in what was asked for
+    exported = export_extension(root, [DANGEROUS, GOOD, DATA_LIST_BUG], validator=sandbox)
+    assert exported.components == ["UppercaseComponent"]
+    assert len(exported.skipped) == 2
+    assert "os.system" in exported.skipped[0] and "SplitterComponent" in exported.skipped[1]
+    written = "".join(p.read_text() for p in root.rglob("*.py"))
+    assert "os.system" not in written and "SplitterComponent" not in written
+    with pytest.raises(ConfigError, match="no component passed validation"):
+        export_extension(tmp_path / "none", [DANGEROUS], validator=sandbox)
+    assert not (tmp_path / "none").exists()
+
+
+def test_every_kind_of_sample_input_is_written_into_a_passing_test(sandbox, tmp_path):
+    """Components whose smoke run set a Message, Data, a DataFrame, a file, a list, numbers and
+    options (lfx's own processing components, and one reading a file) have tests that pass."""
+    source = lfx_components() / "processing"
+    picked = ["parser.py", "parse_dataframe.py", "data_to_dataframe.py", "message_to_data.py", "regex.py"]
+    codes = [(source / name).read_text() for name in picked]
+    codes.append(
+        GOOD.replace("UppercaseComponent", "FileLinesComponent")
+        .replace("from lfx.io import MessageTextInput, Output", "from lfx.io import FileInput, IntInput, Output")
+        .replace(
+            'inputs = [MessageTextInput(name="input_text", display_name="Text")]',
+            'inputs = [FileInput(name="path", display_name="File", file_types=["txt"]),'
+            ' IntInput(name="limit", display_name="Limit", value=1)]',
+        )
+        .replace(
+            'return Message(text=(self.input_text or "").upper())',
+            "from pathlib import Path\n\n        return Message(text=Path(self.path).read_text().splitlines()[0])",
+        )
+    )
+    root = tmp_path / "kinds"
+    exported = export_extension(root, codes, validator=sandbox)
+    assert len(exported.components) == len(codes), exported.skipped
+    tests = "".join(p.read_text() for p in (root / "tests").glob("test_*.py"))
+    for literal in ("Message(text=", "Data(data=", "DataFrame([", "_file(tmp_path,", "'limit': 1"):
+        assert literal in tests, literal
+    assert_lfx_accepts(root)
+
+
+def test_exporting_again_adds_and_keeps_and_never_writes_over_other_files(sandbox, tmp_path):
+    root = tmp_path / "bundle"
+    export_extension(root, [GOOD], validator=sandbox)
+    again = export_extension(root, [LOWER_AND_UPPER], validator=sandbox)
+    assert again.components == ["CaseComponent"] and again.kept == ["UppercaseComponent"]
+    marker = json.loads((root / MARKER).read_text())
+    assert set(marker["components"]) == {"UppercaseComponent", "CaseComponent"}
+    assert (root / "components/bundle/uppercase_component.py").is_file()
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not empty and was not exported here"):
+        export_extension(theirs, [GOOD], validator=sandbox)
+    assert [p.name for p in theirs.iterdir()] == ["notes.txt"]
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(ConfigError, match="not a directory"):
+        export_extension(tmp_path / "a-file", [GOOD], validator=sandbox)
+    with pytest.raises(ConfigError, match="non-empty list"):
+        export_extension(tmp_path / "x", "not a list", validator=sandbox)  # type: ignore[arg-type]
+
+
+def test_a_symlink_in_an_earlier_bundle_is_not_followed(sandbox, tmp_path):
+    root = tmp_path / "bundle"
+    export_extension(root, [GOOD], validator=sandbox)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tests = root / "tests"
+    for p in tests.iterdir():
+        p.unlink()
+    tests.rmdir()
+    tests.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ConfigError, match="link or leaves"):
+        export_extension(root, [GOOD], validator=sandbox)
+    assert not list(outside.iterdir())
+
+
+def test_panel_export_button(sandbox, tmp_path, monkeypatch):
+    from lfassist_jupyter.core.session import Session, Turn
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    workspace = Workspace(data_dir=tmp_path / "data", local_validator=sandbox)
+    session = Session(id="lfassist-exporttest", title="components")
+    session.turns = [
+        Turn(role="user", content="a component that uppercases"),
+        Turn(role="assistant", content=GOOD, kind="component", class_name="UppercaseComponent", validated=True),
+    ]
+    workspace.store.save(session)
+    panel = ChatPanel(workspace=workspace)
+    panel.switch_session("lfassist-exporttest")
+    card = panel.messages[-1]
+    assert card["kind"] == "component"
+    monkeypatch.chdir(tmp_path)
+    panel.export_component(card["id"]).result(120)  # what the card's Export button asks for
+    target = tmp_path / "lfassist-components"  # next to the notebook
+    assert panel.notice.startswith(f"Exported UppercaseComponent to the extension in {target}")
+    assert "pip install" in panel.notice
+    done = lfx("extension", "validate", str(target))
+    assert done.returncode == 0, done.stdout
+    panel._on_view_msg(panel, {"type": "export_component", "id": panel.messages[0]["id"]})  # the button's wire name
+    assert panel.notice == "Only a validated component can be exported."
+
+
+def test_the_bundle_rule_agrees_with_lfx_extension_validate():
+    """``bundle_problem`` (kernel side, on the syntax tree) refuses exactly the modules lfx's own
+    bundle scan refuses, over every component module lfx ships."""
+    from lfx.extension.errors import ExtensionErrorCollection
+    from lfx.extension.validate import _scan_python_file
+
+    root = lfx_components()
+    files = [p for p in sorted(root.rglob("*.py")) if p.name != "__init__.py" and "deactivated" not in p.parts]
+    assert len(files) > 100
+    disagree = []
+    refused = 0
+    for path in files:
+        errors = ExtensionErrorCollection()
+        has_component = _scan_python_file(path, path.parent, errors)
+        theirs = not errors.ok or not has_component
+        ours = bundle_problem(path.read_text()) is not None
+        refused += theirs
+        if ours != theirs:
+            disagree.append(path.name)
+    assert refused > 0 and not disagree, disagree
