@@ -633,7 +633,8 @@ def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
             "real flows (held back): validate_flow per flow p50, first validation",
             f"{corpus['validate_ms_p50']:.0f} ms",
             f"p95 {corpus['validate_ms_p95']:.0f} ms",
-            "a flow's node code loaded in one sandbox child",
+            f"a flow's node code loaded in one sandbox child ({corpus.get('sandbox_ops_per_flow_max')} requests "
+            "per flow at most)",
         ),
     ]
 
