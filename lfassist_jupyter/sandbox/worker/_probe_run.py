@@ -203,7 +203,9 @@ def register(ops: dict, facts: dict) -> None:
         ``component_template`` says them.  One fork and one import of what the codes share
         (langchain's vector stores, an SDK) per flow instead of one per node, as lfx itself loads
         a flow in one process.  Each code has ``each`` seconds and all of them ``timeout``; a code
-        the time left no room for gets no verdict (the answer's list stops before it)."""
+        the time left no room for gets no verdict (the answer's list stops before it).  The codes
+        share this child as they share lfx's process in a run: one may change what the next one
+        finds (a module it patched), as it would there; none reaches past the child."""
         import time
 
         started = time.monotonic()
