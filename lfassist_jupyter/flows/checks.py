@@ -7,9 +7,11 @@ what Langflow runs, and ``lfx run`` fails on a node whose code does not parse.  
 anything else, ``validate_flow`` asks this module, which reads the text and the JSON itself
 (no lfx: ``ast.parse`` only, nothing executed in this process).
 
-Code that parses but is custom (no built-in carries the same code) is built by lfx in the
-sandbox (``SandboxValidator.component_template``), never here, and its error is named
-per node.
+Code that parses but is custom (no built-in carries the same code) is loaded by lfx in the
+sandbox as lfx loads a flow's node (``SandboxValidator.component_verdicts``: all of a flow's
+codes in one child), never here, and its error is named per node.  lfx's own code is neither
+parsed nor loaded again, and every verdict is remembered by the code's hash: validating a flow
+a second time costs no sandbox request.
 """
 
 from __future__ import annotations
