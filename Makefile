@@ -1,5 +1,7 @@
 # Two commands do all the set-up: `make demo` runs the main job and `make test` passes the
 # tests; each builds what it needs (.venv, the JS bundle, Chromium for the browser tests).
+# `make test-fast` is the quick loop while working: lint and the tests not marked slow,
+# browser or langflow (no real kernel, no whole-corpus scan, no Langflow server, no notebooks).
 # Only Python 3.10+, pip, node/npm (and apt, for Chromium) are required on the machine.
 
 PYTHON   ?= python3
@@ -9,7 +11,7 @@ STAMP    := $(VENV)/.installed
 BUNDLE   := lfassist_jupyter/static/widget.js
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test demo lint bench screenshots clean
+.PHONY: test test-fast demo lint bench screenshots clean
 
 $(BUNDLE): js/widget.js js/widget.css package.json package-lock.json
 	npm ci --silent --no-audit --no-fund
@@ -36,6 +38,13 @@ test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
+
+# The markers are declared in pyproject.toml; `tests` alone leaves out the nbval notebooks (kernels).
+test-fast: $(STAMP)
+	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q -m "not slow and not browser and not langflow" tests
 
 # The main job, offline unless a provider is configured: executes notebooks/quickstart.ipynb
 # and writes notebooks/_build/quickstart.ipynb and .html.  `make demo ARGS=--all` runs them all.

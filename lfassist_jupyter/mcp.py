@@ -152,6 +152,22 @@ async def _progress(ctx: Context, done: float, total: float | None, message: str
         await ctx.report_progress(done, total, message)
 
 
+def _outgoing(the_flow: dict[str, Any], what: str) -> None:
+    """Only custom code the security scan passes in reject mode leaves for Langflow (a saved file,
+    a registration): built-in code is known from the sandbox's catalogue (issue 30)."""
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.flows.catalog import default_catalog
+    from lfassist_jupyter.flows.checks import outgoing_flow_problem
+    from lfassist_jupyter.sandbox.client import default_validator
+
+    try:
+        problem = outgoing_flow_problem(the_flow, default_catalog(default_validator()))
+    except ConfigError as exc:
+        problem = f"its code cannot be checked without the component catalogue ({exc})"
+    if problem is not None:
+        raise ToolFailure(f"{problem}; {what}.")
+
+
 def build_server(root: str | Path | None = None, *, max_retries: int | None = None) -> FastMCP:
     """The MCP server with its tools (register tools only when ``LANGFLOW_URL`` is set)."""
     base = Path(root or os.getcwd()).expanduser().resolve()
@@ -290,6 +306,7 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
         target = _inside(base, path, "path")
         if name is not None:
             _text(name, "name", 200)
+        await asyncio.to_thread(_outgoing, the_flow, "nothing was written")
         saved = await asyncio.to_thread(write_flow_file, the_flow, target, name=name)
         return {"path": str(saved.path), "id": saved.id, "id_source": saved.id_source}
 
@@ -358,6 +375,7 @@ def _langflow_tools(tool: Callable[[Callable[..., Awaitable[Any]]], Any]) -> Non
         the_flow = _flow(flow)
         if name is not None:
             _text(name, "name", 200)
+        await asyncio.to_thread(_outgoing, the_flow, "nothing was sent")
         registered = await aregister_flow(await client(), the_flow, name)
         return {**vars(registered), "link": registered.link}
 

@@ -75,8 +75,12 @@ class FlowSandbox(Protocol):
         extra: dict[str, dict[str, Any]] | None = None,
         repair: bool = True,
         timeout: float | None = None,
+        refresh: list[str] | None = None,
+        templates: dict[str, dict[str, Any]] | None = None,
     ) -> FlowBuild:
-        """Langflow flow JSON from spec text, built by lfx's builder (``flows.build_flow``)."""
+        """Langflow flow JSON from spec text, built by lfx's builder (``flows.build_flow``); the
+        code of ``extra``'s components runs only for the spec ids in ``refresh``, and
+        ``templates`` are such nodes' refreshed templates for a build that runs none of it."""
         ...
 
     def probe_run(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun:

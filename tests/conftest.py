@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import signal
 import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from _support.components import SHELL_KEY
 from _support.fakellm import FakeLLM
 
@@ -28,6 +26,27 @@ _PROVIDER_VARS = (
     "LANGFLOW_URL",
     "LANGFLOW_API_KEY",
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shells_closed_at_the_end():
+    """Close the run's IPython shells once, at the end, without IPython's exit clean-up.
+
+    Every ``InteractiveShell`` registers ``atexit_operations``, which resets its namespace and
+    runs a full ``gc.collect()``: with lfx and pydantic loaded, about a second per shell, and a
+    run creates a shell per magic test -- minutes of exit after the last test. Their history is
+    closed here instead (the saving thread stopped, the database closed); nothing else of that
+    clean-up matters to a test process about to exit."""
+    yield
+    interactiveshell = sys.modules.get("IPython.core.interactiveshell")
+    if interactiveshell is None:
+        return
+    for shell in [o for o in gc.get_objects() if isinstance(o, interactiveshell.InteractiveShell)]:
+        atexit.unregister(shell.atexit_operations)
+        if shell.history_manager is not None:
+            shell.history_manager.end_session()
+            shell.history_manager.close()
+            shell.history_manager = None
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +78,43 @@ def sandbox():
     yield validator
     sandbox_module._default = previous
     validator.close()
+
+
+@pytest.fixture(scope="session")
+def langflow_provider():
+    """The fake model provider the session's Langflow server calls (flows run there with models).
+
+    On 127.0.0.2, not 127.0.0.1: in a container, lfx rewrites "127.0.0.1" and "localhost" in a
+    provider's URL to the container's host (transform_localhost_url), which is not this machine."""
+    with FakeLLM(host="127.0.0.2") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def langflow_server(tmp_path_factory, langflow_provider):
+    """One real Langflow server for the whole run (tests marked ``langflow``).
+
+    Started by the first test that asks for it (a run without such tests starts none) and
+    stopped at the end of the session: its start-up is the slowest thing in the suite. Tests
+    that share it register components and flows under names of their own; a test that needs
+    the server to vanish puts a ``_support.forwarder.Forwarder`` in front of it and stops that.
+    """
+    from _support.langflow_env import SERVER_KEY, Server
+
+    # The server's environment points at the fake provider (``langflow_provider``) and holds a key,
+    # which Langflow makes the global variable OPENAI_API_KEY; its admin lets flows reach that
+    # address (Langflow refuses loopback addresses to flows otherwise).
+    env = {
+        "OPENAI_API_KEY": SERVER_KEY,
+        "OPENAI_BASE_URL": langflow_provider.openai_base_url,
+        "LANGFLOW_SSRF_ALLOWED_HOSTS": langflow_provider.host,
+    }
+    server = Server(tmp_path_factory.mktemp("langflow"), env=env)
+    try:
+        server.wait()
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -202,6 +202,16 @@ async def test_register_tools_with_a_configured_langflow(tmp_path):
             assert registered["link"].endswith(f"/flow/{saved['id']}")
             error, text = await agent.call("register_component", code=GOOD.replace("return", "eval('1'); return"))
             assert error and "security scan refuses" in text
+            # Issue 30: a flow whose built-in node carries extra code is neither saved nor sent.
+            poisoned = json.loads(json.dumps(built["flow"]))
+            for node in poisoned["data"]["nodes"]:
+                if node["data"]["type"] == "ChatOutput":
+                    code = node["data"]["node"]["template"]["code"]
+                    code["value"] = "import os; os.system('id')\n" + code["value"]
+            error, text = await agent.call("save_flow", flow=poisoned, path="poisoned.json")
+            assert error and "security scan refuses" in text and not (tmp_path / "poisoned.json").exists()
+            error, text = await agent.call("register_flow", flow=poisoned)
+            assert error and "security scan refuses" in text and "nothing was sent" in text
 
         extra = {"LANGFLOW_URL": langflow.url, "LANGFLOW_API_KEY": "lf-mcp-test-key-0123456789"}
         agent = await run_agent(params(tmp_path, **extra), script)

@@ -37,6 +37,11 @@ MODULES: dict[str, str] = {
     "pty": "spawns terminals",
     "code": "runs an interactive interpreter",
     "codeop": "compiles code dynamically",
+    "_posixshmem": "shares memory beyond the process (it outlives the request)",
+    "_imp": "loads code from a file",
+    "imp": "loads code from a file",
+    "zipimport": "loads code from a file",
+    "runpy": "runs code from a file",
 }
 
 # Built-in functions refused by name (reached bare, through ``builtins`` or a namespace).
@@ -82,7 +87,23 @@ ATTRS: dict[str, str] = {
     "importlib.spec_from_file_location": "loads code from a file",
     "importlib.module_from_spec": "loads code from a file",
     "importlib.SourceFileLoader": "loads code from a file",
+    "importlib.SourcelessFileLoader": "loads code from a file",
+    "importlib.ExtensionFileLoader": "loads native code from a file",
+    "importlib.load_source": "loads code from a file",
+    "importlib.invalidate_caches": "imports a module the code just wrote",
+    "site.addsitedir": "adds a directory to the import path",
     "pandas.read_pickle": "executes code while loading data",
+    # Frames reach beyond the component: the code that called it, its arguments and answer.
+    "sys._getframe": "walks the interpreter's frames",
+    "sys._current_frames": "walks the interpreter's frames",
+    "inspect.currentframe": "walks the interpreter's frames",
+    "inspect.stack": "walks the interpreter's frames",
+    "inspect.trace": "walks the interpreter's frames",
+    "inspect.getouterframes": "walks the interpreter's frames",
+    "inspect.getinnerframes": "walks the interpreter's frames",
+    "traceback.walk_stack": "walks the interpreter's frames",
+    "traceback.walk_tb": "walks the interpreter's frames",
+    "logging.currentframe": "walks the interpreter's frames",
 }
 
 # ``module.<prefix>*`` refused (os.execv, os.spawnl, ...).
@@ -101,7 +122,28 @@ DUNDER_ESCAPES: dict[str, str] = {
     "__globals__": "escapes the component's scope",
     "__builtins__": "escapes the component's scope",
     "__code__": "escapes the component's scope",
+    # Frame walking (Langflow's own scan refuses the same names): from any frame, ``f_back``
+    # leads to the code that called the component, and ``f_locals`` to everything it holds.
+    "f_back": "walks the interpreter's frames",
+    "f_locals": "walks the interpreter's frames",
+    "f_globals": "walks the interpreter's frames",
+    "f_builtins": "walks the interpreter's frames",
+    "f_trace": "walks the interpreter's frames",
+    "tb_frame": "walks the interpreter's frames",
+    "gi_frame": "walks the interpreter's frames",
+    "cr_frame": "walks the interpreter's frames",
+    "ag_frame": "walks the interpreter's frames",
 }
+
+# The import path: changing it lets ``import`` load a module or a native library the code wrote.
+IMPORT_PATH: dict[str, str] = {
+    "sys.path": "changes the import path (a module or library the code wrote could be imported)",
+    "sys.meta_path": "changes how modules are found (code the component wrote could be loaded)",
+    "sys.path_hooks": "changes how modules are found (code the component wrote could be loaded)",
+    "sys.path_importer_cache": "changes how modules are found (code the component wrote could be loaded)",
+}
+# Files named like these are modules or native libraries: writing one is how code gets loaded.
+CODE_SUFFIXES: tuple[str, ...] = (".py", ".pyc", ".pyd", ".pyw", ".so", ".dylib", ".dll", ".pth")
 
 # -- the sandbox's audit hook ------------------------------------------------------------
 # Audit event -> the deny-list entry it enforces (None: refused at runtime only, no
@@ -138,6 +180,8 @@ EVENTS: dict[str, str | None] = {
     "os.removexattr": None,
     "os.chdir": None,
     "os.chroot": None,
+    "sys.settrace": "sys.settrace",
+    "sys.setprofile": "sys.setprofile",
 }
 NETWORK_EVENTS: frozenset[str] = frozenset(
     {
@@ -167,11 +211,16 @@ PATH_EVENTS: frozenset[str] = frozenset(
     }
 )
 # Imports the hook refuses: fresh copies of modules whose dangerous functions were taken away.
-FRESH_IMPORTS: frozenset[str] = frozenset({"_posixsubprocess", "_ctypes", "ctypes", "_testcapi", "_testinternalcapi"})
+FRESH_IMPORTS: frozenset[str] = frozenset(
+    {"_posixsubprocess", "_ctypes", "ctypes", "_testcapi", "_testinternalcapi", "_posixshmem"}
+)
 
 
 def why(name: str) -> str | None:
     """Why ``name`` (a module, ``module.attr`` or ``builtins.x``) is refused, or None."""
+    for path, reason in IMPORT_PATH.items():
+        if name == path or name.startswith(path + "."):
+            return reason
     top, _, rest = name.partition(".")
     top = MODULE_ALIASES.get(top, top)
     if top in MODULES:

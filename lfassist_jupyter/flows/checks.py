@@ -315,6 +315,54 @@ def catalog_codes(catalog: Any) -> frozenset[str]:
     return frozenset(codes)
 
 
+def code_refusal(code: object) -> str | None:
+    """Why code may not leave for Langflow: it does not parse, or the security scan refuses it in
+    reject mode (the mode generated code is held to); None when it passes."""
+    from lfassist_jupyter.validation.static import security_findings
+
+    problem = code_problem(code)
+    if problem is not None:
+        return f"its code does not parse ({problem})"
+    findings = security_findings(ast.parse(str(code)))
+    if not findings:
+        return None
+    line, text = findings[0]
+    more = f" and {len(findings) - 1} more" if len(findings) > 1 else ""
+    return f"line {line}: {text}{more}"
+
+
+def outgoing_code_problems(flow: object, catalog: Any) -> list[str]:
+    """The custom code a flow would take to Langflow (Save, Register, a run on the server) that
+    the security scan refuses in reject mode: "<node>: line N: ...", one per node.  Code a
+    built-in of the catalogue carries (the zygote's facts) is lfx's own and not scanned."""
+    data = flow.get("data", flow) if isinstance(flow, dict) else None
+    if not isinstance(data, dict):
+        return []
+    builtin = catalog_codes(catalog)
+    problems = []
+    for node in data.get("nodes") or []:
+        if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
+            continue
+        code = node_code(node)
+        if code is None or (isinstance(code, str) and code in builtin):
+            continue
+        why = code_refusal(code)
+        if why is not None:
+            problems.append(f"{node_name(node)}: {why}")
+    return problems
+
+
+def outgoing_flow_problem(flow: object, catalog: Any) -> str | None:
+    """Why ``flow`` may not leave for Langflow (a saved file, a registration), in one line, or None:
+    Langflow builds every node from its code, unsandboxed, and a flow file or a server's flow can
+    carry any code, so custom code must pass the scan generated code is held to."""
+    problems = outgoing_code_problems(flow, catalog)
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 1} more node(s))" if len(problems) > 1 else ""
+    return f"the security scan refuses custom code in it: {problems[0]}{more}"
+
+
 def _naming(node: dict[str, Any]) -> dict[str, Any]:
     """What of a node's ``data`` lfx reads to pick the class in its code (``_component_class_name``
     in ``lfx/interface/initialize/loading.py``, applied in the sandbox): its type, the flow

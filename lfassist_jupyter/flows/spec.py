@@ -16,6 +16,7 @@ flow's identity, given when it is first saved or registered and kept from then o
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any, get_args
@@ -83,13 +84,19 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
 
         control = infer_control_flow(spec_text, catalog)
         spec_text = control.spec
-    answer = sandbox.build_flow(spec_text, extra=catalog.added, repair=repair)
+    templates, refresh_errors = _refreshed_templates(sandbox, spec_text, catalog, repair)
+    if refresh_errors:
+        return BuildResult(ok=False, spec=spec_text, errors=refresh_errors)
+    answer = sandbox.build_flow(spec_text, extra=catalog.added, repair=repair, templates=templates or None)
     # What comes back from the sandbox is untrusted (the build can run a node's code): shape-checked.
     problem = facts.shape_problem(answer.flow) if answer.flow is not None else None
     if answer.error or problem:
         why = answer.error or f"the sandbox answered a malformed flow ({problem})"
         error = FlowProblem(code="structure", message=f"The flow could not be built: {why}")
         return BuildResult(ok=False, spec=spec_text, errors=[error])
+    node_errors = settle_nodes(answer.flow, catalog)
+    if node_errors:  # an answer that is not what lfx builds from what was sent: none of it is kept
+        return BuildResult(ok=False, spec=spec_text, errors=node_errors)
     errors = [
         FlowProblem.model_validate({**e.model_dump(), "code": e.code if e.code in _ERROR_CODES else "structure"})
         for e in answer.errors
@@ -98,6 +105,9 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     changes = [Change.model_validate(c.model_dump()) for c in answer.changes if c.kind in kinds]
     if control is not None:
         changes[:0], errors[:0] = control.changes, control.errors
+    # This build ran no code but lfx's own (custom refreshes ran before, on their own): what the
+    # sandbox refused here is lfx's doing, said but not held against the flow.
+    refused = [f"The sandbox refused `{r.get('what')}` while lfx built the flow." for r in answer.refused[:3]]
     if isinstance(answer.flow, dict):
         answer.flow.pop("id", None)  # the builder's is a new UUID per build, not an identity
     return BuildResult(
@@ -105,10 +115,140 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
         flow=answer.flow,
         spec=spec_text,
         errors=errors,
-        warnings=list(answer.warnings),
+        warnings=[*answer.warnings, *refused],
         changes=changes,
         node_ids=dict(answer.node_ids),
     )
+
+
+# -- what a build may bring back ---------------------------------------------------------------
+
+_CONFIG_KEY = re.compile(r"^\s*(\w+)\.(\w+)\s*:")
+
+
+def _code_of(template: object) -> object:
+    """The ``code`` value a node template (or a catalogue entry) carries, or None."""
+    fields = template.get("template") if isinstance(template, dict) else None
+    code = fields.get("code") if isinstance(fields, dict) else None
+    return code.get("value") if isinstance(code, dict) else None
+
+
+def _refreshing_nodes(spec_text: str, catalog: Catalog) -> list[str]:
+    """The spec ids of the nodes whose component is not lfx's own (``catalog.added``) and whose
+    configuration sets a real-time-refresh field: their form update runs their code."""
+    from .checks import spec_nodes
+
+    custom = {}
+    for spec_id, kind, _line in spec_nodes(spec_text) or []:
+        key = kind if kind in catalog.added else catalog.resolve(kind)
+        if key in catalog.added:
+            custom[spec_id] = catalog.added[key]
+    found: list[str] = []
+    section = None
+    for line in spec_text.splitlines():
+        head = _SECTION.match(line)
+        if head:
+            section = head.group(1)
+            continue
+        match = _CONFIG_KEY.match(line) if section == "config" else None
+        if match and match.group(1) in custom and match.group(1) not in found:
+            field = (custom[match.group(1)].get("template") or {}).get(match.group(2))
+            if isinstance(field, dict) and field.get("real_time_refresh"):
+                found.append(match.group(1))
+    return found
+
+
+def _refreshed_templates(
+    sandbox: Any, spec_text: str, catalog: Catalog, repair: bool
+) -> tuple[dict[str, dict[str, Any]], list[FlowProblem]]:
+    """The templates of the custom nodes whose form update runs their code, from a build of
+    their own: its answer is read for those nodes alone, and each must still carry exactly the
+    code that was sent.  The flow itself is built afterwards in a fresh child, from these
+    templates, where no code but lfx's runs."""
+    ids = _refreshing_nodes(spec_text, catalog)
+    if not ids:
+        return {}, []
+    answer = sandbox.build_flow(spec_text, extra=catalog.added, repair=repair, refresh=ids)
+    if answer.error or answer.flow is None:
+        return {}, []  # the flow's own build says what is wrong with the spec
+    nodes = {n.get("id"): n for n in (answer.flow.get("data") or {}).get("nodes") or [] if isinstance(n, dict)}
+    templates: dict[str, dict[str, Any]] = {}
+    errors: list[FlowProblem] = []
+    for spec_id in ids:
+        node = nodes.get(answer.node_ids.get(spec_id))
+        data = node.get("data") if isinstance(node, dict) and isinstance(node.get("data"), dict) else {}
+        template = data.get("node")
+        kind = _node_kind(data)
+        sent = _code_of(catalog.added.get(kind)) if isinstance(kind, str) else None
+        if not isinstance(template, dict) or sent is None or _code_of(template) != sent:
+            errors.append(_changed_code(spec_id, node))
+            continue
+        templates[spec_id] = template
+    for item in answer.refused:
+        errors.append(
+            FlowProblem(
+                code="bad_value",
+                node=", ".join(ids),
+                message=f"Updating {', '.join(ids)}'s form, its code did `{item.get('what')}`, which the "
+                "validation sandbox refuses; the flow was not built.",
+                fix="Fix the component's update_build_config (it is refused however it is reached).",
+            )
+        )
+        break
+    return templates, errors
+
+
+def _node_kind(data: dict[str, Any]) -> object:
+    """The catalogue entry a built node came from: lfx's builder places a custom component as a
+    ``CustomComponent`` node and keeps its catalogue name in ``_flow_builder_registry_type``."""
+    registered = data.get("_flow_builder_registry_type")
+    return registered if isinstance(registered, str) and registered else data.get("type")
+
+
+def _changed_code(node_name: str, node: object) -> FlowProblem:
+    node_id = str(node.get("id")) if isinstance(node, dict) else None
+    return FlowProblem(
+        code="structure",
+        node=node_name,
+        node_id=node_id,
+        field="code",
+        message=f"The flow could not be built: the sandbox's answer changed the code of node {node_name}; "
+        "nothing of that build was kept.",
+        fix="Build the flow again; if it happens again, a component's code is interfering with the build.",
+    )
+
+
+def settle_nodes(flow: dict[str, Any] | None, catalog: Catalog) -> list[FlowProblem]:
+    """Take from a build's answer only what is about the code that was sent: every built-in
+    node's ``code`` is replaced by the catalogue's (the zygote's facts, read before any
+    request), and every custom node (``catalog.added``) must carry exactly the code it was
+    sent with. Returns the nodes that do not (the build failed); changes ``flow`` in place."""
+    if not isinstance(flow, dict):
+        return []
+    data = flow.get("data") if isinstance(flow.get("data"), dict) else {}
+    errors: list[FlowProblem] = []
+    for node in data.get("nodes") or []:
+        if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
+            continue
+        nd = node.get("data") if isinstance(node.get("data"), dict) else {}
+        kind, template = _node_kind(nd), nd.get("node")
+        fields = template.get("template") if isinstance(template, dict) else None
+        shown = template.get("display_name") if isinstance(template, dict) else None
+        name = f"{shown} ({node.get('id')})" if shown else str(node.get("id"))
+        if not isinstance(kind, str) or not isinstance(fields, dict):
+            errors.append(_changed_code(name, node))
+        elif kind in catalog.added:
+            if _code_of(template) != _code_of(catalog.added[kind]):
+                errors.append(_changed_code(name, node))
+        elif kind in catalog.registry:
+            trusted = (catalog.registry[kind].get("template") or {}).get("code")
+            if isinstance(trusted, dict):
+                fields["code"] = copy.deepcopy(trusted)
+            else:
+                fields.pop("code", None)
+        else:
+            errors.append(_changed_code(name, node))
+    return errors
 
 
 # -- flow JSON -> spec text ----------------------------------------------------------------

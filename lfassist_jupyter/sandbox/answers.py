@@ -187,6 +187,8 @@ class FlowBuild(BaseModel):
     changes: list[BuildChange] = Field(default_factory=list, max_length=5_000)
     node_ids: dict[str, str] = Field(default_factory=dict)
     error: str | None = None
+    refused: list[dict[str, Any]] = Field(default_factory=list, max_length=50)
+    """What the sandbox's runtime layer refused during the build, as the zygote read it (not the answer)."""
 
     @classmethod
     def failed(cls, error: str | None, *, spec: str = "") -> FlowBuild:

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lfassist_jupyter import settings
+from lfassist_jupyter.artifacts import policy
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import redact_text, redact_tree
 from lfassist_jupyter.sandbox import _isolation
@@ -42,7 +43,13 @@ from lfassist_jupyter.sandbox.answers import (
     Stubbed,
     check_catalog,
 )
-from lfassist_jupyter.sandbox.zygote import STARTUP_TIMEOUT, WorkerDiedError, WorkerTimeoutError, ZygoteProcess
+from lfassist_jupyter.sandbox.zygote import (
+    STARTUP_TIMEOUT,
+    WorkerDiedError,
+    WorkerTimeoutError,
+    ZygoteProcess,
+    refused_text,
+)
 from lfassist_jupyter.validation.report import Finding, ValidationReport
 from lfassist_jupyter.validation.static import SecurityMode, security_mode, validate_static
 
@@ -105,14 +112,17 @@ class SandboxValidator(ZygoteProcess):
         if failure == "fatal":
             return self._unavailable_report()
         report: ValidationReport | None = None
+        refused: list[dict[str, Any]] = []
         if answer is not None:
             answer.pop("id", None)
+            refused = answer.pop("sandbox_refused", [])
             try:
                 report = ValidationReport.model_validate(redact_tree(answer))
             except ValidationError:
                 failure = "The validation sandbox returned something that is not a validation report; it was discarded."
         if report is None:
             report = ValidationReport(is_valid=False, phase="runtime", error=failure)
+        hold_refusals(report, refused)
         report.timings_ms["total"] = total
         report.reduced_isolation = self.reduced_isolation  # the kernel's fact, whatever the child said
         warning = self._isolation_warning()
@@ -201,6 +211,11 @@ class SandboxValidator(ZygoteProcess):
         answer, failure = self._call(request, timeout)
         if failure == "fatal":
             return ComponentTemplate.failed(str(self._unavailable_report().error))
+        if answer is not None and answer.get("sandbox_refused"):
+            return ComponentTemplate.failed(
+                f"building it, the code did {refused_text(answer['sandbox_refused'][0])}, "
+                "which the validation sandbox refuses."
+            )
         if answer is not None:
             template = answer.get("template")
             if answer.get("ok") and isinstance(template, dict) and isinstance(template.get("template"), dict):
@@ -326,22 +341,32 @@ class SandboxValidator(ZygoteProcess):
         extra: dict[str, dict[str, Any]] | None = None,
         repair: bool = True,
         timeout: float | None = None,
+        refresh: list[str] | None = None,
+        templates: dict[str, dict[str, Any]] | None = None,
     ) -> FlowBuild:
         """Build Langflow flow JSON from spec text with lfx's builder, in a fresh sandboxed child.
 
         Building runs a node's code when a real-time-refresh field is set (Langflow's form
         update), so it never happens in this process. ``extra`` holds the catalogue entries
-        beyond lfx's bundled ones (generated components, a Langflow server's). Returns a
-        ``FlowBuild`` (schema-checked; texts redacted); never raises: a failure of the
-        sandbox itself is ``ok=False`` with ``error``.
+        beyond lfx's bundled ones (generated components, a Langflow server's); their code runs
+        only for the spec ids in ``refresh`` (a build whose answer is read for those nodes
+        alone), and ``templates`` gives such nodes' refreshed templates to a build that runs
+        none of it (see ``flows.spec.build_flow``). Returns a ``FlowBuild`` (schema-checked;
+        texts redacted; ``refused``: what the sandbox refused meanwhile); never raises: a
+        failure of the sandbox itself is ``ok=False`` with ``error``.
         """
         from lfassist_jupyter.sandbox.worker.wire import unpack
 
         timeout = max(self.timeout, 30.0) if timeout is None else timeout
         payload = {"op": "flow_build", "spec": str(spec), "extra": extra or {}, "repair": bool(repair)}
+        if refresh:
+            payload["refresh"] = list(refresh)
+        if templates:
+            payload["templates"] = templates
         answer, failure = self._call({**payload, "timeout": timeout}, timeout)
         if failure == "fatal":
             return FlowBuild.failed(self._unavailable_report().error, spec=spec)
+        refused = answer.pop("sandbox_refused", []) if answer is not None else []
         if answer is not None and not answer.get("ok"):
             failure = redact_text(str(answer.get("error") or "The flow could not be built.")[:2000])
         elif answer is not None:
@@ -351,7 +376,7 @@ class SandboxValidator(ZygoteProcess):
                     raise ValueError("not an object")
                 for key in ("errors", "warnings", "changes"):
                     built[key] = redact_tree(built.get(key) or [])
-                return FlowBuild.model_validate(built)
+                return FlowBuild.model_validate({**built, "refused": refused})
             except (ValueError, ValidationError):
                 failure = "The sandbox's answer was not a built flow; it was discarded."
         return FlowBuild.failed(failure, spec=spec)
@@ -410,13 +435,56 @@ class SandboxValidator(ZygoteProcess):
         }
 
 
+def hold_refusals(report: ValidationReport, refused: list[dict[str, Any]]) -> None:
+    """What the sandbox's runtime layer refused is part of the verdict, whatever the child's own
+    answer says: a report that does not account for a refusal gets it as an ``error`` finding
+    (rule ``sandbox-refused``; for a user's own code ``_merge`` makes it a labelled policy
+    finding, as for every runtime refusal)."""
+    if not refused:
+        return
+    rules = ("sandbox-refused", "build-sandbox")
+    if any(f.severity == "error" and f.rule in rules for f in report.findings):
+        return  # the child's report already says so (its own words, with the line in the user's code)
+    first = refused[0]
+    event = first["event"]
+    if event == "import" or event.startswith("import "):
+        reason = "loads code the sandbox refuses"
+    else:
+        reason = policy.event_reason(event)
+    more = f" and {len(refused) - 1} more refused call(s)" if len(refused) > 1 else ""
+    message = (
+        f"the component does {refused_text(first)}{more} ({reason}); the validation sandbox refused it, and "
+        "Langflow would run it with the server's secrets. Remove the call (it is refused however it is reached)."
+    )
+    phase = "smoke" if report.builds else "runtime"
+    report.findings.append(
+        Finding(
+            severity="error",
+            phase=phase,
+            message=message[:1].upper() + message[1:],
+            evidence="; ".join(refused_text(r) for r in refused[:5]),
+            rule="sandbox-refused",
+        )
+    )
+    report.is_valid = False
+    if report.phase is None or report.builds:
+        report.phase = phase
+    if report.builds:
+        report.error = f"Langflow accepts this, but {message}"
+    elif not report.error:
+        report.error = message[:1].upper() + message[1:]
+
+
 def _confinement_text(found: object) -> str | None:
-    """The kernel layers each child runs under, as the zygote found them ("seccomp, Landlock ABI 7")."""
+    """The kernel layers each child runs under, as the zygote found them ("seccomp, Landlock ABI 7,
+    noexec scratch")."""
     if not isinstance(found, dict):
         return None
     layers = ["seccomp"] if found.get("seccomp") is True else []
     if isinstance(found.get("landlock"), int) and found["landlock"] > 0:
         layers.append(f"Landlock ABI {found['landlock']}")
+    if found.get("noexec") is True:
+        layers.append("noexec scratch")
     return ", ".join(layers) or "none"
 
 

@@ -293,8 +293,11 @@ class ZygoteProcess:
             assert self._proc is not None and self._proc.stdin is not None
             self._next_id += 1
             payload = {**payload, "id": self._next_id}
+            # A small header the zygote reads, then the request, which only the child parses.
+            body = json.dumps(payload).encode()
+            header = {"op": payload.get("op"), "id": self._next_id, "timeout": timeout, "size": len(body)}
             try:
-                self._proc.stdin.write(json.dumps(payload).encode() + b"\n")
+                self._proc.stdin.write(json.dumps(header).encode() + b"\n" + body)
                 self._proc.stdin.flush()
             except (BrokenPipeError, OSError) as exc:
                 raise WorkerDiedError(_signal_name(self._proc.poll())) from exc
@@ -322,39 +325,103 @@ class ZygoteProcess:
         return None
 
     def _call(self, payload: dict[str, Any], timeout: float) -> tuple[dict[str, Any] | None, str | None]:
-        """(answer, None) when a child answered well-formed JSON, else (None, why it failed)."""
+        """(answer, None) when a child answered well-formed JSON, else (None, why it failed).
+
+        The answer carries ``sandbox_refused``: what the sandbox's runtime layer refused while
+        the child ran, as the zygote read it from the hook (not from the child's answer, which
+        may say anything about itself); an op that judges code must fail on any of them."""
+        answer, failure, refused = self._call_checked(payload, timeout)
+        if answer is not None:
+            answer["sandbox_refused"] = refused
+        return answer, failure
+
+    def _call_checked(
+        self, payload: dict[str, Any], timeout: float
+    ) -> tuple[dict[str, Any] | None, str | None, list[dict[str, Any]]]:
+        """``_call`` with the zygote's list of refusals apart: (answer, failure, refused)."""
         try:
             verdict = self._request(payload, timeout)
         except WorkerTimeoutError:
             self.restart()
-            return None, f"The validation sandbox did not answer within {timeout:g} s; it was restarted."
+            return None, f"The validation sandbox did not answer within {timeout:g} s; it was restarted.", []
         except WorkerDiedError as exc:
             if self._fatal:
-                return None, "fatal"
+                return None, "fatal", []
             self.restart()
-            return None, f"The validation sandbox stopped ({exc}); it was restarted."
+            return None, f"The validation sandbox stopped ({exc}); it was restarted.", []
         status = verdict.get("status")
         detail = redact_text(str(verdict.get("detail", ""))[:200])
+        refused = refusals(verdict.get("refused"))
+        before = f" Before that, the sandbox refused {refused_text(refused[0])}." if refused else ""
         if isinstance(verdict.get("wiped"), int):
             self._cleanup_entries = verdict["wiped"]
         if verdict.get("scratch_full"):  # whatever the child answered: it filled the space
             limit = redact_text(str(verdict["scratch_full"])[:40])
-            return None, (
+            return (
+                None,
                 f"The component filled the sandbox's scratch space (its limit is {limit}); "
-                "writing that much is not allowed while validating."
+                "writing that much is not allowed while validating.",
+                refused,
             )
         if status == "ok" and isinstance(verdict.get("answer"), dict):
-            return verdict["answer"], None
+            answer = verdict["answer"]
+            answer.pop("sandbox_refused", None)  # the child's word on it counts for nothing
+            return answer, None, refused
         if status == "timeout":
-            return None, (
+            return (
+                None,
                 f"Validation did not finish within {timeout:g} s (an infinite loop or a blocking call?); "
-                "its process was killed."
+                f"its process was killed.{before}",
+                refused,
             )
         if status == "crashed":
-            return None, (
+            return (
+                None,
                 f"The component crashed the validation sandbox ({detail}); only its own process died. "
-                "Remove calls that exit the process or touch native memory."
+                f"Remove calls that exit the process or touch native memory.{before}",
+                refused,
+            )
+        if status == "unfinished":
+            return (
+                None,
+                "The component ended its validation before the sandbox's report was complete (it exited "
+                f"or stopped its own process); that is a failed validation.{before}",
+                refused,
+            )
+        if status == "tampered":
+            return (
+                None,
+                f"The component interfered with the validation sandbox's report ({detail}); the report was "
+                f"discarded and the validation failed.{before}",
+                refused,
             )
         if status == "oversized":
-            return None, "The validation answer was larger than the sandbox accepts; it was discarded."
-        return None, f"The validation sandbox returned a malformed answer ({detail}); it was discarded."
+            return (
+                None,
+                f"The validation answer was larger than the sandbox accepts; it was discarded.{before}",
+                refused,
+            )
+        return None, f"The validation sandbox returned a malformed answer ({detail}); it was discarded.", refused
+
+
+def refusals(raw: object) -> list[dict[str, Any]]:
+    """The zygote's list of what the runtime layer refused, shape-checked and redacted."""
+    out: list[dict[str, Any]] = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("event"), str):
+            continue
+        line = item.get("line")
+        out.append(
+            {
+                "event": redact_text(item["event"][:200]),
+                "what": redact_text(str(item.get("what") or item["event"])[:500]),
+                "line": line if isinstance(line, int) and not isinstance(line, bool) and line > 0 else None,
+            }
+        )
+    return out[:50]
+
+
+def refused_text(item: dict[str, Any]) -> str:
+    """One refusal in words: "`os.system` (line 12 of the code as lfx compiled it)"."""
+    where = f" (line {item['line']} of the code as lfx compiled it)" if item.get("line") else ""
+    return f"`{item['what']}`{where}"

@@ -211,8 +211,19 @@ class Workspace:
             raise LangflowError("no Langflow connection. Use `%assist connect URL` first.")
         return self.langflow
 
+    @staticmethod
+    def _outgoing_component(code: str) -> None:
+        """Only code the security scan passes in reject mode leaves for Langflow (``LangflowError``)."""
+        from lfassist_jupyter.errors import LangflowError
+        from lfassist_jupyter.flows.checks import code_refusal
+
+        why = code_refusal(code)
+        if why is not None:
+            raise LangflowError(f"the security scan refuses this code ({why}); it was not sent.")
+
     async def register(self, code: str) -> RegisteredComponent:
         """Save ``code`` as a component in the connected Langflow (``LangflowError`` when it cannot)."""
+        self._outgoing_component(code)
         return await self._client().aregister(code)
 
     def register_result(self, result: AssistResult) -> RegisteredComponent:
@@ -221,18 +232,40 @@ class Workspace:
 
         if not result.code:
             raise LangflowError("there is no component code to register.")
+        self._outgoing_component(result.code)
         registered = self._client().register(result.code)
         result.record_registration(registered)
         return registered
 
     # -- flows ------------------------------------------------------------------------------
 
+    def outgoing_flow_problem(self, flow: dict[str, Any]) -> str | None:
+        """Why ``flow`` may not leave for Langflow (Save, Register, a run there), or None.
+
+        Every node's code that no lfx built-in carries must pass the security scan in reject
+        mode, the mode generated code is held to: a flow file or a server's flow can carry
+        anything.  Built-in code is known from the sandbox's catalogue (the zygote's facts)."""
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.flows.catalog import default_catalog
+        from lfassist_jupyter.flows.checks import outgoing_flow_problem
+
+        try:
+            catalog = default_catalog(self.local_validator())
+        except (ConfigError, AttributeError) as exc:
+            return f"its code cannot be checked without the component catalogue ({exc})"
+        return outgoing_flow_problem(flow, catalog)
+
     def register_flow(self, flow: dict[str, Any], name: str | None = None) -> RegisteredFlow:
         """Blocking: create the flow in the connected Langflow, or update it in place (the flow
         with its id, else ours of the same name). The flow keeps the id it is registered under,
-        so a later Save writes that id and ``lfx push`` of the file updates the same flow."""
+        so a later Save writes that id and ``lfx push`` of the file updates the same flow.  Only
+        custom code the security scan passes is sent (``outgoing_flow_problem``)."""
+        from lfassist_jupyter.errors import LangflowError
         from lfassist_jupyter.langflow.flows import register_flow
 
+        problem = self.outgoing_flow_problem(flow)
+        if problem is not None:
+            raise LangflowError(f"{problem}; nothing was sent.")
         registered = register_flow(self._client(), flow, name)
         if isinstance(flow, dict):
             flow["id"] = registered.id
@@ -261,16 +294,20 @@ class Workspace:
 
         return explain_run(flow, runner(flow, input_text))  # a file, key or service to provide, not "failed"
 
-    @staticmethod
-    def save_flow(flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
+    def save_flow(self, flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
         """Write ``flow`` as a Langflow 1.13 flow file (``flows/flowfile.py``): Langflow's UI
         imports it, ``lfx validate`` checks it, ``lfx push`` upserts it by its stable id.
 
         The flow keeps the id it was saved with (its own, the overwritten file's, or a new one),
         so saving it again, or registering it, uses the same id. Raises ``ConfigError`` with one
-        line when it is not a flow or the file cannot be written."""
+        line when it is not a flow, the file cannot be written, or custom code in it does not pass
+        the security scan (``outgoing_flow_problem``): the file is for Langflow."""
+        from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows.flowfile import write_flow_file
 
+        problem = self.outgoing_flow_problem(flow) if isinstance(flow, dict) else None
+        if problem is not None:
+            raise ConfigError(f"{problem}; nothing was written.")
         saved = write_flow_file(flow, path, name=name)
         flow["id"] = saved.id
         return saved.path

@@ -523,6 +523,7 @@ def scan(tree: ast.Module) -> list[tuple[int, str]]:
     """(line, description) of each reference to something the deny list refuses, in source order."""
     collected = _Collector(tree)
     resolver = _Resolver(collected)
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     issues: list[tuple[int, str]] = list(collected.imports)
     for node in _expressions(tree):
         line = getattr(node, "lineno", 0)
@@ -532,14 +533,25 @@ def scan(tree: ast.Module) -> list[tuple[int, str]]:
         if isinstance(node, ast.Name) and node.id == "__builtins__":
             issues.append((line, "access to `__builtins__` (escapes the component's scope)"))
             continue
+        scope = collected.scope_of.get(id(node))
+        if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(node.ctx, ast.Load) and scope:
+            issues.extend(_import_path_store(node, resolver, scope))
         if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load) or id(node) in collected.exempt:
             continue
-        scope = collected.scope_of.get(id(node))
         if scope is None:
             continue
         values = resolver.resolve(node, scope)
         if isinstance(node, ast.Call):
             issues.extend(_patching(node, resolver, scope))
+            issues.extend(_code_files(node, resolver, scope, collected))
+            if (
+                "builtins.globals" in resolver.resolve(node.func, scope)
+                and id(node.func) not in collected.exempt
+                and not _defines_only(node, parents, collected)
+            ):
+                issues.append(
+                    (line, f"call to `{_spelling(node)}` (reaches the module's namespace, `__builtins__` included)")
+                )
         for value in sorted(values):
             top = value.split(".")[0]
             called = id(node) in collected.call_funcs
@@ -565,6 +577,106 @@ def _patching(node: ast.Call, resolver: _Resolver, scope: Scope) -> Iterator[tup
     for value in resolver.resolve(node.args[0], scope):
         if _is_name(value) and "." not in value and policy.has_banned_attrs(value):
             yield node.lineno, f"call to `{_spelling(node.func)}` on `{value}` (patches a system module)"
+
+
+def _defines_only(call: ast.Call, parents: dict[int, ast.AST], collected: _Collector) -> bool:
+    """Whether ``globals()`` only *defines* names: ``globals().update(...)``, or bound to a name
+    that is only ever updated or assigned into (``g = globals(); g.update(local)``, as lfx's own
+    SearXNG tool does).  Any read through it -- ``g["__builtins__"]``, ``g.get(k)``, passing ``g``
+    on -- reaches ``__builtins__`` and is a finding, as Langflow's scan makes every ``globals()``."""
+
+    def writes_into(node: ast.AST) -> bool:
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr == "update":
+            grand = parents.get(id(parent))
+            return isinstance(grand, ast.Call) and grand.func is parent
+        return isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store) and parent.value is node
+
+    if writes_into(call):
+        return True
+    parent = parents.get(id(call))
+    if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1):
+        return False
+    target = parent.targets[0]
+    if not isinstance(target, ast.Name):
+        return False
+    root: ast.AST = call
+    while id(root) in parents:
+        root = parents[id(root)]
+    # Every use of that name anywhere (a nested function reading it counts too): writes only.
+    uses = [n for n in ast.walk(root) if isinstance(n, ast.Name) and n.id == target.id]
+    return all(isinstance(n.ctx, ast.Store) or writes_into(n) for n in uses)
+
+
+def _import_path_store(
+    node: ast.Attribute | ast.Subscript, resolver: _Resolver, scope: Scope
+) -> Iterator[tuple[int, str]]:
+    """``sys.path = [...]``, ``sys.path[0] = d``, ``sys.path += [d]``: the import path, changed."""
+    base = node.value
+    if isinstance(node, ast.Attribute):
+        values = {f"{v}.{node.attr}" for v in resolver.resolve(base, scope) if _is_name(v)}
+    else:
+        values = set(resolver.resolve(base, scope))
+    for value in sorted(values & set(policy.IMPORT_PATH)):
+        yield node.lineno, f"assignment to `{_spelling(node)}` ({policy.IMPORT_PATH[value]})"
+
+
+_FILE_WRITERS = frozenset(
+    {"builtins.open", "io.open", "os.open", "codecs.open", "shutil.copy", "shutil.copyfile", "shutil.copy2",
+     "shutil.move", "os.rename", "os.replace", "os.link", "os.symlink"}
+)  # fmt: skip
+_PATH_WRITERS = frozenset({"write_bytes", "write_text", "touch", "symlink_to", "hardlink_to", "rename", "replace"})
+
+
+def _code_names(node: ast.AST, collected: _Collector, depth: int = 0) -> Iterator[str]:
+    """File names in ``node`` (constants, f-string tails, names bound to them) that a module
+    or a native library would have: ``"evil.so"``, ``f"{d}/mod.py"``, ``name`` = ``"x.pyd"``."""
+    for sub in ast.walk(node):
+        text = None
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            text = sub.value
+        elif isinstance(sub, ast.JoinedStr) and sub.values:
+            last = sub.values[-1]
+            text = last.value if isinstance(last, ast.Constant) and isinstance(last.value, str) else None
+        elif isinstance(sub, ast.Name) and depth < 2:
+            scope = collected.scope_of.get(id(sub))
+            while scope is not None:
+                if sub.id in scope.bindings:
+                    for source in scope.bindings[sub.id]:
+                        if source is not None:
+                            yield from _code_names(source[0], collected, depth + 1)
+                    break
+                scope = scope.parent
+        if (text and text.strip().lower().endswith(policy.CODE_SUFFIXES)) or (text and ".so." in text.lower()):
+            yield text.strip()
+
+
+def _code_files(node: ast.Call, resolver: _Resolver, scope: Scope, collected: _Collector) -> Iterator[tuple[int, str]]:
+    """Writing a file named like a module or a native library: the way code the component wrote
+    gets imported or loaded (in the sandbox its scratch space is noexec; in Langflow it is not)."""
+    funcs = resolver.resolve(node.func, scope)
+    target: list[ast.AST] = []
+    if funcs & _FILE_WRITERS:
+        mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        flags = node.args[1] if "os.open" in funcs and len(node.args) > 1 else None
+        reading = (
+            "os.open" not in funcs
+            and funcs & {"builtins.open", "io.open", "codecs.open"}
+            and (mode is None or (isinstance(mode, ast.Constant) and not set(str(mode.value)) & set("wax+")))
+        )
+        if "os.open" in funcs and isinstance(flags, ast.Attribute) and flags.attr == "O_RDONLY":
+            reading = True
+        if not reading:
+            target = [*node.args, *(k.value for k in node.keywords)]
+    elif isinstance(node.func, ast.Attribute) and node.func.attr in _PATH_WRITERS:
+        target = [node.func.value, *node.args]
+    for expr in target:
+        for name in _code_names(expr, collected):
+            yield (
+                node.lineno,
+                f"writes `{name[-60:]}`, a file named like a module or a native library (loading code it wrote)",
+            )
+            return
 
 
 def _expressions(tree: ast.AST) -> Iterator[ast.AST]:

@@ -153,14 +153,19 @@ class FakeLLM:
 
         self._httpd = ThreadingHTTPServer((host, port), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # serve_forever checks for shutdown() between selects; at its default 0.5 s poll every
+        # exit waited ~0.5 s, and some 270 tests start a server: 10 ms costs nothing idle.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.01,), daemon=True)
 
     # -- control --------------------------------------------------------------------------
 
     @property
+    def host(self) -> str:
+        return self._httpd.server_address[0]
+
+    @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self.host}:{self._httpd.server_address[1]}"
 
     @property
     def openai_base_url(self) -> str:

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 LANGFLOW_SPEC = os.environ.get("LFASSIST_LANGFLOW_SPEC", "langflow>=1.13,<1.14")
+SERVER_KEY = "sk-langflow-server-key-0123456789"  # the session server's OPENAI_API_KEY
 VENV = Path(os.environ.get("LFASSIST_LANGFLOW_VENV", Path.home() / ".cache" / "lfassist-jupyter" / "langflow-venv"))
 
 

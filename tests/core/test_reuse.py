@@ -185,18 +185,6 @@ def test_assist_generate_flag_skips_the_builtin(ip, llm, sandbox):
     assert again.builtin is not None and "Built-in components" in llm.requests[-1].text
 
 
-@pytest.fixture(scope="module")
-def langflow_server(tmp_path_factory):
-    from _support.langflow_env import Server
-
-    srv = Server(tmp_path_factory.mktemp("langflow-reuse"))
-    try:
-        srv.wait()
-        yield srv
-    finally:
-        srv.stop()
-
-
 @pytest.mark.langflow
 async def test_the_real_servers_starter_templates_are_offered_and_reusable(langflow_server, sandbox):
     from lfassist_jupyter.core.reuse import gather_flows, normalise_flow, reuse_lines

@@ -393,6 +393,7 @@ def _run_child(data: Path, llm, *, limit_mb: float) -> tuple[str, str, float]:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero") or not Path("/proc/self/status").exists(), reason="Linux only")
+@pytest.mark.slow  # two fresh interpreters of the package, their memory watched
 def test_links_to_dev_zero_are_set_aside_with_bounded_memory(llm, tmp_path):
     control = tmp_path / "control"
     _flow_session(control / "sessions")

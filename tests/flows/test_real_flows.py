@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
 from _support.corpus import corpus_flow, lfx_verdict, single_node_flow, stored_verdicts
 
 from lfassist_jupyter.flows import validate_flow
@@ -16,6 +17,7 @@ from lfassist_jupyter.flows import validate_flow
 GROUPED = "Jcnok__jcnok1"  # Langflow 1.0.7: a group of five nodes, custom code inside it
 
 
+@pytest.mark.slow  # lfx's verdict from a fresh process that imports it
 def test_a_grouped_flow_is_checked_as_lfx_opens_it(sandbox, tmp_path):
     flow = corpus_flow(GROUPED)
     lfx = lfx_verdict(flow, tmp_path)
@@ -29,6 +31,7 @@ def test_a_grouped_flow_is_checked_as_lfx_opens_it(sandbox, tmp_path):
     assert report.is_valid  # a key to provide is a need, not a broken flow
 
 
+@pytest.mark.slow  # lfx's verdict from a fresh process that imports it
 def test_a_stale_import_is_an_error_naming_it_as_lfx_refuses_the_node(sandbox, tmp_path):
     """A real custom node of the grouped flow, its code importing a module lfx no longer has."""
     group = next(n for n in corpus_flow(GROUPED)["data"]["nodes"] if n["data"]["type"] == "GroupNode")
@@ -63,6 +66,7 @@ def test_a_real_stale_import_behind_a_missing_package_is_still_named(sandbox):
     assert any("langchain.pydantic_v1" in e.message and e.node == "Astra DB" for e in report.errors)
 
 
+@pytest.mark.slow  # lfx's verdict from a fresh process that imports it
 def test_a_saved_output_whose_method_the_code_lacks_is_an_error_as_in_lfx(sandbox, tmp_path):
     """Chroma, saved by Langflow 1.0.11 with an output calling build_base_retriever(), which the
     node's code (on this lfx's base class) no longer has."""
@@ -80,6 +84,7 @@ def test_a_saved_output_whose_method_the_code_lacks_is_an_error_as_in_lfx(sandbo
     assert "build_base_retriever" not in lfx_verdict(flow, tmp_path)["error"]
 
 
+@pytest.mark.slow  # lfx's verdict from a fresh process that imports it
 def test_a_node_needing_a_package_the_sandbox_lacks_is_a_missing_package_not_invalid(sandbox, tmp_path):
     """A 1.0 MistralAI Embeddings node imports langchain_mistralai, which this environment lacks
     (the install brings the OpenAI, Anthropic and Ollama bundles, not Mistral's)."""

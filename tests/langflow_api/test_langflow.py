@@ -1,7 +1,9 @@
 """Against a real Langflow server: installed with uv into its own cached environment (outside
-the project's venv), started on 127.0.0.1 with a temporary config and database.
+the project's venv), started on 127.0.0.1 with a temporary config and database -- the session's
+one server (conftest's ``langflow_server``), shared with the other Langflow tests.
 
-The last test stops the server mid-session, so the tests of this module run in file order.
+Each test registers under names no other test asserts on, so they pass in any order; the test
+of a server stopped mid-session stops a forwarder in front of the shared server, not the server.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 from _support.components import GOOD, LOWER_AND_UPPER, WRONG_IMPORT, fenced, intent
-from _support.langflow_env import Server, free_port
+from _support.forwarder import Forwarder
+from _support.langflow_env import free_port
 
 from lfassist_jupyter import Assistant, ChainValidator
 from lfassist_jupyter.core.session import SessionStore
@@ -34,13 +37,8 @@ pytestmark = pytest.mark.langflow
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = Server(tmp_path_factory.mktemp("langflow"))
-    try:
-        srv.wait()
-        yield srv
-    finally:
-        srv.stop()
+def server(langflow_server):
+    return langflow_server
 
 
 @pytest.fixture(scope="module")
@@ -74,19 +72,22 @@ def test_wrong_url_is_a_clear_connection_error():
 
 
 def test_register_lists_our_code_and_updates_in_place(client):
-    first = client.register(GOOD)
-    assert first.created and first.name == "Uppercase"
-    listed = [c for c in client.list_components() if c["name"] == "Uppercase"]
+    name = "Listed Uppercase"  # a name of this test's own: the server is shared, in any order
+    code = GOOD.replace('"Uppercase"', f'"{name}"')
+    first = client.register(code)
+    assert first.created and first.name == name
+    listed = [c for c in client.list_components() if c["name"] == name]
     assert [c["id"] for c in listed] == [first.id] and TAG in listed[0]["tags"]
     flow = run_sync(client.get_component(first.id))
     node = flow["data"]["nodes"][0]["data"]["node"]
-    assert flow["is_component"] is True and node["template"]["code"]["value"] == GOOD
+    assert flow["is_component"] is True and node["template"]["code"]["value"] == code
 
-    changed = LOWER_AND_UPPER.replace("CaseComponent", "UppercaseComponent")  # same name, new behaviour
+    # same name, new behaviour
+    changed = LOWER_AND_UPPER.replace("CaseComponent", "UppercaseComponent").replace('"Uppercase"', f'"{name}"')
     second = client.register(changed)
     assert second.created is False and second.id == first.id
-    listed = [c for c in client.list_components() if c["name"].startswith("Uppercase")]
-    assert len(listed) == 1  # no "Uppercase (1)"
+    listed = [c for c in client.list_components() if c["name"].startswith(name)]
+    assert len(listed) == 1  # no "Listed Uppercase (1)"
     flow = run_sync(client.get_component(first.id))
     assert flow["data"]["nodes"][0]["data"]["node"]["template"]["code"]["value"] == changed
 
@@ -266,16 +267,25 @@ def test_langflow_notebook_under_nbval(server, tmp_path):
     assert " passed" in run.stdout
 
 
-def test_server_stopped_mid_session_loses_nothing(server, client, llm, shell, capsys):
+def test_server_stopped_mid_session_loses_nothing(server, llm, shell, capsys):
+    """Langflow goes away mid-session. The client reaches the shared server through a forwarder
+    and the forwarder stops: to the client the server has vanished (the port refuses, open
+    connections are cut), while the session's server goes on serving the other tests."""
     ip = shell
-    ip.run_line_magic("assist", f"connect {server.url}")
-    server.stop()  # Langflow goes away mid-session
-    with pytest.raises(LangflowConnectionError):
-        client.register(GOOD)
-    llm.queue(intent("generate_component"), fenced(GOOD))
-    ip.rl_next_input = None
-    result = ip.run_cell_magic("assist", "--register", "uppercase component")
-    out = capsys.readouterr().out
-    assert result.validated and ip.rl_next_input == GOOD  # the code is still inserted
-    assert "Not checked on the Langflow server" in " ".join(result.report.warnings)
-    assert "Not registered: Could not reach Langflow" in out and "Traceback" not in out
+    front = Forwarder(server.port)
+    try:
+        client = LangflowClient(url=front.url).connect()
+        ip.run_line_magic("assist", f"connect {front.url}")
+        assert "Connected to Langflow" in capsys.readouterr().out  # the control: it was reachable
+        front.stop()  # Langflow goes away mid-session
+        with pytest.raises(LangflowConnectionError):
+            client.register(GOOD)
+        llm.queue(intent("generate_component"), fenced(GOOD))
+        ip.rl_next_input = None
+        result = ip.run_cell_magic("assist", "--register", "uppercase component")
+        out = capsys.readouterr().out
+        assert result.validated and ip.rl_next_input == GOOD  # the code is still inserted
+        assert "Not checked on the Langflow server" in " ".join(result.report.warnings)
+        assert "Not registered: Could not reach Langflow" in out and "Traceback" not in out
+    finally:
+        front.stop()

@@ -2,7 +2,8 @@
 error paths against a mock transport (each one clear line, never the key).  Only the tests
 against the real server are marked ``langflow``: the mock ones run in every quick run.
 
-The real server is ``tests/_support/langflow_env.Server``.
+The real server is the session's one (conftest's ``langflow_server``); the flows registered here
+have names no other test asserts on.
 """
 
 from __future__ import annotations
@@ -38,20 +39,8 @@ def flow() -> dict:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from _support.langflow_env import Server
-
-    srv = Server(tmp_path_factory.mktemp("langflow-flows"))
-    try:
-        srv.wait()
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return LangflowClient(url=server.url).connect()
+def client(langflow_server):
+    return LangflowClient(url=langflow_server.url).connect()
 
 
 @pytest.mark.langflow
@@ -104,7 +93,7 @@ def test_assist_flow_register_proves_it_with_a_run(client, sandbox, tmp_path, mo
 
 
 @pytest.mark.langflow
-def test_a_saved_file_its_registration_and_lfx_push_are_one_flow(client, server, tmp_path):
+def test_a_saved_file_its_registration_and_lfx_push_are_one_flow(client, langflow_server, tmp_path):
     """The file's id is the registered flow's id (created with Langflow 1.13's upsert), and the
     installed lfx's own `lfx push` of that file updates the same flow: no second one appears."""
     from _support.lfxcli import lfx
@@ -119,7 +108,7 @@ def test_a_saved_file_its_registration_and_lfx_push_are_one_flow(client, server,
     assert registered.created and registered.id == file_flow_id(path)
     edited = build_flow(named(QA_SPEC.replace("Answer this", "Pushed"), "lfassist pushed QA")).flow
     workspace.save_flow(edited, path)  # the same file: the same id
-    done = lfx("push", str(path), "--target", server.url, "--api-key", client.api_key or "", cwd=tmp_path)
+    done = lfx("push", str(path), "--target", langflow_server.url, "--api-key", client.api_key or "", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 updated." in done.stdout and f"({registered.id})" in done.stderr  # updated, under the file's id
     same = [f for f in list_flows(client) if f["name"].startswith("lfassist pushed QA")]

@@ -1,8 +1,9 @@
 """A flow with a model node, registered on a real Langflow server, answers there as it answers here.
 
-The server's environment points at the fake provider (``OPENAI_BASE_URL``) and holds the key
-(``OPENAI_API_KEY``, which Langflow turns into a global variable at start), and its admin allows
-its flows to reach that address (``LANGFLOW_SSRF_ALLOWED_HOSTS``).  The flow carries its
+The session's server (``langflow_server`` in conftest) points at the fake provider
+(``OPENAI_BASE_URL``) and holds the key (``OPENAI_API_KEY``, which Langflow turns into a global
+variable at start), and its admin allows its flows to reach that address
+(``LANGFLOW_SSRF_ALLOWED_HOSTS``).  The flow carries its
 model selection and its key field names that variable, so ``POST /api/v1/run/{id}`` reaches the
 fake provider with the server's key and the user's exact model name.  A flow whose key names a
 variable the server does not have is registered, not run, and the note names the variable.
@@ -14,42 +15,23 @@ import httpx
 import pytest
 from _support.components import LLM_SPEC, named
 from _support.fakellm import Reply
+from _support.langflow_env import SERVER_KEY
 
 from lfassist_jupyter.langflow import LangflowClient
 
-SERVER_KEY = "sk-langflow-server-key-0123456789"
 SPEC = named(LLM_SPEC, "lfassist model QA") + (
     '  M.model: {"name": "my-local-model", "provider": "OpenAI"}\n  M.api_key: OPENAI_API_KEY\n'
 )
 
 
-@pytest.fixture(scope="module")
-def provider():
-    from _support.fakellm import FakeLLM
-
-    # 127.0.0.2, not 127.0.0.1: in a container, lfx rewrites "127.0.0.1" and "localhost" in a
-    # provider's URL to the container's host (transform_localhost_url), which is not this machine.
-    with FakeLLM(host="127.0.0.2") as server:
-        yield server
+@pytest.fixture
+def provider(langflow_provider):
+    return langflow_provider
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory, provider):
-    from _support.langflow_env import Server
-
-    # The server's admin lets its flows reach the provider on this machine (Langflow refuses
-    # loopback addresses to flows otherwise).
-    env = {
-        "OPENAI_API_KEY": SERVER_KEY,
-        "OPENAI_BASE_URL": provider.openai_base_url,
-        "LANGFLOW_SSRF_ALLOWED_HOSTS": "127.0.0.2",
-    }
-    srv = Server(tmp_path_factory.mktemp("langflow-models"), env=env)
-    try:
-        srv.wait()
-        yield LangflowClient(url=srv.url).connect()
-    finally:
-        srv.stop()
+def client(langflow_server):
+    return LangflowClient(url=langflow_server.url).connect()
 
 
 @pytest.fixture

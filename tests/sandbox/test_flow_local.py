@@ -160,6 +160,10 @@ config:
     return built.flow
 
 
+# A real run starts a fresh sandbox that imports lfx, as a real kernel does: ``slow`` (make test, not test-fast).
+real_run = pytest.mark.slow
+
+
 def _port(url: str) -> int:
     return int(url.rsplit(":", 1)[1].strip("/"))
 
@@ -168,6 +172,7 @@ def _fenced() -> bool:
     return _isolation.probe(sys.executable)[0] == "full"
 
 
+@real_run
 def test_a_model_flow_reaches_its_allowed_provider_with_the_key_and_nothing_else(model_flow, llm, server):
     llm.queue(Reply("the model says hi"))
     keys = {"OPENAI_API_KEY": "sk-test-fence-0123456789abcdef", "DEMO_SERVICE_KEY": "demo-secret-value-42"}
@@ -220,6 +225,7 @@ def test_the_readme_model_example_names_a_variable_and_its_provider_host(monkeyp
         lfassist_jupyter.run_flow_for_real(spec, "hi")
 
 
+@real_run
 def test_a_hidden_non_key_field_naming_a_variable_gets_nothing(sandbox, server, home, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_kernelsecret0123456789")
     flow = build_flow(
@@ -240,6 +246,7 @@ def test_a_hidden_non_key_field_naming_a_variable_gets_nothing(sandbox, server, 
     assert "ghp_kernelsecret" not in run.model_dump_json()
 
 
+@real_run
 def test_keys_come_only_from_env_and_a_missing_one_is_named(probe_flow, server, monkeypatch):
     monkeypatch.setenv("DEMO_SERVICE_KEY", "demo-secret-value-42")
     monkeypatch.setenv("OTHER_SECRET_KEY", "kernel-secret-value-77")
@@ -271,6 +278,7 @@ def test_a_flow_that_needs_a_model_choice_is_refused_before_anything_runs():
         lfassist_jupyter.run_flow_for_real(QA_SPEC, "hi", allow_hosts=["example.com:99999"])
 
 
+@real_run
 def test_a_crashing_or_hanging_component_is_a_report(probe_flow):
     env = {"DEMO_SERVICE_KEY": "demo-secret-value-42"}
     crashed = lfassist_jupyter.run_flow_for_real(probe_flow, "crash", env=env)
@@ -294,6 +302,7 @@ def test_a_crashing_or_hanging_component_is_a_report(probe_flow):
     assert time.monotonic() - started < 25
 
 
+@real_run
 def test_assist_flow_run_local_shows_the_real_answer(flow_ip, capsys):
     view = flow_ip.run_cell_magic("assist_flow", '--run-local "what is up?"', named(QA_SPEC, "Echo QA"))
     assert view.run.ok and view.run.text == "Answer this: what is up?"
@@ -308,6 +317,7 @@ def test_assist_flow_run_local_shows_the_real_answer(flow_ip, capsys):
         flow_ip.run_cell_magic("assist_flow", "--run a --run-local b", QA_SPEC)
 
 
+@real_run
 def test_assist_flow_run_local_asks_for_env_and_reaches_only_allowed_hosts(
     flow_ip, model_flow, llm, server, tmp_path, monkeypatch, capsys
 ):

@@ -4,7 +4,9 @@ Every flow entry point gets hostile content: a component whose real-time refresh
 form update, run when a dropdown like ``output_type`` or ``mode`` is set) writes a marker file
 with its pid and the value of a secret environment variable. Each test asserts that nothing
 ran in the test process (no marker line with its pid, the secret never read); where the code
-is meant to run (a build in the sandbox), its answer in the flow proves it ran, elsewhere.
+is meant to run (a custom node's refresh, in the sandbox), its answer in the flow proves it
+ran, elsewhere.  Where the code comes as a spec's ``code`` line (issue 30: a spec cannot set a
+node's code), it runs nowhere at all.
 
 The two tests in fresh processes (a stored session shown in ``ChatPanel``; every public entry
 point in one process) also assert that ``lfx`` was never imported there.
@@ -12,6 +14,7 @@ point in one process) also assert that ``lfx`` was never imported there.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -49,11 +52,11 @@ class DoorProbe(Component):
         import os
 
         seen = f"{os.getpid()}:{os.environ.get('LFA_DOOR_SECRET', '')}"
-        try:
+        # Where the test's folder can be seen (the kernel), the marker says the code ran there; the
+        # sandbox cannot see it (and a write it tried would be refused, which fails the build).
+        if os.path.isdir(os.path.dirname(MARKER)):
             with open(MARKER, "a", encoding="utf-8") as fh:
                 fh.write(seen + "\\n")
-        except Exception:
-            pass
         return seen
 
     def update_build_config(self, build_config, field_value, field_name=None):
@@ -122,6 +125,10 @@ class Door:
                 return str(probe.get("value"))
         return None
 
+    def assert_never_ran(self, flow: dict | None) -> None:
+        """A spec's ``code`` field is refused by the build: the code ran nowhere, not even in the sandbox."""
+        assert self.seen(flow) is None and self.pids() == set(), self.marker.read_text()
+
     def assert_ran_elsewhere(self, flow: dict | None) -> None:
         """The refresh did run (the flow shows it), in another process, without the secret."""
         seen = self.seen(flow)
@@ -147,10 +154,23 @@ def door_ip(flow_ip, llm, monkeypatch):
 # -- spec text with a code field, through every flow entry point --------------------------------------
 
 
-def test_build_flow_runs_the_code_in_the_sandbox_only(door):
-    built = build_flow(door.builtin_spec())
+def test_build_flow_runs_the_code_in_the_sandbox_only(door, sandbox):
+    catalog = default_catalog(sandbox)
+    made = sandbox.component_template(door.code)
+    catalog.add("DoorProbe", made.template)
+    built = build_flow(door.custom_spec("loud"), catalog=catalog)
+    assert built.ok, built.errors
     door.assert_ran_elsewhere(built.flow)
     door.assert_contained()
+
+
+def test_a_spec_cannot_set_a_nodes_code(door):
+    """The code a node runs is its component's: a spec's ``code`` line is an error naming the node,
+    and the code runs nowhere (the test above is the control: the same code as a custom node runs)."""
+    built = build_flow(door.builtin_spec())
+    assert not built.ok
+    assert any(e.field == "code" and e.node == "X" and "cannot set a node's code" in e.message for e in built.errors)
+    door.assert_never_ran(built.flow)
 
 
 def test_validate_flow_of_a_spec(door):
@@ -167,9 +187,24 @@ def test_run_flow_of_a_spec(door):
     door.assert_contained()
 
 
+def test_the_hostile_refresh_writes_its_marker_unconfined(tmp_path):
+    """The control for this file: the probe's code, run where nothing confines it, writes the
+    marker with its pid and reads the secret, so a marker without this pid means it ran elsewhere."""
+    door = Door(tmp_path / "door-marker")
+    where = next(f for f in ast.walk(ast.parse(door.code)) if getattr(f, "name", "") == "_where")
+    script = f"{ast.unparse(where)}\nprint(_where(None))\n"
+    env = {**os.environ, "LFA_DOOR_SECRET": SECRET}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    pid, secret = run.stdout.strip().split(":", 1)
+    assert secret == SECRET
+    assert door.marker.read_text() == f"{pid}:{SECRET}\n" and door.pids() == {int(pid)}
+
+
 def test_assist_flow_magic(door, flow_ip):
     flow_ip.run_cell_magic("assist_flow", '--quiet --out door_view --run "hi"', door.builtin_spec())
-    door.assert_ran_elsewhere(flow_ip.user_ns["door_view"].flow)
+    view = flow_ip.user_ns["door_view"]
+    assert not view.ok and any(e.field == "code" for e in view.report.errors)
+    door.assert_never_ran(view.flow)
     door.assert_contained()
 
 
@@ -183,7 +218,7 @@ def test_assist_flow_load_of_a_spec_file(door, flow_ip, tmp_path):
 def test_assistant_load_flow_of_spec_text(door, make_assistant):
     """``Assistant.load_flow`` (what ``%assist flow load`` calls) also takes spec text: built behind the door."""
     flow = make_assistant("openai").load_flow(door.builtin_spec())
-    door.assert_ran_elsewhere(flow)
+    door.assert_never_ran(flow)
     door.assert_contained()
 
 
@@ -191,8 +226,8 @@ def test_model_reply_with_a_code_field(door, llm, make_assistant):
     spec = door.builtin_spec()
     llm.queue(intent("build_flow"), plan("ChatInput", "TypeConverterComponent", "ChatOutput"), spec_reply(spec))
     result = make_assistant("openai", max_retries=1).run("convert the chat message to a table")
-    assert result.kind == "flow"
-    door.assert_ran_elsewhere(result.flow)
+    assert result.kind == "flow" and not result.validated
+    door.assert_never_ran(result.flow)
     door.assert_contained()
 
 

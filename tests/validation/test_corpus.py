@@ -15,12 +15,10 @@ from __future__ import annotations
 import ast
 import copy
 import importlib.util
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _support.ground_truth import Background
 
 from lfassist_jupyter import validate_component
 from lfassist_jupyter.artifacts import find_component_class
@@ -28,6 +26,8 @@ from lfassist_jupyter.artifacts import find_component_class
 lfx_spec = importlib.util.find_spec("lfx")
 assert lfx_spec is not None and lfx_spec.origin, "lfx must be installed for the test run"
 COMPONENTS = Path(lfx_spec.origin).parent / "components"
+
+pytestmark = pytest.mark.slow  # the whole lfx corpus, through the sandbox and through lfx itself
 
 # lfx's own verdict on every file, and which files define a Component class (by real import).
 GROUND_TRUTH = r"""
@@ -78,32 +78,38 @@ KNOWN_BUGS = {
 }
 
 
+# The modules the ground truth goes through, in its order.
+MODULES = [p.relative_to(COMPONENTS).as_posix() for p in sorted(COMPONENTS.rglob("*.py")) if not p.name.startswith("_")]
+
+
 @pytest.fixture(scope="module")
-def truth() -> dict[str, dict]:
-    out = subprocess.run(
-        [sys.executable, "-c", GROUND_TRUTH, str(COMPONENTS)], capture_output=True, text=True, timeout=600
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def truth_run():
+    """lfx's verdict on every module, started in the background (``_support.ground_truth``)."""
+    run = Background(GROUND_TRUTH, str(COMPONENTS))
+    yield run
+    run.close()
+
+
+@pytest.fixture(scope="module")
+def truth(truth_run) -> dict[str, dict]:
+    return truth_run.result()
 
 
 def _source(rel: str) -> str:
     return (COMPONENTS / rel).read_text(encoding="utf-8")
 
 
-def test_corpus_is_the_real_one(truth):
-    components = [rel for rel, t in truth.items() if t["classes"]]
-    assert len(components) >= 140, f"only {len(components)} component modules under {COMPONENTS}"
-    assert any(rel.startswith("deactivated/") for rel in components)
-    assert sum(t["builds"] for t in truth.values()) >= 140
+def test_builds_agrees_with_lfx_on_every_builtin_and_is_valid_rejects_only_real_bugs(sandbox, truth_run):
+    """Default settings (but the time limit), smoke run included: what a user gets from validate_component(code).
 
-
-def test_builds_agrees_with_lfx_on_every_builtin_and_is_valid_rejects_only_real_bugs(sandbox, truth):
-    """Default settings (but the time limit), smoke run included: what a user gets from validate_component(code)."""
+    The sandbox goes through every module while lfx's own verdicts are computed beside it."""
+    # 30 s, not the default 10: a few heavy built-ins (MCP) take seconds to import on a loaded machine.
+    reports = {rel: validate_component(_source(rel), validator=sandbox, timeout=30) for rel in MODULES}
+    truth = truth_run.result()
+    assert list(truth) == MODULES
     disagreements, rejected = [], {}
     for rel, t in truth.items():
-        # 30 s, not the default 10: a few heavy built-ins (MCP) take seconds to import on a loaded machine.
-        report = validate_component(_source(rel), validator=sandbox, timeout=30)
+        report = reports[rel]
         if report.builds is not t["builds"]:
             disagreements.append(f"{rel}: lfx builds={t['builds']}, we say {report.builds}: {report.error}")
         if t["builds"] and t["classes"] and not rel.startswith("deactivated/") and not report.is_valid:
@@ -115,6 +121,13 @@ def test_builds_agrees_with_lfx_on_every_builtin_and_is_valid_rejects_only_real_
     assert {rel: rule for rel, (rule, _) in rejected.items()} == KNOWN_BUGS, "\n".join(
         f"{rel}: {error}" for rel, (_, error) in rejected.items()
     )
+
+
+def test_corpus_is_the_real_one(truth):
+    components = [rel for rel, t in truth.items() if t["classes"]]
+    assert len(components) >= 140, f"only {len(components)} component modules under {COMPONENTS}"
+    assert any(rel.startswith("deactivated/") for rel in components)
+    assert sum(t["builds"] for t in truth.values()) >= 140
 
 
 # -- mutations: broken code rejected in the right phase ------------------------------------

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 from _support import components as c
 from _support.display import html_of, text_of
+from _support.ground_truth import Background
 from IPython.core.interactiveshell import InteractiveShell
 
 from lfassist_jupyter import validate_component
@@ -61,12 +60,11 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def lfx_builds() -> dict[str, bool]:
-    out = subprocess.run(
-        [sys.executable, "-c", LFX_BUILDS], input=json.dumps(SHAPES), capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def lfx_builds_run():
+    """lfx's verdict on every shape, started in the background (``_support.ground_truth``)."""
+    run = Background(LFX_BUILDS, stdin=json.dumps(SHAPES), timeout=300)
+    yield run
+    run.close()
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +72,8 @@ def reports(sandbox) -> dict[str, ValidationReport]:
     return {name: validate_component(code, validator=sandbox, timeout=3) for name, code in SHAPES.items()}
 
 
-def test_builds_is_exactly_lfx_verdict_for_every_shape(reports, lfx_builds):
+def test_builds_is_exactly_lfx_verdict_for_every_shape(lfx_builds_run, reports):
+    lfx_builds = lfx_builds_run.result()  # computed while the sandbox made the reports
     assert {n: r.builds for n, r in reports.items()} == lfx_builds
     assert all(lfx_builds.values())  # every shape here is one Langflow accepts
 
@@ -201,6 +200,7 @@ def test_twenty_thousand_inputs_with_a_duplicate_are_reported():
     assert not report.is_valid and "Duplicate input names: in_7" in report.error
 
 
+@pytest.mark.slow  # every lfx module
 def test_the_text_finder_names_the_same_class_as_the_ast_finder_on_every_lfx_module():
     import ast
     import importlib.util

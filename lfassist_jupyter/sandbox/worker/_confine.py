@@ -53,14 +53,25 @@ def prctl(option: int, value: int) -> bool:
 # - a seccomp filter: no signal to another process (kill, tgkill, sigqueue only aimed at
 #   itself: os.abort and raise still work; no tkill, no pidfd_open / pidfd_send_signal /
 #   pidfd_getfd), no ptrace, process_vm_readv/writev, kcmp or process_madvise, no
-#   resource or scheduling change of another process (prlimit64, sched_set*), and no
-#   memfd_create (anonymous files would hold memory outside the scratch space's limit).
-#   So a request cannot kill, stop, wait on or read the zygote or the spare child that
-#   waits for the next request;
+#   resource or scheduling change of another process (prlimit64, sched_set*, and
+#   setpriority / ioprio_set only on the caller itself: renicing the zygote would slow every
+#   later request), no memfd_create (anonymous files would hold memory outside the scratch
+#   space's limit), no System V or POSIX message-queue IPC (a queue or a detached segment
+#   would outlive the request, outside every limit, for the next one to read), and no new
+#   namespace, mount or keyring (unshare, setns, clone with a CLONE_NEW* flag, mount and the
+#   new mount API, add_key/keyctl): nothing can undo the noexec scratch space below, and
+#   nothing survives the child.  So a request cannot kill, stop, slow, wait on or read the
+#   zygote or the spare child that waits for the next request;
 # - Landlock: the child may create, write, truncate, rename and remove files only below its
 #   own scratch directory (and write /dev/null), whoever asks -- ``open``, sqlite, any C
 #   library -- so nothing it writes can reach the next request, HOME or the host; with
 #   Landlock ABI 6 it also cannot signal or reach abstract sockets outside its own domain.
+#
+# And one layer the zygote applies to itself before anything else (``noexec``): the only
+# writable place (the sandbox's /tmp, or the reduced sandbox's directory) is remounted
+# ``noexec`` in a private user and mount namespace, so no file a request writes can be
+# mapped executable or exec'd -- a shared object written to scratch and imported fails to
+# load, whatever loads it.
 #
 # ``confinement()`` tries both once in a throw-away child before the zygote says "ready";
 # every later child must apply what worked there, or it exits without serving.
@@ -72,7 +83,12 @@ _SECCOMP_ARCH = {  # machine: (AUDIT_ARCH_*, seccomp syscall, {name: number})
         {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
          "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "prlimit64": 302,
          "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314,
-         "migrate_pages": 256, "move_pages": 279, "perf_event_open": 298, "memfd_create": 319},
+         "migrate_pages": 256, "move_pages": 279, "perf_event_open": 298, "memfd_create": 319,
+         "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65, "semctl": 66,
+         "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240,
+         "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
+         "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "add_key": 248,
+         "request_key": 249, "keyctl": 250, "setpriority": 141, "ioprio_set": 251, "clone": 56},
     ),
     "aarch64": (  # the generic table (asm-generic/unistd.h)
         0xC00000B7,
@@ -80,17 +96,38 @@ _SECCOMP_ARCH = {  # machine: (AUDIT_ARCH_*, seccomp syscall, {name: number})
         {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
          "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "prlimit64": 261,
          "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
-         "migrate_pages": 238, "move_pages": 239, "perf_event_open": 241, "memfd_create": 279},
+         "migrate_pages": 238, "move_pages": 239, "perf_event_open": 241, "memfd_create": 279,
+         "shmget": 194, "shmat": 196, "shmctl": 195, "shmdt": 197, "semget": 190, "semop": 193, "semctl": 191,
+         "semtimedop": 192, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "mq_open": 180,
+         "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184, "mq_getsetattr": 185,
+         "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "add_key": 217,
+         "request_key": 218, "keyctl": 219, "setpriority": 140, "ioprio_set": 30, "clone": 220},
     ),
 }  # fmt: skip
 _SECCOMP_SAME = {"pidfd_send_signal": 424, "pidfd_open": 434, "pidfd_getfd": 438, "process_madvise": 440,
-                 "process_mrelease": 448}  # fmt: skip
+                 "process_mrelease": 448, "io_uring_setup": 425, "open_tree": 428, "move_mount": 429,
+                 "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435,
+                 "mount_setattr": 442}  # fmt: skip
 _SECCOMP_DENY = ("tkill", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "perf_event_open",
                  "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_madvise", "process_mrelease",
-                 "memfd_create")  # fmt: skip
+                 "memfd_create",
+                 # System V IPC and POSIX message queues: they outlive the request
+                 "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+                 "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+                 "mq_timedreceive", "mq_notify", "mq_getsetattr",
+                 # namespaces, mounts, keyrings, io_uring (its operations bypass this filter)
+                 "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
+                 "fsconfig", "fsmount", "fspick", "mount_setattr", "add_key", "request_key", "keyctl",
+                 "io_uring_setup")  # fmt: skip
 _SECCOMP_SELF = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: our own pid only
 _SECCOMP_SELF_OR_0 = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
                       "migrate_pages", "move_pages")  # fmt: skip  # first argument: 0 (= the caller) or our pid
+# setpriority(which, who, ...) / ioprio_set(which, who, ...): only PRIO_PROCESS / IOPRIO_WHO_PROCESS
+# (a process group or a user would include the zygote), and ``who`` 0 or our own pid.
+_SECCOMP_WHO = {"setpriority": 0, "ioprio_set": 1}
+# clone with a CLONE_NEW* flag (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET): refused;
+# clone3 (whose flags live in memory a filter cannot read) answers ENOSYS, so libc falls back to clone.
+_CLONE_NEW = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 
 # Landlock: the file-system rights it handles (denied unless a rule allows them).
 _LL_WRITE_FILE, _LL_TRUNCATE = 1 << 1, 1 << 14
@@ -123,15 +160,23 @@ def _seccomp_program(me: int) -> bytes | None:
         return None
     audit_arch, _nr, table = arch
     nr = {**table, **_SECCOMP_SAME}
-    allow, eperm = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38  # SECCOMP_RET_ALLOW, _ERRNO | EPERM/ENOSYS
     # (op, k, label): "ld" loads a 32-bit word of seccomp_data (nr at 0, arch at 4, the low
-    # half of args[0] at 16), "ret" answers, jumps go to a label when true ("jne": when false).
+    # halves of args[0] at 16 and args[1] at 24), "ret" answers, jumps go to a label when true
+    # ("jne": when false; "jset": when a bit of k is set; "ja": always).
     code: list[tuple] = [("ld", 4, None), ("jne", audit_arch, "deny"), ("ld", 0, None)]
     code.append(("jge", 0x40000000, "deny"))  # x32 system calls
     code += [("jeq", nr[name], "deny") for name in _SECCOMP_DENY]
+    code += [("jeq", nr["clone3"], "enosys")]
     code += [("jeq", nr[name], "self") for name in _SECCOMP_SELF]
     code += [("jeq", nr[name], "self_or_0") for name in _SECCOMP_SELF_OR_0]
-    code += [("ret", allow, None)]
+    code += [("jeq", nr[name], f"who_{name}") for name in _SECCOMP_WHO]
+    code += [("jeq", nr["clone"], "clone"), ("ret", allow, None)]
+    code += [("label", 0, "clone"), ("ld", 16, None), ("jset", _CLONE_NEW, "deny"), ("ret", allow, None)]
+    for name, which in _SECCOMP_WHO.items():
+        code += [("label", 0, f"who_{name}"), ("ld", 16, None), ("jeq", which, "who"), ("ja", 0, "deny")]
+    code += [("label", 0, "who"), ("ld", 24, None), ("jeq", 0, "allow"), ("jeq", me, "allow"), ("ja", 0, "deny")]
+    code += [("label", 0, "enosys"), ("ret", enosys, None)]
     code += [("label", 0, "self_or_0"), ("ld", 16, None), ("jeq", 0, "allow")]
     code += [("label", 0, "self"), ("ld", 16, None), ("jeq", me, "allow")]
     code += [("label", 0, "deny"), ("ret", eperm, None), ("label", 0, "allow"), ("ret", allow, None)]
@@ -142,6 +187,7 @@ def _seccomp_program(me: int) -> bytes | None:
         else:
             at += 1
     out, at = [], 0
+    jumps = {"jeq": 0x15, "jne": 0x15, "jge": 0x35, "jset": 0x45}  # BPF_JMP | JEQ/JGE/JSET | BPF_K
     for op, k, label in code:
         if op == "label":
             continue
@@ -149,10 +195,14 @@ def _seccomp_program(me: int) -> bytes | None:
             out.append(struct.pack("HBBI", 0x20, 0, 0, k))  # BPF_LD | BPF_W | BPF_ABS
         elif op == "ret":
             out.append(struct.pack("HBBI", 0x06, 0, 0, k))  # BPF_RET | BPF_K
+        elif op == "ja":
+            out.append(struct.pack("HBBI", 0x05, 0, 0, labels[label] - at - 1))  # BPF_JMP | BPF_JA
         else:
             skip = labels[label] - at - 1
+            if skip > 255:
+                raise ValueError("seccomp filter: a jump is too long")
             jt, jf = (0, skip) if op == "jne" else (skip, 0)
-            out.append(struct.pack("HBBI", 0x35 if op == "jge" else 0x15, jt, jf, k))  # BPF_JMP | JGE/JEQ | K
+            out.append(struct.pack("HBBI", jumps[op], jt, jf, k))
         at += 1
     return b"".join(out)
 
@@ -214,8 +264,84 @@ def _install_landlock(abi: int, scratch: str) -> None:
         os.close(ruleset)
 
 
+# -- the noexec writable place (the zygote, before anything else) ---------------------------
+
+_CLONE_NEWUSER, _CLONE_NEWNS = 0x10000000, 0x00020000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_BIND, _MS_REC = 1, 2, 4, 8, 32, 4096, 16384
+
+
+def _remount_noexec(root: str) -> None:
+    """In this (single-threaded) process: a private user + mount namespace in which ``root``
+    is mounted ``noexec``; then every capability that namespace gave is dropped again."""
+    import ctypes
+    import struct
+
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare")
+    # Our own ids, mapped to themselves where the kernel lets us: mapping uid 0 needs CAP_SETFCAP
+    # outside (Linux 5.12+), which root inside bubblewrap has not.  The remount needs no mapping
+    # (the namespace's capabilities are ours anyway); unmapped, the ids read as the overflow id.
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with contextlib.suppress(OSError):
+            fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+            try:
+                os.write(fd, text.encode("ascii"))
+            finally:
+                os.close(fd)
+    target = root.encode()
+    # The reduced sandbox's directory is no mount point: a bind mount of its own first.
+    if not os.path.ismount(root) and libc.mount(target, target, None, _MS_BIND | _MS_REC, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount --bind")
+    st = os.statvfs(root)
+    flags = _MS_REMOUNT | _MS_BIND | _MS_NOEXEC  # keep the flags the mount has (they may be locked)
+    for bit, ms in ((os.ST_NOSUID, _MS_NOSUID), (os.ST_NODEV, _MS_NODEV), (os.ST_RDONLY, _MS_RDONLY)):
+        if st.f_flag & bit:
+            flags |= ms
+    if libc.mount(None, target, None, flags, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount -o remount,noexec")
+    os.chdir(root)  # the cwd held the directory under the new mount
+    # capset(v3, this process) with empty sets: the namespace's capabilities are gone (nothing
+    # can remount, and children inherit none; seccomp refuses new namespaces to them as well).
+    header, data = struct.pack("Ii", 0x20080522, 0), bytes(24)
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    if not os.statvfs(root).f_flag & os.ST_NOEXEC:
+        raise OSError("the remount did not take")
+
+
+def noexec(root: str) -> bool:
+    """Make ``root``, the sandbox's only writable place, ``noexec`` for this process and all it forks.
+
+    Tried first in a throw-away child (a half-made namespace cannot be left again), then in
+    the zygote itself, which must still be single-threaded (before lfx).  False where user
+    namespaces are not available: the audit hook still refuses loading code from there.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # pragma: no cover - the probe child
+        ok = False
+        with contextlib.suppress(BaseException):
+            _remount_noexec(root)
+            ok = True
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        return False
+    try:
+        _remount_noexec(root)
+    except OSError:
+        return False
+    return True
+
+
 # What every child applies (filled by ``confinement()`` in the zygote before the first spare).
-CONFINE = {"seccomp": False, "landlock": 0}
+CONFINE = {"seccomp": False, "landlock": 0, "noexec": False}
 
 
 def confine(scratch: str) -> None:

@@ -15,6 +15,15 @@ this package), imported in the zygote before its first fork.
   server or an earlier generated component; here it runs behind the door, under the audit
   hook, with no key and no network.
 
+  **A build whose answer the kernel keeps runs no code but lfx's own.** The code of a node
+  whose type is not one of lfx's bundled components (``extra``: generated, or a Langflow
+  server's) runs only when ``refresh`` names its spec id, in a build of its own whose answer
+  the kernel reads for those nodes' templates alone (and checks their code against what it
+  sent); the final build gets those templates (``templates``) and runs no refresh of theirs.
+  A spec cannot set a node's ``code`` (a ``bad_value`` error): custom code comes as a
+  component of the catalogue, never as a field.  The kernel still takes every built-in node's
+  code from the catalogue it holds and compares every custom node's code with what it sent.
+
 Parsing and building are lfx's own (``parse_flow_spec``, ``build_flow_from_spec``,
 ``configure_component``, ``add_connection``, ``layout_flow``). What this op adds is what lfx
 leaves to its callers: leniency (a malformed line is dropped with a warning), quoted values,
@@ -195,8 +204,21 @@ def _edge_error(
     )
 
 
-def build(spec_text: str, registry: dict[str, Any], repair: bool, run: Any) -> dict[str, Any]:
+def build(
+    spec_text: str,
+    registry: dict[str, Any],
+    repair: bool,
+    run: Any,
+    *,
+    untrusted: frozenset[str] = frozenset(),
+    refresh: frozenset[str] = frozenset(),
+    templates: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The flow of ``spec_text`` over ``registry``; ``run`` runs a coroutine to completion.
+
+    ``untrusted``: the component types whose code is not lfx's own; their real-time refresh
+    runs only for the spec ids in ``refresh``.  ``templates``: node templates (by spec id) of
+    such nodes, refreshed by an earlier build, put in place before the configuration.
 
     Returns ``{"ok", "flow", "spec", "errors", "warnings", "changes", "node_ids"}`` (plain JSON).
     """
@@ -204,6 +226,7 @@ def build(spec_text: str, registry: dict[str, Any], repair: bool, run: Any) -> d
     from lfx.graph.flow_builder.layout import layout_flow
 
     state = _FlowBuild(spec_text, registry, repair, run)
+    state.untrusted, state.refresh, state.templates = untrusted, refresh, templates or {}
     try:
         state.parsed, state.warnings = parse_spec(spec_text)
     except SpecUnreadable as exc:
@@ -244,6 +267,10 @@ class _FlowBuild:
         self.all_ids: set[str] = set()  # every spec id under 'nodes:'
         self.flow: dict[str, Any] = {}
         self.ids: dict[str, str] = {}  # spec id -> node id in the flow
+        self.untrusted: frozenset[str] = frozenset()  # component types whose code is not lfx's own
+        self.refresh: frozenset[str] = frozenset()  # spec ids whose untrusted code may run here
+        self.templates: dict[str, Any] = {}  # spec id -> refreshed template of an untrusted node
+        self.kinds: dict[str, str] = {}  # spec id -> component type
         self.written: dict[tuple[str, str], Any] = {}  # (spec id, field) -> the value the spec wrote
         self.applied: set[tuple[str, str]] = set()  # the ones set so far
 
@@ -300,6 +327,11 @@ class _FlowBuild:
             self.errors.append(_error("spec_syntax", f"{built['error']}: {built.get('details', '')}"))
             return False
         self.flow, self.ids = built["flow"], built["node_id_map"]
+        self.kinds = {n["id"]: n["type"] for n in nodes}
+        for spec_id, template in self.templates.items():
+            if spec_id in self.ids and self.kinds.get(spec_id) in self.untrusted and isinstance(template, dict):
+                _template(self.flow, self.ids[spec_id]).clear()
+                _template(self.flow, self.ids[spec_id]).update(template)
         return True
 
     def configure(self) -> None:
@@ -369,6 +401,18 @@ class _FlowBuild:
 
         flow, ids = self.flow, self.ids
         template = _template(flow, ids[spec_id])["template"]
+        if field == "code":  # the code a node runs is its component's, from the catalogue
+            self.errors.append(
+                _error(
+                    "bad_value",
+                    f"{spec_id}.code: a spec cannot set a node's code.",
+                    node=spec_id,
+                    node_id=ids[spec_id],
+                    field="code",
+                    fix="Remove the code line; for new code, generate a custom component and use it as a node.",
+                )
+            )
+            return
         if self.repair and field in template and not self._is_selection(spec_id, field):
             coerced = flow_facts.coerce_value(template[field], value)
             if coerced != value or type(coerced) is not type(value):
@@ -379,6 +423,9 @@ class _FlowBuild:
                 value = self._selection(spec_id, field, value)
             configure_component(flow, ids[spec_id], {field: value})
             flow_facts.name_variable(template[field])
+            untrusted = self.kinds.get(spec_id) in self.untrusted
+            if untrusted and (spec_id not in self.refresh or spec_id in self.templates):
+                return  # its code runs only in a build of its own (``refresh``), never in this one
             if template[field].get("real_time_refresh") and field != "api_key":
                 node_data = _template(flow, ids[spec_id])
                 try:
@@ -484,13 +531,24 @@ def register(ops: dict, facts: dict) -> None:
         spec_text = str(req.get("spec", ""))
         extra = req.get("extra") if isinstance(req.get("extra"), dict) else {}
         bundled = load_local_registry()
-        registry = {**bundled, **{str(k): v for k, v in extra.items() if isinstance(v, dict)}}
+        added = {str(k): v for k, v in extra.items() if isinstance(v, dict)}
+        registry = {**bundled, **added}
+        refresh = req.get("refresh") if isinstance(req.get("refresh"), list) else []
+        templates = req.get("templates") if isinstance(req.get("templates"), dict) else {}
         deadline = time.monotonic() + float(req.get("timeout", 30))
         # Not asyncio.run: a refresh that blocks must not keep the answer waiting on executor threads.
         loop = asyncio.new_event_loop()
         try:
             with Armed(deadline):
-                out = build(spec_text, registry, bool(req.get("repair", True)), loop.run_until_complete)
+                out = build(
+                    spec_text,
+                    registry,
+                    bool(req.get("repair", True)),
+                    loop.run_until_complete,
+                    untrusted=frozenset(added),
+                    refresh=frozenset(str(x) for x in refresh),
+                    templates={str(k): v for k, v in templates.items()},
+                )
         except Timeout:
             return {"ok": False, "error": "Building the flow did not finish in time."}
         except BaseException as exc:

@@ -118,12 +118,15 @@ def package(module: str) -> dict:
     return {"module": top, "distribution": dist, "fix": f"%pip install {dist}"}
 
 
+try:  # at import, in the zygote: a child importing it lazily reads lfx's files, which the reduced
+    # sandbox refuses when the environment lives under the notebook's folder (a Validator error)
+    from lfx.utils.flow_requirements import IMPORT_NAME_OVERRIDES as _IMPORT_NAME_OVERRIDES
+except ImportError:  # an lfx before 1.13
+    _IMPORT_NAME_OVERRIDES = {}
+
+
 def _lfx_overrides() -> dict[str, str]:
-    try:
-        from lfx.utils.flow_requirements import IMPORT_NAME_OVERRIDES
-    except ImportError:  # an lfx before 1.13
-        return {}
-    return dict(IMPORT_NAME_OVERRIDES)
+    return dict(_IMPORT_NAME_OVERRIDES)
 
 
 _SHIM_HEAD = "# lfx-bundles-shim"

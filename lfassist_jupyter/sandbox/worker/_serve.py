@@ -1,12 +1,20 @@
-"""The fork server: one fresh child per request, its answer capped, everything it left killed and wiped.
+"""The fork server: one fresh child per request, its report capped, everything it left killed and wiped.
 
-The zygote (``_worker.py``) hands each request to ``serve``.  A child is forked *ahead*
-(``Spare``): it isolates itself (its own process group, PR_SET_PDEATHSIG, nothing of the
-zygote's fds, seccomp + Landlock), arms the audit hook for its whole life and runs one op.
-Its answer comes back on a pipe of its own, read with a size cap; its stdout and stderr are
-drained and dropped.  Before the verdict leaves, every process of the request gets SIGKILL
-(the zygote is their subreaper, so even a detached daemon is found); reaping them and
-removing what they wrote happen before the next request is read.
+The zygote (``_worker.py``) gives each request to a child with ``hand_over`` and reads its
+``verdict``.  A child is forked *ahead* (``Spare``), from a zygote that holds nothing of any
+request: the request loop forks the next spare between the two calls, once the request is
+with its child and wiped from the zygote's memory.  A child isolates itself (its own process
+group, PR_SET_PDEATHSIG, nothing of the zygote's fds, seccomp + Landlock), arms the audit hook
+for its whole life and runs one op.
+
+Its report comes back on a socket only the hook writes (``_hook.py``): every refusal as it
+happens, then the answer, sent by the child's top-level frame, then the end of the channel.
+The zygote reads it with a size cap and checks every frame's secret (``_Exchange``): a
+refusal cannot be taken back, a frame the hook did not write makes the report "tampered", a
+child that ends before its answer is a failure.  Its stdout and stderr are drained and
+dropped.  Before the verdict leaves, every process of the request gets SIGKILL (the zygote
+is their subreaper, so even a detached daemon is found); reaping them and removing what they
+wrote happen before the next request is read.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import stat
 import sys
 import time
@@ -25,7 +34,7 @@ import traceback
 
 from . import _shared
 from ._confine import CONFINE, PR_SET_PDEATHSIG, confine, prctl, set_limit
-from ._hook import DENY_READ, make_hook, take_away_process_creation
+from ._hook import ANSWER_EVENT, DENY_READ, make_hook, take_away_process_creation, trusted_roots
 from ._lfx import WARMUP, Component, build_custom_component_template
 from ._shared import ANSWER_CAP, CONFIG, OPS, OUTPUT_CAP, STRING_CAP, Timeout, on_alarm
 
@@ -33,6 +42,14 @@ ZYGOTE_PID = os.getpid()
 ROOT = _shared.SANDBOX_DIR  # the zygote's cwd: every entry under it is wiped after each request
 HOME = os.path.join(ROOT, "home")
 SCRATCH_MB = int(CONFIG.get("scratch_mb") or 0)  # the size of the sandbox's /tmp, when it has one
+# Where the interpreter's, lfx's and the worker's own code lives (read-only in the sandbox).
+TRUSTED = trusted_roots(
+    (
+        os.path.dirname(os.path.abspath(__file__)),
+        *(os.path.dirname(p) for p in CONFIG.get("op_modules", [])),
+        *(os.path.dirname(str(p)) for p in (CONFIG.get("bound_modules") or {}).values()),
+    )
+)
 
 
 def _truncate(obj: object, depth: int = 0) -> object:
@@ -60,14 +77,16 @@ def _read_all(fd: int, cap: int) -> bytes:
     return bytes(data)
 
 
-def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
+def _child(req_r: int, channel: int, out_w: int, scratch: str) -> None:
     """A forked child: isolate itself from the zygote, wait for one request, answer, exit.
 
     Children are forked *ahead* (a spare waits for the next request), so the fork and
     this set-up are off the critical path; the request arrives on ``req_r``, a pipe only
-    this child has.
+    this child has.  Its answer leaves through the hook (``ANSWER_EVENT`` raised from this
+    very frame) on ``channel``; what it calls for that is bound before any request code runs.
     """
     code = 0
+    audit, dumps, truncate, exit_, setitimer = sys.audit, json.dumps, _truncate, os._exit, signal.setitimer
     try:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
@@ -78,8 +97,8 @@ def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
         # Everything else goes: the zygote's channel, other children's pipes.
-        os.closerange(3, answer_w)
-        os.closerange(answer_w + 1, 1 << 16)
+        os.closerange(3, channel)
+        os.closerange(channel + 1, 1 << 16)
         os.chdir(scratch)
         _shared.SANDBOX_DIR = scratch
         # Temporary files (tempfile, sqlite's) belong to the request too: its own directory.
@@ -94,6 +113,9 @@ def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
         # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
         # Neither do mkfifo and mknod.
         take_away_process_creation()
+        # The hook (and its channel's greeting) is made now, off the request's path; it is armed
+        # once the request is read, after the warm-up below (whose events would cost, not matter).
+        hook = make_hook(scratch, DENY_READ, channel=channel, owner=sys._getframe(), root=ROOT, trusted=TRUSTED)
         # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
         # caches) now, rather than one copy-on-write fault at a time during the request.
         # Not when requests come back to back (the build would compete with the request for
@@ -107,11 +129,13 @@ def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
         os.close(null)
         sys.stdin = None  # the zygote's reader (and whatever it buffered) is not ours
         req = json.loads(raw)
+        del raw
         timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
         used = resource.getrusage(resource.RUSAGE_SELF)
         set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
         gc.enable()
-        sys.addaudithook(make_hook(scratch, DENY_READ))  # from here on, no way back
+        sys.addaudithook(hook)  # from here on, no way back
+        del hook
         fn = OPS.get(req.get("op"))
         out = fn(req) if fn else {"error": f"unknown op {req.get('op')!r}"}
     except Timeout:
@@ -124,15 +148,12 @@ def _child(req_r: int, answer_w: int, out_w: int, scratch: str) -> None:
             "traceback": traceback.format_exc(),
         }
     try:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        data = json.dumps(_truncate(out if isinstance(out, dict) else {"result": out}), default=str).encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(answer_w, view) :]
-        os.close(answer_w)  # the zygote sees the end of the answer now, not after our teardown
+        setitimer(signal.ITIMER_REAL, 0)
+        data = dumps(truncate(out if isinstance(out, dict) else {"result": out}), default=str).encode()
+        audit(ANSWER_EVENT, data)  # the hook sends it and ends the channel; the zygote does not wait for our exit
     except BaseException:
         code = 71
-    os._exit(code)
+    exit_(code)
 
 
 def _descendants(root: int) -> tuple[list[int], list[int]]:
@@ -302,13 +323,15 @@ class Spare:
         self.scratch = os.path.join(ROOT, f"req-{Spare._count}")
         os.makedirs(self.scratch, exist_ok=True)
         req_r, self.req_w = os.pipe()
-        self.answer_r, answer_w = os.pipe()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.channel, channel = ours.detach(), theirs.detach()
         self.out_r, out_w = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:  # pragma: no cover - the child never returns
             os.close(self.req_w)
-            _child(req_r, answer_w, out_w, self.scratch)
-        for fd in (req_r, answer_w, out_w):
+            os.close(self.channel)
+            _child(req_r, channel, out_w, self.scratch)
+        for fd in (req_r, channel, out_w):
             os.close(fd)
         with contextlib.suppress(OSError):
             os.setpgid(self.pid, self.pid)
@@ -334,28 +357,37 @@ def _annotate(result: dict) -> dict:
     return result
 
 
-def serve(req: dict, child: Spare | None) -> dict:
-    """Hand ``req`` to a fresh child; return the zygote's verdict on what came back.
-
-    The next request's spare is forked while this child works (the fork overlaps with the
-    request on another core), and survives this request's clean-up.
-    """
-    timeout = min(max(float(req.get("timeout", 10)), 0.1), 3600.0)
+def hand_over(header: dict, body: bytearray, child: Spare | None) -> tuple[Spare, float, float]:
+    """Give the request (``body``, its JSON, unread here) to a child, then wipe it: nothing of it
+    stays in the zygote for the next spare to inherit.  Returns (child, start, timeout)."""
+    timeout = min(max(float(header.get("timeout", 10)), 0.1), 3600.0)
     child = child or Spare()
     t0 = time.monotonic()
     with contextlib.suppress(OSError):  # a child that died meanwhile shows up as crashed below
-        data = memoryview(json.dumps(req).encode())
+        data = memoryview(body)
         while data:
             data = data[os.write(child.req_w, data) :]
+        del data
     os.close(child.req_w)
-    NEXT[0] = new_spare()
+    body[:] = bytes(len(body))
+    return child, t0, timeout
+
+
+def verdict(child: Spare, t0: float, timeout: float) -> dict:
+    """The zygote's verdict on what ``child`` reported (its answer and refusals, or why not).
+
+    The next request's spare (``NEXT``), forked by the request loop after ``hand_over`` and
+    before this (the fork overlaps with the request on another core), survives this request's
+    clean-up.
+    """
     keep = frozenset({NEXT[0].pid}) if NEXT[0] else frozenset()
     exchange = _Exchange(child)
     exchange.wait(t0 + timeout + 1.0)  # the child's alarm fires at ``timeout``; this is for code that eats it
     spare_scratch = NEXT[0].scratch if NEXT[0] else None
-    if exchange.early is not None and exchange.verdict is None:
-        # Every process of the request gets SIGKILL (it cannot run another instruction)
-        # before the answer leaves; reaping them and wiping their files happen after.
+    if exchange.complete():
+        # The report ended with the answer: every process of the request gets SIGKILL (it
+        # cannot run another instruction) before the verdict leaves; reaping them and wiping
+        # their files happen after.
         kill_subtree(child.pid, keep, wait=False)
 
         def cleanup() -> None:
@@ -364,102 +396,219 @@ def serve(req: dict, child: Spare | None) -> dict:
             _wipe(child.scratch, spare_scratch)
 
         CLEANUP.append(cleanup)
-        result = {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3), "status": "ok", "answer": exchange.early}
+        result = {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3), **exchange.outcome(timeout)}
         return _annotate(result)
-    if exchange.verdict is None:  # the child exited: take what is left in the pipe, without waiting on grandchildren
-        exchange.drain()
-    kill_subtree(child.pid, keep)
     if exchange.status is None:
+        # No answer is coming any more (the channel ended, went bad, or time is up): the child's
+        # exit status, first ending it if it is still alive (it closed its report and went on).
         with contextlib.suppress(ChildProcessError):
-            exchange.status = os.waitpid(child.pid, 0)[1]
+            done, status = exchange.reap(grace=0.1 if exchange.eof else 0.0)  # a dying child closes its end first
+            if not done:
+                exchange.ended_report = exchange.eof and exchange.answer is None
+                with contextlib.suppress(OSError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                done, status = os.waitpid(child.pid, 0)
+            exchange.status = status
+    kill_subtree(child.pid, keep)
+    exchange.drain()
+    outcome = exchange.outcome(timeout)
     exchange.close()
     result: dict = _annotate({})
     _wipe(child.scratch, spare_scratch)
     result["elapsed_ms"] = round((time.monotonic() - t0) * 1000, 3)
-    return {**result, **exchange.outcome(timeout)}
+    return {**result, **outcome}
+
+
+_SECRET_LEN = 32  # hex digits of the hook's secret
+_MAX_REFUSED = 50  # refusals kept per request (the first ones say what happened)
 
 
 class _Exchange:
-    """What one child sends back: its answer (capped), its exit status, or the deadline.
+    """What one child reports: its refusals and its answer (framed, authenticated, capped), its
+    exit status, or the deadline.
 
-    ``verdict`` is set when the zygote gives up on the answer (``timeout``, ``oversized``);
-    ``early`` holds a complete answer read before the child exited (the verdict does not
-    wait for the exit); ``status`` is the child's wait status once it exited.
+    ``verdict`` is set when the zygote gives up on the report (``timeout``, ``oversized``);
+    ``problem`` when the report cannot be trusted (a frame without the hook's secret, two
+    answers, garbage); ``eof`` when the channel ended (the hook shut it after the answer, or
+    every process holding it is gone); ``status`` is the child's wait status once it exited.
     """
 
     def __init__(self, child: Spare) -> None:
-        self.pid, self.answer_r, self.out_r = child.pid, child.answer_r, child.out_r
+        self.pid, self.channel, self.out_r = child.pid, child.channel, child.out_r
         self.pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):
             self.pidfd = os.pidfd_open(self.pid)  # readable when the child exits
         self.buf = bytearray()
+        self.received = 0
+        self.frames = 0
+        self.secret: bytes | None = None
+        self.refused: list[dict] = []
+        self.answer: dict | None = None
+        self.problem: str | None = None
         self.verdict: str | None = None
         self.status: int | None = None
-        self.early: dict | None = None
+        self.eof = False
+        self.ended_report = False  # the channel ended, without an answer, while the child lived on
+
+    def complete(self) -> bool:
+        """The report is whole (it ended after its answer) and can be trusted: no need to wait for the exit."""
+        return self.eof and self.answer is not None and self.problem is None and self.verdict is None
 
     def wait(self, deadline: float) -> None:
-        """Read the answer and drain the output until the answer is complete, the child exits or time is up."""
-        pidfd, answer_r = self.pidfd, self.answer_r
+        """Read the report and drain the output until the channel ends, the report goes bad or time is up."""
+        pidfd, channel = self.pidfd, self.channel
         kept_output = 0
-        watch = [answer_r, self.out_r] + ([pidfd] if pidfd is not None else [])
-        while self.verdict is None and self.early is None:
+        watch = [channel, self.out_r] + ([pidfd] if pidfd is not None else [])
+        while not self.eof and self.verdict is None and self.problem is None:
             if self.status is None:
                 done, st = os.waitpid(self.pid, os.WNOHANG)
                 if done:
                     self.status = st
-            if self.status is not None:
-                break
+                    # Its end of the channel closed with it; a grandchild holding it gets no more time.
+                    deadline = min(deadline, time.monotonic() + 0.2)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self.verdict = "timeout"
+                if self.status is None:
+                    self.verdict = "timeout"
                 break
+            if self.status is not None and pidfd in watch:
+                watch.remove(pidfd)  # exited: its end of the channel closes with it (unless a grandchild holds it)
             readable, _, _ = select.select(watch, [], [], min(remaining, 0.05 if pidfd is None else remaining))
             for fd in readable:
                 if fd == pidfd:
                     continue
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    watch.remove(fd)
-                    if fd == answer_r:  # a complete answer: the verdict does not wait for the exit
-                        with contextlib.suppress(ValueError):
-                            parsed = json.loads(bytes(self.buf))
-                            self.early = parsed if isinstance(parsed, dict) else None
-                elif fd == answer_r:
-                    self.buf += chunk
-                    if len(self.buf) > ANSWER_CAP:
-                        self.verdict = "oversized"
-                else:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:
+                    chunk = b""
+                if fd == channel:
+                    self.feed(chunk)
+                elif chunk:
                     kept_output = min(OUTPUT_CAP, kept_output + len(chunk))  # drained and dropped
+                else:
+                    watch.remove(fd)
+
+    def feed(self, chunk: bytes) -> None:
+        """Channel bytes: frames parsed as they complete; b"" is the channel's end."""
+        if not chunk:
+            self.eof = True
+            if self.buf and self.problem is None:
+                self.problem = "the report ended inside a frame"
+            return
+        self.received += len(chunk)
+        if self.received > ANSWER_CAP + 64 * 1024:
+            self.verdict = "oversized"
+            return
+        self.buf += chunk
+        while self.problem is None and self.verdict is None:
+            newline = self.buf.find(b"\n", 0, 128)
+            if newline < 0:
+                if len(self.buf) >= 128:
+                    self.problem = "a frame the sandbox did not write"
+                return
+            head = bytes(self.buf[:newline]).split(b" ")
+            if len(head) != 3 or not head[2].isdigit():
+                self.problem = "a frame the sandbox did not write"
+                return
+            secret, kind, size = head[0], head[1], int(head[2])
+            if self.secret is None:
+                if kind != b"hello" or size or len(secret) != _SECRET_LEN:
+                    self.problem = "a report that did not start with the sandbox's greeting"
+                    return
+                self.secret = secret
+            elif secret != self.secret:
+                self.problem = "a frame the sandbox did not write"
+                return
+            if size > ANSWER_CAP:
+                self.verdict = "oversized"
+                return
+            end = newline + 1 + size
+            if len(self.buf) < end:
+                return
+            payload = bytes(self.buf[newline + 1 : end])
+            self.buf[:end] = bytes(end)
+            del self.buf[:end]
+            self._frame(kind, payload)
+
+    def _frame(self, kind: bytes, payload: bytes) -> None:
+        self.frames += 1
+        if kind == b"hello":
+            if self.frames > 1:  # only the very first frame is a greeting
+                self.problem = "a second greeting"
+        elif kind == b"refused":
+            try:
+                item = json.loads(payload)
+            except ValueError:
+                item = None
+            if not isinstance(item, dict) or not isinstance(item.get("event"), str):
+                self.problem = "a malformed refusal"
+                return
+            if len(self.refused) < _MAX_REFUSED:
+                line = item.get("line")
+                self.refused.append(
+                    {
+                        "event": item["event"][:200],
+                        "what": str(item.get("what") or item["event"])[:500],
+                        "line": line if isinstance(line, int) and not isinstance(line, bool) else None,
+                    }
+                )
+        elif kind == b"answer":
+            if self.answer is not None:
+                self.problem = "two answers"
+                return
+            try:
+                answer = json.loads(payload)
+            except ValueError:
+                answer = None
+            if not isinstance(answer, dict):
+                self.problem = "an answer that is not one JSON object"
+                return
+            self.answer = answer
+        else:
+            self.problem = "a frame of an unknown kind"
+
+    def reap(self, grace: float) -> tuple[int, int]:
+        """``os.waitpid(pid, WNOHANG)``, waiting up to ``grace`` seconds for the exit."""
+        end = time.monotonic() + grace
+        while True:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            remaining = end - time.monotonic()
+            if done or remaining <= 0:
+                return done, status
+            if self.pidfd is not None:
+                select.select([self.pidfd], [], [], remaining)
+            else:
+                time.sleep(min(remaining, 0.002))
 
     def drain(self) -> None:
-        """After the child's exit: what is left in the answer pipe, without waiting on grandchildren."""
-        os.set_blocking(self.answer_r, False)
+        """After the child's death: what is left on the channel, without waiting on grandchildren."""
+        if self.eof or self.verdict is not None:
+            return
+        os.set_blocking(self.channel, False)
         with contextlib.suppress(BlockingIOError, OSError):
-            while len(self.buf) <= ANSWER_CAP:
-                chunk = os.read(self.answer_r, 1 << 16)
-                if not chunk:
-                    break
-                self.buf += chunk
-        if len(self.buf) > ANSWER_CAP:
-            self.verdict = "oversized"
+            while not self.eof and self.verdict is None:
+                self.feed(os.read(self.channel, 1 << 16))
 
     def close(self) -> None:
-        for fd in (self.answer_r, self.out_r, self.pidfd):
+        self.buf[:] = bytes(len(self.buf))
+        for fd in (self.channel, self.out_r, self.pidfd):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
     def outcome(self, timeout: float) -> dict:
-        """``status`` (and ``detail`` or ``answer``) of a request whose child has exited or been killed."""
-        verdict, status, buf = self.verdict, self.status, self.buf
+        """``status`` (and ``detail`` or ``answer``) of the request, with every refusal the hook reported."""
+        verdict, status, refused = self.verdict, self.status, self.refused
         if verdict is not None:
-            return {"status": verdict, "detail": f"{timeout:g} s" if verdict == "timeout" else str(len(buf))}
+            detail = f"{timeout:g} s" if verdict == "timeout" else str(self.received)
+            return {"status": verdict, "detail": detail, "refused": refused}
+        if self.problem is None and self.ended_report:
+            self.problem = "its report channel was closed before the answer"
+        if self.problem is not None:
+            return {"status": "tampered", "detail": self.problem, "refused": refused}
+        if self.answer is not None:
+            return {"status": "ok", "answer": self.answer, "refused": refused}
         if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            return {"status": "crashed", "detail": _status_text(status) if status is not None else "unknown"}
-        try:
-            answer = json.loads(bytes(buf))
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            return {"status": "malformed", "detail": "no answer" if not buf else "not one JSON object"}
-        return {"status": "ok", "answer": answer}
+            detail = _status_text(status) if status is not None else "unknown"
+            return {"status": "crashed", "detail": detail, "refused": refused}
+        return {"status": "unfinished", "detail": "it ended before its report was complete", "refused": refused}

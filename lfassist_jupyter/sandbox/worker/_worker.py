@@ -10,12 +10,15 @@ Why a zygote: importing lfx costs seconds, forking a warm interpreter costs mill
 Why a child per request: nothing generated code does (threads, detached children, patched
 modules, a poisoned protocol channel, files in the scratch directory) outlives its request.
 
-The protocol: JSON lines from the parent on stdin; answers on a private copy of stdout.
-For each request the zygote forks a child that
+The protocol: from the parent on stdin, a JSON header line (``op``, ``id``, ``timeout``,
+``size``) then ``size`` bytes of the request's JSON, which the zygote hands to the child
+unread and then wipes (the spare forked next inherits nothing of it); answers on a private
+copy of stdout.  For each request the zygote forks a child that
 
 - closes stdin and the zygote's channel, so it cannot read other requests nor forge
-  their answers; it writes its single answer to a pipe of its own, which the zygote reads
-  with a size cap (extra bytes, a second document or garbage: a "malformed" answer);
+  their answers; it reports on a socket of its own, through the audit hook only: each
+  refusal as it happens, then its single answer (``_hook.py``); the zygote reads it with a
+  size cap and checks that every frame is the hook's (see ``_serve._Exchange``);
 - arms the audit hook for its whole life (the hook's state lives in a closure, not in a
   module global the code could flip; there is no way to remove an audit hook);
 - gets its fds 1 and 2 on a pipe the zygote drains and discards past a cap (a 100 MB
@@ -150,6 +153,11 @@ except Exception as exc:  # the worker's own files are incomplete: nothing can b
     _fatal("the confinement could not be loaded: ", exc)
 CONFIG = shared.CONFIG
 
+# Before anything else (the zygote must still be single-threaded): the only writable place,
+# remounted noexec in a private user and mount namespace; no file a request writes can be
+# mapped executable or run.
+confinement.CONFINE["noexec"] = CONFIG.get("noexec") is not False and confinement.noexec(shared.SANDBOX_DIR)
+
 confinement.set_limit(resource.RLIMIT_CORE, 0, 0)
 if CONFIG.get("memory_mb"):
     _mem = int(CONFIG["memory_mb"]) * 1024 * 1024
@@ -218,6 +226,100 @@ def _answer_fact(req: dict) -> None:
         send({"id": req.get("id"), "status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"})
 
 
+class _Requests:
+    """The parent's requests on stdin, read into buffers the zygote wipes: a header line, then
+    the body, which only the child parses.  Nothing of a request outlives its hand-over."""
+
+    HEADER_CAP = 4096
+
+    def __init__(self) -> None:
+        self.raw = open(0, "rb", buffering=0, closefd=False)  # noqa: SIM115 - fd 0 for the zygote's life
+        self.pending = bytearray()
+
+    def _more(self) -> bool:
+        chunk = bytearray(1 << 16)
+        n = self.raw.readinto(chunk)
+        if not n:
+            return False
+        self.pending += memoryview(chunk)[:n]
+        chunk[:n] = bytes(n)
+        return True
+
+    def _take(self, n: int) -> bytes:
+        out = bytes(self.pending[:n])
+        self.pending[:n] = bytes(n)
+        del self.pending[:n]
+        return out
+
+    def header(self) -> dict | None:
+        """The next header (None at the end of stdin); a line that is not one is skipped."""
+        while True:
+            newline = self.pending.find(b"\n")
+            while newline < 0:
+                if len(self.pending) > self.HEADER_CAP:
+                    self._take(len(self.pending))  # not our protocol: drop it
+                if not self._more():
+                    return None
+                newline = self.pending.find(b"\n")
+            line = self._take(newline + 1)
+            try:
+                header = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(header, dict):
+                return header
+
+    def body(self, size: int) -> bytearray:
+        """Exactly ``size`` bytes (fewer at the end of stdin)."""
+        body = bytearray(size)
+        have = min(size, len(self.pending))
+        body[:have] = self.pending[:have]
+        self._take(have)
+        view = memoryview(body)[have:]
+        while view:
+            n = self.raw.readinto(view)
+            if not n:
+                break
+            view = view[n:]
+        del view
+        return body
+
+
+def _serve_forever(requests: _Requests) -> None:
+    """Each request to a fresh child (or, for a fact, answered here); between two requests the
+    zygote holds nothing of either: every name bound to one is dropped before the next fork."""
+    spare = server.new_spare()
+    while True:
+        header = requests.header()
+        if header is None or header.get("op") == "exit":
+            break
+        size = header.get("size")
+        body = requests.body(size if isinstance(size, int) and 0 <= size <= 256 * 1024 * 1024 else 0)
+        if header.get("op") in FACTS:
+            body[:] = bytes(len(body))
+            _answer_fact(header)
+            continue
+        server.NEXT[0] = None
+        rid = header.get("id")
+        try:
+            child, t0, timeout = server.hand_over(header, body, spare)
+            del body, header, spare  # the request is with its child: nothing of it is live here ...
+            server.NEXT[0] = server.new_spare()  # ... when the next request's child is forked
+            out = server.verdict(child, t0, timeout)
+        except Exception as exc:  # the zygote's own failure (e.g. fork refused): report it, keep serving
+            out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
+            if "body" in locals():
+                body[:] = bytes(len(body))
+        out["id"] = rid
+        send(out)
+        del out
+        while server.CLEANUP:
+            server.CLEANUP.pop()()
+        spare = server.NEXT[0] or server.new_spare()
+    if spare is not None:
+        server.kill_subtree(spare.pid)
+
+
 def _warm_up() -> dict:
     """Everything paid once before "ready": the first build, lfx's services, the op modules,
     the reference, the prctl settings and the confinement probe; the "ready" message's facts."""
@@ -235,7 +337,7 @@ def _warm_up() -> dict:
     subreaper = confinement.prctl(confinement.PR_SET_CHILD_SUBREAPER, 1)
     probe = os.path.join(server.ROOT, "confinement-probe")
     os.makedirs(os.path.join(probe, "in"), exist_ok=True)
-    confinement.CONFINE.update(confinement.confinement(probe))
+    confinement.CONFINE.update(confinement.confinement(probe))  # seccomp, Landlock (noexec is set already)
     if CONFIG.get("landlock") is False:
         confinement.CONFINE["landlock"] = 0
     server.clear(server.ROOT)  # what the warm-up wrote (never entering the read-only binds)
@@ -260,31 +362,7 @@ def main() -> None:
     gc.freeze()  # the imported world is permanent: keep it out of every later collection
     gc.enable()
     send(ready)
-    spare = server.new_spare()
-    for line in sys.stdin:
-        try:
-            req = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(req, dict):
-            continue
-        if req.get("op") == "exit":
-            break
-        if req.get("op") in FACTS:
-            _answer_fact(req)
-            continue
-        server.NEXT[0] = None
-        try:
-            out = server.serve(req, spare)
-        except Exception as exc:  # the zygote's own failure (e.g. fork refused): report it, keep serving
-            out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
-        out["id"] = req.get("id")
-        send(out)
-        while server.CLEANUP:
-            server.CLEANUP.pop()()
-        spare = server.NEXT[0] or server.new_spare()
-    if spare is not None:
-        server.kill_subtree(spare.pid)
+    _serve_forever(_Requests())
 
 
 if __name__ == "__main__":
