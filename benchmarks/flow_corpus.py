@@ -11,8 +11,9 @@ for two environments:
 
 - ``full``: the cached Langflow 1.13 environment of the test suite (lfx with every bundle:
   ``tests/_support/langflow_env.py``): whether the *flow* is sound, as Langflow would run it;
-- ``sandbox``: this project's environment (lfx without the bundles), as the validation sandbox
-  sees it: a node that builds in ``full`` and fails here for an absent module is a package the
+- ``sandbox``: this project's environment (lfx with the provider bundles the install brings:
+  ``lfx-openai``, ``lfx-anthropic``, ``lfx-ollama``, ``lfx-openai-compatible``), as the validation
+  sandbox sees it: a node that builds in ``full`` and fails here for an absent module is a package the
   user's environment lacks, not a broken flow.
 
 Per flow and environment it records ``lfx validate`` (all four levels: each issue with its level)
@@ -331,19 +332,31 @@ def measure(half: str, out: Path | None = None) -> dict:
     from lfassist_jupyter import Assistant, ScriptedProvider
     from lfassist_jupyter.flows import default_catalog, flow_to_spec, validate_flow
     from lfassist_jupyter.flows import spec as spec_module
+    from lfassist_jupyter.sandbox.client import default_validator
 
     stored = json.loads(VERDICTS.read_text())
     flows = [f for f in load_manifest() if half == "all" or f["half"] == half]
     rows = []
+    default_catalog()  # the sandbox started and its catalogue read before the clock runs
+    ops: list[str] = []
+    sandbox, call = default_validator(), default_validator()._call
+
+    def counted(payload: dict, timeout: float):  # the sandbox requests (each a child) per flow
+        ops.append(str(payload.get("op")))
+        return call(payload, timeout)
+
+    sandbox._call = counted
     with tempfile.TemporaryDirectory(prefix="lfassist-measure-") as tmp:
         for flow in flows:
             path = Path(tmp) / f"{flow['id']}.json"
             path.write_text(flow_text(flow["id"]), encoding="utf-8")
             original = json.loads(path.read_text())
+            ops.clear()
             t0 = time.perf_counter()
             report = validate_flow(path)
             ms = (time.perf_counter() - t0) * 1000
-            row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {})), "ours": ours(report), "ms": ms}
+            row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {})), "ours": ours(report), "ms": ms,
+                   "sandbox_ops": len(ops)}  # fmt: skip
             row["errors"] = [str(e)[:300] for e in report.errors]
             api = (Assistant, ScriptedProvider, spec_module, flow_to_spec, default_catalog)
             row.update(round_trip(path, original, *api))
@@ -368,6 +381,8 @@ def measure(half: str, out: Path | None = None) -> dict:
         "nodes_identical": sum(r["nodes_identical"] for r in rows),
         "edges_kept": sum(r["edges_kept"] for r in rows),
         "edges": sum(r["edges"] for r in rows),
+        "sandbox_ops_per_flow_max": max((r["sandbox_ops"] for r in rows), default=None),
+        "sandbox_ops": sum(r["sandbox_ops"] for r in rows),
         "validate_ms_p50": times[len(times) // 2] if times else None,
         "validate_ms_p95": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))] if times else None,
         "rows": rows,

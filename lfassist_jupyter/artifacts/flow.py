@@ -19,8 +19,9 @@ What is here:
   expected an object``).
 - **Navigation**: ``nodes``, ``components``, ``edges``, ``node_id``, ``node_type``,
   ``frontend_node`` (``node["data"]["node"]``, Langflow's name for it), ``fields`` (its
-  ``template``), ``outputs``, ``node_name`` (the one rule for what a node is called), the
-  edge's ``handles`` and ``ports``, ``parse_handle``. Every accessor is total: on a malformed
+  ``template``), ``outputs``, ``group_flow`` (a grouped sub-flow's inner flow), ``node_name`` (the
+  one rule for what a node is called), the edge's ``handles`` (``set_handle`` writes one) and
+  ``ports``, ``parse_handle``. Every accessor is total: on a malformed
   flow it answers empty rather than raising, so a view never breaks on one.
 - **lfx's rules, mirrored** (each names its lfx 1.13 source; ``tests/flows/test_flow_facts.py``
   compares each with lfx itself over lfx's component catalogue and the edges of Langflow's
@@ -261,6 +262,13 @@ def outputs(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [o for o in found if isinstance(o, dict)] if isinstance(found, list) else []
 
 
+def group_flow(node: dict[str, Any]) -> dict[str, Any] | None:
+    """The inner flow a grouped sub-flow carries (Langflow 1.0's ``GroupNode``: ``data.node.flow``,
+    holding ``data.nodes`` and ``data.edges``); None when the node is not a group."""
+    inner = frontend_node(node).get("flow")
+    return inner if isinstance(inner, dict) and isinstance(graph(inner).get("nodes"), list) else None
+
+
 def node_name(node: dict[str, Any]) -> str:
     """What a node is called wherever we name it: its display name, else its type, else its id."""
     return str(frontend_node(node).get("display_name") or node_type(node) or node.get("id"))
@@ -287,6 +295,15 @@ def handles(edge: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         handle = data.get(key)
         pair.append(handle if isinstance(handle, dict) else parse_handle(edge.get(key)) or {})
     return pair[0], pair[1]
+
+
+def set_handle(edge: dict[str, Any], key: str, handle: dict[str, Any]) -> None:
+    """Write ``handle`` as the edge's ``data.sourceHandle`` or ``data.targetHandle`` (``key``), the
+    copy ``handles`` reads first (``data`` is made when the edge has none)."""
+    data = edge.get("data")
+    if not isinstance(data, dict):
+        data = edge["data"] = {}
+    data[key] = handle
 
 
 def target_port(target_handle: dict[str, Any]) -> Any:

@@ -7,9 +7,11 @@ what Langflow runs, and ``lfx run`` fails on a node whose code does not parse.  
 anything else, ``validate_flow`` asks this module, which reads the text and the JSON itself
 (no lfx: ``ast.parse`` only, nothing executed in this process).
 
-Code that parses but is custom (no built-in carries the same code) is built by lfx in the
-sandbox (``SandboxValidator.component_template``), never here, and its error is named
-per node.
+Code that parses but is custom (no built-in carries the same code) is loaded by lfx in the
+sandbox as lfx loads a flow's node (``SandboxValidator.component_verdicts``: all of a flow's
+codes in one child), never here, and its error is named per node.  lfx's own code is neither
+parsed nor loaded again, and every verdict is remembered by the code's hash: validating a flow
+a second time costs no sandbox request.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import node_name
 
 from .models import FlowProblem, Need
+from .packages import package_need
 
 # How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).
 _NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
@@ -102,8 +105,9 @@ def spec_errors(text: str, catalog: Any = None) -> list[FlowProblem]:
     return errors
 
 
-def json_errors(flow: dict[str, Any]) -> list[FlowProblem]:
-    """Duplicate node ids, an empty flow, and node code that does not parse (flow JSON)."""
+def json_errors(flow: dict[str, Any], builtin_codes: frozenset[str] = frozenset()) -> list[FlowProblem]:
+    """Duplicate node ids, an empty flow, and node code that does not parse (flow JSON); the code
+    of lfx's own components (``builtin_codes``) parses and is not parsed again."""
     nodes = [n for n in facts.nodes(flow) if "id" in n]
     components = [n for n in nodes if facts.is_component(n)]
     if not components:
@@ -132,7 +136,7 @@ def json_errors(flow: dict[str, Any]) -> list[FlowProblem]:
         )
     for node in components:
         code = node_code(node)
-        if code is None:
+        if code is None or (isinstance(code, str) and code in builtin_codes):
             continue
         problem = code_problem(code)
         if problem:
@@ -157,17 +161,42 @@ def node_code(node: dict[str, Any]) -> object | None:
     return field["value"]
 
 
+_PARSED: dict[bytes, str | None] = {}  # sha256 of a code -> why it does not parse (None: it does)
+
+
 def code_problem(code: object) -> str | None:
-    """Why ``code`` cannot be a component's source (it does not parse), or None."""
+    """Why ``code`` cannot be a component's source (it does not parse), or None.  Remembered by
+    the code's hash: parsing a node's code is most of a flow's check, and the same code comes
+    back with every validation of the flow."""
     if not isinstance(code, str):
         return f"it is a {type(code).__name__}, not text"
+    key = _digest(code)
+    if key in _PARSED:
+        return _PARSED[key]
     try:
         ast.parse(code)
+        problem = None
     except SyntaxError as exc:
-        return f"SyntaxError: {exc.msg}" + (f" (line {exc.lineno})" if exc.lineno else "")
+        problem = f"SyntaxError: {exc.msg}" + (f" (line {exc.lineno})" if exc.lineno else "")
     except (ValueError, MemoryError, RecursionError) as exc:
-        return f"{type(exc).__name__}: {exc}"[:200]
-    return None
+        problem = f"{type(exc).__name__}: {exc}"[:200]
+    _remember(_PARSED, key, problem)
+    return problem
+
+
+def _digest(*parts: str) -> bytes:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.digest()
+
+
+def _remember(cache: dict, key: bytes, value: Any, size: int = 1024) -> None:
+    if len(cache) >= size:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
 
 
 def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[str], list[Need]]:
@@ -185,21 +214,20 @@ def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[st
         return custom_code_errors({"nodes": nodes}, builtin)
     if not isinstance(flow, dict):
         return [], [], []
-    errors = json_errors(flow)
+    errors = json_errors(flow, builtin)
     if errors:
         return errors, [], []
     return custom_code_errors(flow, builtin)
 
 
-def _called_methods(node: dict[str, Any], edges: list[Any]) -> list[tuple[str, str]]:
+def _called_methods(node: dict[str, Any], used: set[Any]) -> list[tuple[str, str]]:
     """(output, method) of the saved outputs lfx calls when the node runs: those an edge leaves
-    from, or every output when none does (``Component._get_outputs_to_process``)."""
+    from (``used``), or every output when none does (``Component._get_outputs_to_process``)."""
     outputs = [
         (str(o.get("name")), o["method"])
         for o in facts.outputs(node)
         if isinstance(o.get("method"), str) and o.get("method")
     ]
-    used = {output for source, output, _, _ in map(facts.ports, edges) if source == node.get("id")}
     return [(name, method) for name, method in outputs if not used or name in used]
 
 
@@ -213,17 +241,23 @@ def custom_code_errors(
     output calls a method its code no longer has (an error naming the module or method: code
     saved by another Langflow version, which lfx refuses too); or it needs a package the
     sandbox's environment lacks (a ``package`` need with its ``%pip install`` line: the flow is
-    not broken, this environment is short of it)."""
-    edges = facts.edges(flow)
+    not broken, this environment is short of it).
+
+    The codes lfx has not judged yet are built together, in one sandboxed child per flow
+    (``_verdicts``): a flow of twenty nodes saved by an older Langflow costs one fork, not twenty."""
+    used: dict[Any, set[Any]] = {}
+    for source, output, _, _ in map(facts.ports, facts.edges(flow)):
+        used.setdefault(source, set()).add(output)
+    todo = []
+    for node in facts.components(flow):
+        code = node_code(node)
+        if isinstance(code, str) and code not in builtin_codes:
+            todo.append((node, code, _called_methods(node, used.get(node.get("id"), set()))))
+    answers = _verdicts([(code, tuple(sorted({m for _, m in called})), _naming(node)) for node, code, called in todo])
     errors: list[FlowProblem] = []
     warnings: list[str] = []
     needs: list[Need] = []
-    for node in facts.components(flow):
-        code = node_code(node)
-        if not isinstance(code, str) or code in builtin_codes:
-            continue
-        called = _called_methods(node, edges)
-        answer = _build(code, tuple(sorted({m for _, m in called})))
+    for (node, _code, called), answer in zip(todo, answers, strict=True):
         name, nid = node_name(node), facts.node_id(node)
         at = {"node": name, "node_id": nid, "field": "code"}
         if answer.ok:
@@ -245,14 +279,7 @@ def custom_code_errors(
         if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
             warnings.append(f"{name}: its code could not be built here ({message[:200]})")
         elif package is not None:
-            needs.append(
-                Need(
-                    kind="package",
-                    **at,
-                    message=f"{name} needs the package {package.distribution}, which is not installed in "
-                    f"the sandbox's environment: {package.fix} (then restart the kernel).",
-                )
-            )
+            needs.append(package_need(name, nid, "code", package.distribution, package.fix))
         elif answer.stale_import:
             module = answer.stale_import
             errors.append(
@@ -336,21 +363,52 @@ def outgoing_flow_problem(flow: object, catalog: Any) -> str | None:
     return f"the security scan refuses custom code in it: {problems[0]}{more}"
 
 
-_BUILT: dict[tuple[str, tuple[str, ...]], Any] = {}  # (code, methods) -> lfx's verdict (a ComponentTemplate)
+def _naming(node: dict[str, Any]) -> dict[str, Any]:
+    """What of a node's ``data`` lfx reads to pick the class in its code (``_component_class_name``
+    in ``lfx/interface/initialize/loading.py``, applied in the sandbox): its type, the flow
+    builder's registry type, the class name in its metadata."""
+    data = node.get("data") if isinstance(node.get("data"), dict) else {}
+    metadata = facts.frontend_node(node).get("metadata")
+    class_name = metadata.get("component_class_name") if isinstance(metadata, dict) else None
+    naming: dict[str, Any] = {"type": facts.node_type(node)}
+    if isinstance(data.get("_flow_builder_registry_type"), str):
+        naming["_flow_builder_registry_type"] = data["_flow_builder_registry_type"]
+    if isinstance(class_name, str):
+        naming["node"] = {"metadata": {"component_class_name": class_name}}
+    return naming
 
 
-def _build(code: str, methods: tuple[str, ...] = ()) -> Any:
-    """lfx builds ``code`` in the sandbox (never in this process) and says which of ``methods``
-    it lacks; lfx's verdicts are cached (not the sandbox's failures to give one)."""
+_BUILT: dict[bytes, Any] = {}  # sha256 of (code, methods) -> lfx's verdict (a ComponentTemplate without template)
+_NOT_BUILT = "Validation did not finish for this node: the sandbox's time for the flow ran out before it."
+
+
+def _verdicts(builds: list[tuple[str, tuple[str, ...], dict[str, Any]]]) -> list[Any]:
+    """lfx's verdict on each ``(code, methods, naming)``, loaded in the sandbox as lfx loads a
+    flow's node (never in this process): whether lfx loads the code and which of ``methods`` it
+    lacks.  What lfx judged before is remembered by the hash of all three; the rest is loaded in
+    one child (``SandboxValidator.component_verdicts``).  lfx's verdicts are remembered, not the
+    sandbox's failures to give one."""
+    import json
+
     from lfassist_jupyter.sandbox.client import default_validator
 
-    key = (code, methods)
-    if key in _BUILT:
-        return _BUILT[key]
-    answer = default_validator().component_template(code, methods=list(methods))
-    verdict = answer.model_copy(update={"template": None})  # only the verdict is kept
-    if verdict.ok or not str(verdict.error or "").startswith(_NO_VERDICT):
-        if len(_BUILT) >= 256:
-            _BUILT.pop(next(iter(_BUILT)))
-        _BUILT[key] = verdict
-    return verdict
+    keys = [_digest(code, json.dumps(naming, sort_keys=True), *methods) for code, methods, naming in builds]
+    new = {key: (code, list(methods), naming) for key, (code, methods, naming) in zip(keys, builds, strict=True)}
+    new = {key: build for key, build in new.items() if key not in _BUILT}
+    found: dict[bytes, Any] = {}
+    if new:
+        answers = default_validator().component_verdicts(list(new.values()))
+        for key, answer in zip(new, answers, strict=True):
+            if answer is None:
+                found[key] = _failed(_NOT_BUILT)
+                continue
+            found[key] = answer
+            if answer.ok or not str(answer.error or "").startswith(_NO_VERDICT):
+                _remember(_BUILT, key, answer, size=512)
+    return [found[key] if key in found else _BUILT[key] for key in keys]
+
+
+def _failed(error: str) -> Any:
+    from lfassist_jupyter.sandbox.answers import ComponentTemplate
+
+    return ComponentTemplate.failed(error)

@@ -13,51 +13,50 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from lfassist_jupyter.artifacts import flow as facts
+
 
 def is_group(node: Any) -> bool:
-    inner = ((node.get("data") or {}).get("node") or {}) if isinstance(node, dict) else {}
-    flow = inner.get("flow") if isinstance(inner, dict) else None
-    return isinstance(flow, dict) and isinstance((flow.get("data") or {}).get("nodes"), list)
+    return isinstance(node, dict) and facts.group_flow(node) is not None
 
 
 def ungroup(flow: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``flow`` with every group (nested ones too) replaced by what it holds."""
+    """``flow`` with every group (nested ones too) replaced by what it holds: a copy when it has
+    a group, else ``flow`` itself (nothing to open, nothing copied: validating a large flow
+    stays cheap)."""
+    if not any(is_group(n) for n in facts.nodes(flow)):
+        return flow
     out = copy.deepcopy(flow)
-    data = out.get("data", out)
-    if not isinstance(data, dict) or not any(is_group(n) for n in data.get("nodes") or []):
-        return out
-    _open(data)
+    _open(facts.graph(out))
     return out
 
 
 def _open(data: dict[str, Any]) -> None:
-    todo = list(data.get("nodes") or [])
+    todo = facts.nodes(data)
     done: set[str] = set()
     while todo:
         node = todo.pop(0)
-        if not isinstance(node, dict) or node.get("id") in done:
+        if facts.node_id(node) in done:
             continue
-        done.add(node.get("id"))
-        if is_group(node):
-            inner = node["data"]["node"]["flow"]["data"]
-            _open(inner)
+        done.add(facts.node_id(node))
+        inner = facts.group_flow(node)
+        if inner is not None:
+            _open(facts.graph(inner))
             todo.extend(_replace(node, data))
 
 
 def _replace(group: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
     """Put the group's inner nodes and edges in its place; the inner nodes (to open in turn)."""
-    node = group["data"]["node"]
-    inner = node["flow"]["data"]
-    g_nodes = [n for n in inner.get("nodes") or [] if isinstance(n, dict)]
-    g_edges = [e for e in inner.get("edges") or [] if isinstance(e, dict)]
-    gid = group["id"]
-    by_id = {n.get("id"): n for n in g_nodes}
-    for value in (node.get("template") or {}).values():  # the group's field values go to the inner fields
+    inner = facts.group_flow(group) or {}
+    g_nodes, g_edges = facts.nodes(inner), facts.edges(inner)
+    gid = facts.node_id(group)
+    by_id = facts.by_id(g_nodes)
+    for value in facts.fields(group).values():  # the group's field values go to the inner fields
         proxy = value.get("proxy") if isinstance(value, dict) else None
         target = by_id.get(proxy.get("id")) if isinstance(proxy, dict) else None
-        fields = (((target or {}).get("data") or {}).get("node") or {}).get("template")
-        if isinstance(fields, dict) and isinstance(fields.get(proxy.get("field")), dict):
-            child = fields[proxy["field"]]
+        fields = facts.fields(target) if target is not None else {}
+        child = fields.get(proxy.get("field")) if isinstance(proxy, dict) else None
+        if isinstance(child, dict):
             merged = {**value, "type": "code"} if child.get("type") == "code" else dict(value)
             for key in ("show", "advanced"):
                 if key in child:
@@ -65,41 +64,33 @@ def _replace(group: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]
             merged["display_name"] = child.get("display_name", child.get("name"))
             merged.pop("proxy", None)
             fields[proxy["field"]] = merged
+    touches = [e for e in facts.edges(base) if gid in (e.get("source"), e.get("target"))]
     moved = []
-    for edge in base.get("edges") or []:
-        if not isinstance(edge, dict) or gid not in (edge.get("source"), edge.get("target")):
-            continue
+    for edge in touches:
         new = copy.deepcopy(edge)
-        ed = new.get("data") or {}
         if new.get("target") == gid:
-            th = ed.get("targetHandle") or {}
-            proxy = th.get("proxy") if isinstance(th, dict) else None
+            th = facts.handles(new)[1]
+            proxy = th.get("proxy")
             if isinstance(proxy, dict) and proxy.get("id") in by_id:
                 new["target"] = proxy["id"]
-                ed["targetHandle"] = {**{k: v for k, v in th.items() if k != "proxy"}, "fieldName": proxy.get("field"),
-                                      "id": proxy["id"]}  # fmt: skip
+                handle = {k: v for k, v in th.items() if k != "proxy"}
+                facts.set_handle(new, "targetHandle", {**handle, "fieldName": proxy.get("field"), "id": proxy["id"]})
         if new.get("source") == gid:
-            _retarget_source(new, node, g_nodes, g_edges)
+            _retarget_source(new, group, g_nodes, g_edges)
         moved.append(new)
-    base["nodes"] = [n for n in base.get("nodes") or [] if not (isinstance(n, dict) and n.get("id") == gid)] + g_nodes
-    base["edges"] = (
-        [e for e in base.get("edges") or [] if not (isinstance(e, dict) and gid in (e.get("source"), e.get("target")))]
-        + g_edges
-        + moved
-    )
+    base["nodes"] = [n for n in facts.nodes(base) if facts.node_id(n) != gid] + g_nodes
+    kept = [e for e in facts.edges(base) if gid not in (e.get("source"), e.get("target"))]
+    base["edges"] = kept + g_edges + moved
     return g_nodes
 
 
 def _retarget_source(edge: dict[str, Any], group: dict[str, Any], g_nodes: list, g_edges: list) -> None:
     """An edge out of the group starts at the inner output its proxy names (else, as lfx does,
     at the output of the same name with the inner node's id as prefix, or at the last node)."""
-    ed = edge.get("data") or {}
-    sh = dict(ed.get("sourceHandle") or {})
+    sh = dict(facts.handles(edge)[0])
     name = sh.get("name")
-    proxy = next(
-        (o.get("proxy") for o in group.get("outputs") or [] if isinstance(o, dict) and o.get("name") == name), None
-    )
-    ids = [n.get("id") for n in g_nodes]
+    proxy = next((o.get("proxy") for o in facts.outputs(group) if o.get("name") == name), None)
+    ids = [facts.node_id(n) for n in g_nodes]
     if not isinstance(proxy, dict) and isinstance(name, str):
         prefix = next((i for i in sorted(ids, key=len, reverse=True) if name.startswith(f"{i}_")), None)
         proxy = {"id": prefix, "name": name.removeprefix(f"{prefix}_")} if prefix else None
@@ -110,9 +101,9 @@ def _retarget_source(edge: dict[str, Any], group: dict[str, Any], g_nodes: list,
         source = next((i for i in ids if i not in sources), None)
         if source is None:
             return
-    node = next(n for n in g_nodes if n.get("id") == source)
+    node = next(n for n in g_nodes if facts.node_id(n) == source)
     sh["id"] = source
-    if (node.get("data") or {}).get("type"):
-        sh["dataType"] = node["data"]["type"]
+    if facts.node_type(node):
+        sh["dataType"] = facts.node_type(node)
     edge["source"] = source
-    ed["sourceHandle"] = sh
+    facts.set_handle(edge, "sourceHandle", sh)

@@ -74,6 +74,8 @@ class Need(BaseModel):
     node_id: str | None = None
     field: str
     message: str
+    package: str | None = None
+    """For a ``package`` need: the distribution to install (the message has its install line)."""
 
 
 class ModelUse(BaseModel):

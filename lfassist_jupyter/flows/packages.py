@@ -19,24 +19,41 @@ from typing import Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.validation.report import MissingPackage
 
+from .models import Need
+
 log = logging.getLogger("lfassist_jupyter")
 
 
-def _node_parts(node: Mapping[str, Any]) -> tuple[str, str, str | None, list[str]]:
-    """``(name, type, code, providers)`` of one node of flow JSON."""
+def _node_parts(node: Mapping[str, Any]) -> tuple[str, str, str | None, list[str], str]:
+    """``(name, type, code, providers, model field)`` of one node of flow JSON."""
     template = facts.fields(node)
     code_field = template.get("code") if isinstance(template.get("code"), Mapping) else {}
     code = code_field.get("value") if isinstance(code_field.get("value"), str) else None
     providers: list[str] = []
-    for field in template.values():
+    model_field = "code"
+    for fname, field in template.items():
         if isinstance(field, Mapping) and field.get("type") == "model" and isinstance(field.get("value"), list):
             providers += [str(m["provider"]) for m in field["value"] if isinstance(m, Mapping) and m.get("provider")]
+            model_field = str(fname)
     override = template.get("provider") if isinstance(template.get("provider"), Mapping) else {}
     if isinstance(override.get("value"), str) and override["value"].strip() and providers:
         providers.append(override["value"].strip())
     kind = facts.registry_type(node) or ""
     name = str(facts.frontend_node(node).get("display_name") or kind or node.get("id"))
-    return name, kind, code, [p for p in dict.fromkeys(providers) if p not in ("", "Unknown")]
+    return name, kind, code, [p for p in dict.fromkeys(providers) if p not in ("", "Unknown")], model_field
+
+
+def package_need(name: str, node_id: str | None, field: str, distribution: str, fix: str) -> Need:
+    """The ``package`` need of a node: the flow is not broken, this environment lacks a package."""
+    return Need(
+        kind="package",
+        node=name,
+        node_id=node_id,
+        field=field,
+        message=f"{name} needs the package {distribution}, which is not installed in the sandbox's "
+        f"environment: {fix} (then restart the kernel).",
+        package=distribution,
+    )
 
 
 def install_line(distributions: list[str], python: str | None = None) -> str:
@@ -47,13 +64,15 @@ def install_line(distributions: list[str], python: str | None = None) -> str:
     return f"%pip install {names}"
 
 
-def missing_packages(flow: Mapping[str, Any] | None, catalog: Any) -> list[MissingPackage]:
+def packages_needed(flow: Mapping[str, Any] | None, catalog: Any) -> tuple[list[MissingPackage], list[Need]]:
     """The distributions ``flow`` needs that the sandbox's interpreter lacks, each with the nodes
-    that need it and the line that installs it.  [] when nothing is missing, or when the sandbox
-    cannot tell (it then says so in the log, and a run would find out)."""
-    parts = [_node_parts(n) for n in facts.components(flow)]
+    that need it and the line that installs it, and the same as one ``package`` need per node and
+    distribution.  ([], []) when nothing is missing, or when the sandbox cannot tell (it then
+    says so in the log, and a run would find out)."""
+    nodes = facts.components(flow)
+    parts = [_node_parts(n) for n in nodes]
     if not parts:
-        return []
+        return [], []
     sandbox = getattr(catalog, "sandbox", None)
     if sandbox is None:
         from lfassist_jupyter.sandbox.client import default_validator
@@ -61,12 +80,17 @@ def missing_packages(flow: Mapping[str, Any] | None, catalog: Any) -> list[Missi
         sandbox = default_validator()
     asker = getattr(sandbox, "flow_packages", None)
     if asker is None:  # a test's stub sandbox
-        return []
+        return [], []
     registry = getattr(catalog, "registry", {}) or {}
+
+    def builtin(kind: str, code: str | None) -> bool:
+        """A node of lfx's own component (asked by its type) rather than code of its own."""
+        own = ((registry.get(kind) or {}).get("template") or {}).get("code") or {}
+        return code is None or code == own.get("value")
+
     types, codes, providers = [], [], []
-    for _name, kind, code, used in parts:
-        builtin = ((registry.get(kind) or {}).get("template") or {}).get("code") or {}
-        if code is None or code == builtin.get("value"):
+    for _name, kind, code, used, _field in parts:
+        if builtin(kind, code):
             types.append(kind)
         else:
             codes.append(code)
@@ -74,19 +98,21 @@ def missing_packages(flow: Mapping[str, Any] | None, catalog: Any) -> list[Missi
     answer = asker(types, codes, providers)
     if answer is None:
         log.info("The sandbox could not tell which packages the flow needs.")
-        return []
+        return [], []
+    python = getattr(sandbox, "python", None)
     needed: dict[str, list[str]] = {}
-    for name, kind, code, used in parts:
-        builtin = ((registry.get(kind) or {}).get("template") or {}).get("code") or {}
-        own = answer["types"].get(kind, []) if code is None or code == builtin.get("value") else None
-        found = list(own if own is not None else answer["codes"].get(code or "", []))
+    needs: list[Need] = []
+    for node, (name, kind, code, used, model_field) in zip(nodes, parts, strict=True):
+        own = answer["types"].get(kind, []) if builtin(kind, code) else answer["codes"].get(code or "", [])
+        found = [(dist, "code") for dist in own]
         for provider in used:
-            found += answer["providers"].get(provider, [])
-        for dist in found:
+            found += [(dist, model_field) for dist in answer["providers"].get(provider, [])]
+        for dist, field in dict.fromkeys(found):
             if name not in needed.setdefault(dist, []):
                 needed[dist].append(name)
-    python = getattr(sandbox, "python", None)
-    return [
+            needs.append(package_need(name, facts.node_id(node), field, dist, install_line([dist], python)))
+    packages = [
         MissingPackage(module=dist, distribution=dist, fix=install_line([dist], python), nodes=names)
         for dist, names in sorted(needed.items())
     ]
+    return packages, needs

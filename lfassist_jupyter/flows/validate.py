@@ -20,7 +20,7 @@ from .catalog import Catalog, default_catalog
 from .checks import check as check_flow
 from .files import is_flow_path, load_flow_file
 from .groups import ungroup
-from .models import FlowProblem, FlowReport, FlowSpecError, Need
+from .models import FlowProblem, FlowReport, FlowSpecError, MissingPackage, Need
 
 # Inputs that only an edge can fill (a handle); empty and unconnected, they are wiring errors.
 _HANDLE_INPUTS = {"HandleInput", "DataInput", "DataFrameInput", "MessageInput", "ToolsInput", "LinkInput"}
@@ -100,15 +100,15 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     connected, loop_edges, graph = _check_edges(raw_edges, nodes, add)
     _check_cycles(nodes, graph, loop_edges, add)
     _check_loops(nodes, raw_edges, add)
+    _check_chat_inputs(nodes, raw_edges, add)
     _check_inputs(nodes, raw_edges, connected, add, needs, warnings)
     if len(nodes) > 1:
         touched = {e.get("source") for e in raw_edges} | {e.get("target") for e in raw_edges}
         warnings += [f"{node_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
     from .flow_model import model_nodes
-    from .packages import missing_packages
 
     return FlowReport(
-        missing_packages=missing_packages(loaded, catalog),
+        missing_packages=_packages(loaded, catalog, needs),
         is_valid=not errors,
         errors=errors,
         warnings=warnings,
@@ -117,6 +117,31 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
         node_count=len(nodes),
         edge_count=len(raw_edges),
     )
+
+
+def _packages(flow: dict[str, Any], catalog: Catalog, needs: list[Need]) -> list[MissingPackage]:
+    """The packages the flow needs that the sandbox's environment lacks, as lfx's requirements
+    logic finds them before anything runs (the ``flow_packages`` op: what lfx's dependency
+    preflight refuses a run for), each also a ``package`` need of the nodes that need it (added
+    to ``needs``); a node whose load failed for want of a package (its need is already there)
+    adds that package too.  Needs, not errors: the flow is not broken, this environment is
+    short of it."""
+    from .packages import install_line, packages_needed
+
+    packages, found = packages_needed(flow, catalog)
+    have = {(n.node_id, n.package) for n in needs if n.kind == "package"}
+    needs += [n for n in found if (n.node_id, n.package) not in have]
+    listed = {p.distribution: p for p in packages}
+    for need in needs:
+        dist = need.package
+        if need.kind != "package" or not dist:
+            continue
+        if dist not in listed:
+            python = getattr(getattr(catalog, "sandbox", None), "python", None)
+            listed[dist] = MissingPackage(module=dist, distribution=dist, fix=install_line([dist], python))
+        if need.node not in listed[dist].nodes:
+            listed[dist].nodes.append(need.node)
+    return [listed[d] for d in sorted(listed)]
 
 
 def _check_components(nodes: dict[str, Any], catalog: Catalog, add, warnings: list[str]) -> None:
@@ -328,6 +353,29 @@ def _check_loops(nodes: dict[str, Any], edges: list[Any], add) -> None:
                     fix=f"Only {name}.{item} feeds the body; connect the other output to what comes after the loop.",
                 )
             )
+
+
+def _check_chat_inputs(nodes: dict[str, Any], edges: list[Any], add) -> None:
+    """lfx/graph/graph/utils.py ``sort_chat_inputs_first``, run by ``graph.prepare()`` before any
+    node runs: a run starts at the Chat Input nothing feeds, and there may be only one; with two,
+    lfx refuses the flow ("Only one chat input is allowed in the graph").  lfx tells a Chat Input
+    by its node id (``"ChatInput" in vertex_id``), as here; those nothing feeds all sit in its
+    first layer, so a fed one never ends the search before the second unfed one is found."""
+    fed = {target for source, _, target, _ in map(facts.ports, edges) if source in nodes}
+    starts = [nid for nid in nodes if "ChatInput" in nid and nid not in fed]
+    if len(starts) < 2:
+        return
+    names = ", ".join(f"{node_name(nodes[nid])} ({nid})" for nid in starts)
+    add(
+        FlowProblem(
+            code="structure",
+            node=node_name(nodes[starts[1]]),
+            node_id=starts[1],
+            message=f"The flow has {len(starts)} Chat Inputs that nothing feeds ({names}); a run starts at "
+            "one Chat Input, and lfx refuses the flow: 'Only one chat input is allowed in the graph'.",
+            fix="Keep one Chat Input and remove the others (a second text to type in can be a Text Input).",
+        )
+    )
 
 
 def _in_tool_mode(node: dict[str, Any], edges: list[Any]) -> bool:

@@ -229,6 +229,48 @@ class SandboxValidator(ZygoteProcess):
             return ComponentTemplate.failed(failure, **_environment_cause(answer))
         return ComponentTemplate.failed(str(failure))
 
+    def component_verdicts(
+        self, builds: list[tuple[str, list[str], dict[str, Any] | None]], timeout: float | None = None
+    ) -> list[ComponentTemplate | None]:
+        """lfx's verdict on each ``(code, methods, node)`` of ``builds`` (a flow's node codes, each
+        with the output methods it will be asked for and the node's ``data`` naming its class), all
+        loaded in one sandboxed child as lfx loads a flow's nodes: a ``ComponentTemplate`` without
+        a template per code (``ok`` and ``missing_methods``, or the error and its environmental
+        cause), or None for a code the time left no room for.  Each code has this validator's
+        ``timeout`` (all of them ``timeout``, at most 300 s).  When the child gives no answer (a
+        code hung or crashed it), each code is asked again in a child of its own, so only that
+        code's verdict is the failure.  Never raises."""
+        if not builds:
+            return []
+        each = self.timeout
+        timeout = min(each * len(builds), 300.0) if timeout is None else timeout
+        items = [
+            {"code": code, "methods": [str(m)[:200] for m in methods[:50]], "node": node}
+            for code, methods, node in builds[:200]
+        ]
+        answer, failure = self._call({"op": "component_verdicts", "builds": items, "each": each,
+                                      "timeout": timeout}, timeout)  # fmt: skip
+        found = answer.get("verdicts") if answer is not None and answer.get("ok") else None
+        if not isinstance(found, list):
+            if failure == "fatal":
+                return [ComponentTemplate.failed(str(self._unavailable_report().error))] * len(builds)
+            if len(builds) > 1:
+                return [self.component_verdicts([build])[0] for build in builds]
+            return [ComponentTemplate.failed(str(failure or "The sandbox's answer was not a verdict."))]
+        out: list[ComponentTemplate | None] = []
+        for i, item in enumerate(items):
+            verdict = found[i] if i < len(found) else None
+            if not isinstance(verdict, dict):
+                out.append(None)
+            elif verdict.get("ok"):
+                asked = set(item["methods"])
+                missing = [m for m in verdict.get("missing_methods") or [] if isinstance(m, str) and m in asked]
+                out.append(ComponentTemplate(ok=True, missing_methods=missing))
+            else:
+                error = redact_text(str(verdict.get("error") or "lfx did not load the component.")[:2000])
+                out.append(ComponentTemplate.failed(error, **_environment_cause(verdict)))
+        return out + [None] * (len(builds) - len(out))
+
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
         """lfx's bundled components (``{type: node template}``), for flows; never computed here.
 

@@ -7,6 +7,7 @@ process of this environment, the sandbox's).  The flows are real exports of othe
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from _support.corpus import corpus_flow, lfx_verdict, single_node_flow, stored_verdicts
@@ -116,3 +117,87 @@ def test_a_probe_run_stopping_at_what_the_user_must_provide_says_so(sandbox, tmp
     broken = single_node_flow(corpus_flow("paulomuraroferreira__Vector_Store_RAG_RAGAS"), "Chroma-FYr1l")
     bad = Workspace(data_dir=tmp_path / "ws2", local_validator=sandbox).probe_run(broken, "hello")
     assert bad.ok is False and not bad.needs and "failed" in run_lines(bad, "hello")[0][0]
+
+
+def test_a_node_whose_package_lfx_requires_is_a_package_need_with_its_pip_line(sandbox, tmp_path):
+    """A 1.0 Google Generative AI node imports langchain_google_genai inside its build method, so
+    its code loads; lfx's requirements logic (its run's dependency preflight) still asks for the
+    package, and without it the node fails when it builds.  validate_flow asks the same logic."""
+    flow = single_node_flow(corpus_flow("AvishikarKannan__Questionpapergenerator"), "GoogleGenerativeAIModel-CAjGe")
+    lfx = lfx_verdict(flow, tmp_path)
+    report = validate_flow(flow)
+
+    assert lfx["missing"] == ["langchain-google-genai"] and "langchain_google_genai" in lfx["error"]
+    assert report.is_valid and not report.errors  # the flow is not broken: this environment lacks a package
+    (need,) = [n for n in report.needs if n.kind == "package"]
+    assert (need.node_id, need.package) == ("GoogleGenerativeAIModel-CAjGe", "langchain-google-genai")
+    assert "%pip install langchain-google-genai" in need.message
+    (package,) = report.missing_packages
+    assert package.fix == "%pip install langchain-google-genai" and package.nodes == ["Google Generative AI"]
+    # Control: a node of the same flow whose packages are installed needs none, for lfx too.
+    prompt = single_node_flow(corpus_flow("AvishikarKannan__Questionpapergenerator"), "Prompt-kuJ4q")
+    assert lfx_verdict(prompt, tmp_path)["missing"] == []
+    assert not [n for n in validate_flow(prompt).needs if n.kind == "package"]
+
+
+CHAT = "bationoA__General_task"  # Langflow 1.1: Chat Input -> OpenAI -> Chat Output
+
+
+def _second_chat_input(node_id: str) -> dict:
+    flow = corpus_flow(CHAT)
+    first = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "ChatInput")
+    second = copy.deepcopy(first)
+    second["id"] = second["data"]["id"] = node_id
+    flow["data"]["nodes"].append(second)
+    return flow
+
+
+def test_two_chat_inputs_nothing_feeds_are_refused_as_lfx_refuses_them(sandbox, tmp_path):
+    flow = _second_chat_input("ChatInput-second")
+    lfx = lfx_verdict(flow, tmp_path)
+    report = validate_flow(flow)
+
+    assert "Only one chat input is allowed in the graph" in lfx["error"]
+    assert not report.is_valid
+    (error,) = report.errors
+    assert error.node_id == "ChatInput-second" and "Only one chat input is allowed" in error.message
+    # Controls: the author's flow (one Chat Input), and a second one whose id lfx does not read
+    # as a Chat Input's (lfx tells them by id): lfx runs on to the missing key, and so do we.
+    for control in (corpus_flow(CHAT), _second_chat_input("Question-second")):
+        assert "chat input" not in lfx_verdict(control, tmp_path)["error"].lower()
+        assert validate_flow(control).is_valid
+
+
+def test_a_flow_s_node_code_is_loaded_in_one_sandbox_child_not_one_per_node(sandbox, monkeypatch):
+    """Langflow's Basic Prompting starter with every node's code saved by "another version" (a
+    comment line added, so none is the catalogue's): lfx loads each in the sandbox, in one child
+    for the whole flow, and remembers each by its hash.  Counted at the sandbox client."""
+    from _support.langflow_env import starter_projects
+
+    import lfassist_jupyter.flows.checks as checks
+
+    flow = json.loads(next(p for p in starter_projects() if p.stem == "Basic Prompting").read_text())
+    nodes = [n for n in flow["data"]["nodes"] if n["data"]["node"]["template"].get("code")]
+    for node in nodes:
+        node["data"]["node"]["template"]["code"]["value"] += "\n# saved by another version\n"
+    broken = nodes[-1]["data"]["node"]["template"]["code"]
+    unloadable = "    raise RuntimeError('not loadable')\n    display_name"
+    broken["value"] = broken["value"].replace("    display_name", unloadable, 1)
+    monkeypatch.setattr(checks, "_BUILT", {})
+    ops: list[str] = []
+    call = sandbox._call
+
+    def counted(payload, timeout):
+        ops.append(payload["op"])
+        return call(payload, timeout)
+
+    monkeypatch.setattr(sandbox, "_call", counted)
+
+    report = validate_flow(flow)
+
+    assert len(nodes) >= 4 and ops.count("component_verdicts") == 1 and "component_template" not in ops
+    # Every node was loaded in that one child: the one that cannot load is named, the others pass.
+    (error,) = report.errors
+    assert error.node_id == nodes[-1]["id"] and "not loadable" in error.message
+    ops.clear()
+    assert validate_flow(flow).errors == report.errors and "component_verdicts" not in ops  # remembered

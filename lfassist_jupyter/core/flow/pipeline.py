@@ -501,7 +501,8 @@ class FlowPipeline:
                 known = {(n.kind, n.node_id) for n in report.needs}
                 report.needs += [Need(**n.model_dump()) for n in run.needs if (n.kind, n.node_id) not in known]
             lacking = not run.ok and _lacks_package(report, str(run.error or ""))
-            if not run.ok and not report.needs and not lacking:
+            provide = [n for n in report.needs if n.kind != "package"]  # a missing package: `lacking`
+            if not run.ok and not provide and not lacking:
                 problems = [f"flow: the probe run failed: {run.error}"]
         return problems
 
@@ -712,7 +713,8 @@ def summary(
         names = [p.distribution for p in report.missing_packages]
         fix = report.missing_packages[0].fix.rsplit(" ", 1)[0] + " " + " ".join(names)
         parts.append(f"It needs packages not installed here: {', '.join(names)} (`{fix}`).")
-    if report is not None and report.needs:
-        needs = "; ".join(n.message for n in report.needs[:6])
+    provide = [n for n in report.needs if n.kind != "package"] if report is not None else []  # packages: above
+    if provide:
+        needs = "; ".join(n.message for n in provide[:6])
         parts.append(f"Before a real run, provide: {needs}")
     return " ".join(parts)

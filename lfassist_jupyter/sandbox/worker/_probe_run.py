@@ -1,4 +1,5 @@
-"""Worker ops ``probe_run`` (a flow, headless, on one input text) and ``component_template``.
+"""Worker ops ``probe_run`` (a flow, headless, on one input text), ``component_template`` and
+``component_verdicts``.
 
 An op module of the worker package (stdlib + lfx only), imported in the zygote before its
 first fork; the op runs in a fresh, sandboxed child like every validation.
@@ -11,10 +12,14 @@ run, never an exception out of the child.
 
 ``component_template`` answers the node template lfx builds for component code, so a
 component generated for a flow joins the flow catalogue exactly as Langflow's canvas would
-place it (the code is built here, in the sandbox, never in the kernel).
+place it (the code is built here, in the sandbox, never in the kernel); ``component_verdicts``
+says of each of a flow's node codes whether lfx builds it, all in one child (``validate_flow``).
 """
 
 from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
 
 from ._lfx import Component, build_custom_component_template
 from ._shared import Armed, Timeout, error_text
@@ -188,21 +193,81 @@ def register(ops: dict, facts: dict) -> None:
         (``stale_import``: code written for another version)."""
         import time
 
-        code = str(req.get("code", ""))
         deadline = time.monotonic() + float(req.get("timeout", 10))
-        try:
-            with Armed(deadline):
-                template, instance = build_custom_component_template(Component(_code=code))
-        except Timeout:
-            return {"ok": False, "error": "Building the component did not finish in time."}
-        except BaseException as exc:
-            stale = _stale_imports(code)  # lfx with every package installed would still stop there
-            return {"ok": False, "error": error_text(exc), **({"stale_import": stale[0]} if stale else _why(exc, code))}
-        if not isinstance(template, dict):
-            return {"ok": False, "error": "lfx built no template for the component."}
-        methods = [m for m in req.get("methods") or [] if isinstance(m, str)]
-        missing = [m for m in methods if not callable(getattr(instance, m, None))]
-        return {"ok": True, "template": template, "missing_methods": missing}
+        return _built(str(req.get("code", "")), req.get("methods"), deadline, template=True)
+
+    def component_verdicts(req: dict) -> dict:
+        """lfx's verdict on each of a flow's node codes (``builds``: ``{"code", "methods", "node"}``),
+        loaded one after another in this one child as lfx loads a flow's nodes (``_loaded``): ``ok``
+        and the ``missing_methods``, or the error and its environmental cause, as
+        ``component_template`` says them.  One fork and one import of what the codes share
+        (langchain's vector stores, an SDK) per flow instead of one per node, as lfx itself loads
+        a flow in one process.  Each code has ``each`` seconds and all of them ``timeout``; a code
+        the time left no room for gets no verdict (the answer's list stops before it).  The codes
+        share this child as they share lfx's process in a run: one may change what the next one
+        finds (a module it patched), as it would there; none reaches past the child."""
+        import time
+
+        started = time.monotonic()
+        deadline = started + float(req.get("timeout", 30))
+        each = float(req.get("each", 10))
+        verdicts = []
+        for item in (req.get("builds") or [])[:200]:
+            now = time.monotonic()
+            if not isinstance(item, dict) or now >= deadline:
+                break
+            code, node = str(item.get("code", "")), item.get("node")
+            verdicts.append(_loaded(code, item.get("methods"), node, min(deadline, now + each)))
+        return {"ok": True, "verdicts": verdicts}
 
     ops["probe_run"] = probe_run
     ops["component_template"] = component_template
+    ops["component_verdicts"] = component_verdicts
+
+
+def _loaded(code: str, methods: object, node: object, deadline: float) -> dict:
+    """What lfx does with a node's code when it loads a flow (``instantiate_class`` in
+    ``lfx/interface/initialize/loading.py``): the code evaluated (``eval_custom_component_code``,
+    with the class the node names: ``_component_class_name`` over the node's ``data``) and the
+    class instantiated; then which of ``methods`` the instance lacks.  No node template is built:
+    lfx's run builds none, and building one costs twice the load."""
+    try:
+        from lfx.custom.eval import eval_custom_component_code
+        from lfx.interface.initialize.loading import _component_class_name
+    except ImportError:  # an lfx without these: its template build says the same
+        return _built(code, methods, deadline)
+    class_name = None
+    if isinstance(node, dict):
+        vertex = SimpleNamespace(data=node, vertex_type=str(node.get("type") or ""))
+        with contextlib.suppress(Exception):
+            class_name = _component_class_name(vertex)
+    try:
+        with Armed(deadline):
+            instance = eval_custom_component_code(code, class_name=class_name)(_code=code)
+    except Timeout:
+        return {"ok": False, "error": "Loading the component did not finish in time."}
+    except BaseException as exc:
+        stale = _stale_imports(code)  # lfx with every package installed would still stop there
+        return {"ok": False, "error": error_text(exc), **({"stale_import": stale[0]} if stale else _why(exc, code))}
+    return {"ok": True, "missing_methods": _lacking(instance, methods)}
+
+
+def _lacking(instance: object, methods: object) -> list[str]:
+    asked = [m for m in methods if isinstance(m, str)] if isinstance(methods, list) else []
+    return [m for m in asked if not callable(getattr(instance, m, None))]
+
+
+def _built(code: str, methods: object, deadline: float, *, template: bool = False) -> dict:
+    """lfx builds ``code`` by the ``deadline``: ``ok`` with the ``missing_methods`` of ``methods``
+    (and the ``template`` if asked), or ``ok`` False with the error and its environmental cause."""
+    try:
+        with Armed(deadline):
+            built, instance = build_custom_component_template(Component(_code=code))
+    except Timeout:
+        return {"ok": False, "error": "Building the component did not finish in time."}
+    except BaseException as exc:
+        stale = _stale_imports(code)  # lfx with every package installed would still stop there
+        return {"ok": False, "error": error_text(exc), **({"stale_import": stale[0]} if stale else _why(exc, code))}
+    if not isinstance(built, dict):
+        return {"ok": False, "error": "lfx built no template for the component."}
+    return {"ok": True, "missing_methods": _lacking(instance, methods), **({"template": built} if template else {})}

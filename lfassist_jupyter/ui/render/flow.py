@@ -79,7 +79,8 @@ def report_lines(report: FlowReport | None) -> list[Line]:
     lines += [(str(e), False) for e in report.errors]
     lines += [(f"Model: {m}", None) for m in report.models]
     lines += [(package_line(p), False) for p in report.missing_packages]
-    lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs]
+    # A package need is shown once, as its package line above.
+    lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs if n.kind != "package"]
     return lines
 
 
@@ -95,10 +96,11 @@ def flow_report_html(report: FlowReport) -> str:
         parts.append("<ul>" + "".join(f"<li>{html.escape(str(e))}</li>" for e in report.errors) + "</ul>")
     for line in [*(f"Model: {m}" for m in report.models), *map(package_line, report.missing_packages)]:
         parts.append(f"<div>{html.escape(line)}</div>")
-    if report.needs:
+    needs = [n for n in report.needs if n.kind != "package"]  # shown once, as its package line above
+    if needs:
         parts.append(
             "<div>Needs before a real run:</div><ul>"
-            + "".join(f"<li>{html.escape(n.kind)}: {html.escape(n.message)}</li>" for n in report.needs)
+            + "".join(f"<li>{html.escape(n.kind)}: {html.escape(n.message)}</li>" for n in needs)
             + "</ul>"
         )
     if report.warnings:
