@@ -215,7 +215,7 @@ async def arepair_until_valid(
     Returns the repaired code only when it validates; None sends the original code and error
     to the model.  ``on_repair`` hears each round's changes (the pipeline's progress event).
     ``repair`` runs one round (``repair_component``'s arguments) where the caller wants it: the
-    pipeline runs it in a worker process with a deadline (``repair_process.py``), so hostile
+    pipeline runs it in a worker process with a deadline (``core/offload.py``), so hostile
     code never blocks the event loop; without it the round runs here."""
     reference = facts_of(reference)  # once: JSON, for the worker
     changes: list[str] = []
