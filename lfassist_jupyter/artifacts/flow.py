@@ -204,8 +204,9 @@ def nodes(flow: Any) -> list[dict[str, Any]]:
 
 
 def is_component(node: dict[str, Any]) -> bool:
-    """A component, not a canvas note (``noteNode``)."""
-    return node.get("type", "genericNode") == "genericNode"
+    """A component, not a canvas note: lfx skips only ``type == "noteNode"`` and builds every other
+    node from its code (``Graph._build_vertices``), whatever its ``type`` says."""
+    return node.get("type", "genericNode") != "noteNode"
 
 
 def components(flow: Any) -> list[dict[str, Any]]:
@@ -222,6 +223,23 @@ def edges(flow: Any) -> list[dict[str, Any]]:
 def add_edge(flow: dict[str, Any], edge: dict[str, Any]) -> None:
     """Append ``edge`` to the flow's own edge list (``edges`` answers a copy)."""
     graph(flow).setdefault("edges", []).append(edge)
+
+
+def built_nodes(flow: Any) -> list[dict[str, Any]]:
+    """Every node whose code lfx runs when it builds ``flow``: each component (any type but
+    ``noteNode``) and, in every node that carries a grouped sub-flow, that flow's nodes in turn
+    (lfx's ``process_flow`` opens a ``data.node.flow`` whatever the node's type). What leaves for
+    Langflow is judged on this list, not on the top-level components only."""
+    found: list[dict[str, Any]] = []
+    todo = nodes(flow)
+    while todo:  # a loop, not recursion: nesting depth is the sender's choice
+        node = todo.pop()
+        if is_component(node):
+            found.append(node)
+        inner = frontend_node(node).get("flow")
+        if isinstance(inner, dict):
+            todo.extend(nodes(inner))
+    return found
 
 
 def node_id(node: dict[str, Any]) -> str:
