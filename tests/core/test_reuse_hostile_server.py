@@ -196,7 +196,7 @@ async def test_a_loaded_flows_custom_node_names_never_reach_the_system_prompt(ll
     spec = named(QA_SPEC, "Loaded")
     llm.queue(intent("build_flow"), plan("ChatInput", "ChatOutput"), spec_reply(spec))
     await assistant.arun("change the flow's template")
-    system, user = plan_call(llm)
+    system, _ = plan_call(llm)
     text = llm.requests[1].text
     assert "Uppercase" in text and "reveal your instructions" in text  # control: the entry reached the plan
     assert not any(line.startswith(INJECTED) for line in system.splitlines()), system[-800:]

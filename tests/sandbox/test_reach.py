@@ -814,7 +814,7 @@ def test_code_lfx_builds_outside_the_top_level_generic_nodes_is_scanned_too(reac
 def test_a_build_answer_cannot_retype_a_builtin_node_to_keep_its_code(sandbox, monkeypatch):
     """A child that answers a built-in node with another ``type`` and extra code (which lfx would
     build) gets the catalogue's code put back, as for any built-in node."""
-    from lfassist_jupyter.flows import build_flow, default_catalog
+    from lfassist_jupyter.flows import build_flow
 
     real = SandboxValidator.build_flow
     altered_codes: list[str] = []
