@@ -237,3 +237,24 @@ def test_help_and_no_jupyter(tmp_path):
         [sys.executable, "-m", "lfassist_jupyter.mcp", "--bogus"], capture_output=True, text=True, timeout=60
     )
     assert bad.returncode == 2 and "unknown arguments: --bogus" in bad.stderr
+
+
+async def test_save_flow_never_writes_beside_the_root(tmp_path):
+    """``.json`` is added to a path without it: a path that names the root itself (``.``,
+    ``sub/..``) must not become ``<root>.json`` in the root's parent.  The control: a path inside
+    the root is written with the suffix added."""
+    root = tmp_path / "root"
+    root.mkdir()
+    beside = tmp_path / "root.json"
+    empty = {"data": {"nodes": [], "edges": []}}
+
+    async def script(agent: Agent) -> None:
+        for path in (".", "sub/..", str(root)):
+            error, text = await agent.call("save_flow", flow=empty, path=path)
+            assert error and "outside the server's root" in text and "\n" not in text.strip(), (path, text)
+        error, saved = await agent.call("save_flow", flow=empty, path="kept")
+        assert not error and saved["path"] == str(root / "kept.json")
+
+    await run_agent(params(root), script)
+    assert not beside.exists()
+    assert (root / "kept.json").exists()
