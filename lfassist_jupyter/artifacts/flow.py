@@ -45,6 +45,25 @@ from typing import Any
 
 _MISSING = object()
 
+MAX_DEPTH = 200
+"""How deep a flow's JSON may nest.  Langflow's flows nest a few dozen levels (a group in a group
+adds about ten); JSON nested near Python's recursion limit parses, then makes every copy of the
+flow (a save, a session, an edit) fail with a RecursionError, so it is refused where it enters."""
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects deeper than ``limit`` (a loop, no recursion)."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            todo.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            todo.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
+
 
 def _kind(value: Any) -> str:
     """A JSON value's type, as a sentence says it."""
@@ -164,6 +183,8 @@ def shape_problem(flow: Any) -> str | None:
     """
     try:
         _expect(flow, "the JSON", dict, "an object with data.nodes and data.edges")
+        if _too_deep(flow):
+            raise _Bad(f"the JSON nests deeper than {MAX_DEPTH} levels, which no Langflow flow does")
         for key in ("name", "description"):
             _expect(flow.get(key, _MISSING), key, (str, type(None)), "a string")
         prefix, graph_ = "", flow  # a bare {"nodes", "edges"} graph

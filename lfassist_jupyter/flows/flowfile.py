@@ -241,7 +241,10 @@ def write_flow_file(flow: dict[str, Any], path: str | Path, *, name: str | None 
         the_id, source = found, "file"
     else:
         the_id, source = str(uuid.uuid4()), "new"
-    text = flow_file_text(flow_file(flow, flow_id=the_id, name=name))
+    try:
+        text = flow_file_text(flow_file(flow, flow_id=the_id, name=name))
+    except RecursionError:  # legal JSON can nest deeper than a copy of it can recurse
+        raise ConfigError("The flow is nested too deeply to be written as a flow file.") from None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
