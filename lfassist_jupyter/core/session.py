@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.core.datadir import default_data_dir, read_regular_file, set_aside, why, write_atomic
+from lfassist_jupyter.ports import one_line
 
 log = logging.getLogger("lfassist_jupyter")
 
@@ -323,7 +324,13 @@ class SessionStore:
                 self._set_aside(p, exc)
                 continue
             out.append(
-                {"id": session.id, "title": session.title, "updated": session.updated, "turns": len(session.turns)}
+                # a title read from a file is one line (a shared folder's file may hold any text)
+                {
+                    "id": session.id,
+                    "title": one_line(session.title, 80),
+                    "updated": session.updated,
+                    "turns": len(session.turns),
+                }
             )
         return sorted(out, key=lambda d: d["updated"], reverse=True)
 
