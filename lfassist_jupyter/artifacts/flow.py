@@ -39,6 +39,7 @@ import copy
 import difflib
 import json
 import re
+import unicodedata
 from typing import Any
 
 # -- shape ------------------------------------------------------------------------------------
@@ -308,9 +309,25 @@ def group_flow(node: dict[str, Any]) -> dict[str, Any] | None:
     return inner if isinstance(inner, dict) and isinstance(graph(inner).get("nodes"), list) else None
 
 
+NAME_LIMIT = 120
+
+
+def one_line(text: object, limit: int) -> str:
+    """``text`` as one line of at most ``limit`` characters: line breaks and tabs become spaces,
+    other control and format characters (NUL, escape sequences, bidi overrides, zero-width
+    joiners) go, runs of spaces collapse, and a cut ends with "…".  For text that comes from
+    elsewhere (a server's flow names, a flow file's node names) and goes where a newline would
+    start a line of its own (an error line, a run plan, a prompt)."""
+    raw = "" if text is None else str(text)
+    kept = "".join(" " if ch.isspace() else ch for ch in raw if ch.isspace() or unicodedata.category(ch)[0] != "C")
+    flat = " ".join(kept.split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
+
+
 def node_name(node: dict[str, Any]) -> str:
-    """What a node is called wherever we name it: its display name, else its type, else its id."""
-    return str(frontend_node(node).get("display_name") or node_type(node) or node.get("id"))
+    """What a node is called wherever we name it: its display name, else its type, else its id,
+    as one line (``one_line``): the name comes from whoever wrote the flow file."""
+    return one_line(frontend_node(node).get("display_name") or node_type(node) or node.get("id"), NAME_LIMIT)
 
 
 def parse_handle(text: Any) -> dict[str, Any] | None:
