@@ -7,7 +7,9 @@ Python interpreter with lfx needs, read-only:
 - ``/usr`` (and the ``/bin``, ``/lib*``, ``/sbin`` links or directories), ``/etc/ld.so.cache``
   and a few harmless ``/etc`` files (``_ETC``) -- not ``/etc`` as a whole;
 - the interpreter's prefixes (``sys.prefix``, ``sys.base_prefix``: a venv and the Python it
-  was made from), even when they live under HOME -- only those directories, never HOME;
+  was made from), even when they live under HOME -- only those directories, never HOME; a
+  prefix that holds HOME or the notebook's directory is not bound whole, only its standard
+  library, site-packages, ``pyvenv.cfg``, ``libpython`` and the interpreter (``interpreter_paths``);
 - the worker's own directory, any op-module files, and the two stdlib-only modules of
   ``artifacts/`` it shares with the kernel (``flow.py``, ``policy.py``: ``bound_modules``).
 
