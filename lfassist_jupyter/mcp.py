@@ -244,7 +244,7 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
             async for event in assistant.stream(request):
                 if event.event == "progress":
                     done += 1
-                    label = f"{step_label(event.step)} ({event.attempt}/{event.max_attempts})"
+                    label = f"{step_label(event.step, event.reduced_isolation)} ({event.attempt}/{event.max_attempts})"
                     await _progress(ctx, done, None, label)
                 elif event.event == "complete":
                     outcome = event.outcome
@@ -270,7 +270,10 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
             raise ToolFailure(f"security must be reject, report or off, not {security[:40]!r}.")
         await _progress(ctx, 0, 1, "Validating in the sandbox")
         report = await avalidate_component(code, smoke=bool(smoke), security=security, validator=sandbox())
-        await _progress(ctx, 1, 1, "Validated" if report.is_valid else "Validation failed")
+        from lfassist_jupyter.core.events import step_label
+
+        said = step_label("validated", report.reduced_isolation) if report.is_valid else "Validation failed"
+        await _progress(ctx, 1, 1, said)
         return report
 
     @tool
