@@ -287,7 +287,12 @@ class _Requests:
 
 def _serve_forever(requests: _Requests) -> None:
     """Each request to a fresh child (or, for a fact, answered here); between two requests the
-    zygote holds nothing of either: every name bound to one is dropped before the next fork."""
+    zygote holds nothing of either: every name bound to one is dropped before the next fork.
+
+    The next request's child is forked once the answer has left and the request's processes
+    are killed and its files wiped: the fork (milliseconds of the kernel copying the zygote's
+    page tables) and the child's set-up then never compete with a request for the CPU, and
+    while a notebook waits for a model the spare also warms itself up (``_serve._child``)."""
     spare = server.new_spare()
     while True:
         header = requests.header()
@@ -299,13 +304,12 @@ def _serve_forever(requests: _Requests) -> None:
             body[:] = bytes(len(body))
             _answer_fact(header)
             continue
-        server.NEXT[0] = None
         rid = header.get("id")
         try:
             child, t0, timeout = server.hand_over(header, body, spare)
-            del body, header, spare  # the request is with its child: nothing of it is live here ...
-            server.NEXT[0] = server.new_spare()  # ... when the next request's child is forked
+            del body, header, spare  # the request is with its child: nothing of it is live here
             out = server.verdict(child, t0, timeout)
+            del child
         except Exception as exc:  # the zygote's own failure (e.g. fork refused): report it, keep serving
             out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
             if "body" in locals():
@@ -315,7 +319,7 @@ def _serve_forever(requests: _Requests) -> None:
         del out
         while server.CLEANUP:
             server.CLEANUP.pop()()
-        spare = server.NEXT[0] or server.new_spare()
+        spare = server.new_spare()  # ... when the next request's child is forked
     if spare is not None:
         server.kill_subtree(spare.pid)
 
