@@ -368,6 +368,48 @@ class Spare:
             os.setpgid(self.pid, self.pid)
 
 
+MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25  # <linux/mman.h>; MADV_COLLAPSE since Linux 6.1
+_HUGE = 2 << 20
+
+
+def huge_pages() -> int:
+    """Back the zygote's heap with 2 MB pages where the kernel lets us; returns the MB it holds so.
+
+    Every fork copies one page-table entry per 4 KB page the zygote has written (~160 MB of
+    objects after lfx's import: ~5 ms of the kernel's time per fork), and every child's exit
+    tears as many down; a 2 MB page is one entry.  A child that writes into one gets its own
+    copy of that 4 KB page only, as before (the kernel splits the mapping in the child).
+    Linux only, best effort: any failure leaves the 4 KB pages as they were.
+    """
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        import ctypes
+
+        from ._confine import _libc
+
+        madvise = _libc().madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        with open("/proc/self/maps") as fh:
+            maps = fh.read().splitlines()
+        for line in maps:
+            parts = line.split()
+            if not parts[1].startswith("rw") or (len(parts) > 5 and parts[5] != "[heap]"):
+                continue  # anonymous memory and the brk heap only: not the stack, not a file
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            start, end = -(-lo // _HUGE) * _HUGE, hi // _HUGE * _HUGE
+            if end > start:
+                madvise(start, end - start, MADV_HUGEPAGE)
+                madvise(start, end - start, MADV_COLLAPSE)
+        with open("/proc/self/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1]) // 1024
+    except Exception:
+        pass
+    return 0
+
+
 def new_spare() -> Spare | None:
     try:
         return Spare()
