@@ -1041,7 +1041,7 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
-def unchanged_on_valid_code(reference: dict) -> dict[str, list[str]]:
+def unchanged_on_valid_code(reference: Any) -> dict[str, list[str]]:
     """What the pass would change on every seed (lfx built-ins, third-party components) that
     validates: it must be nothing."""
     from lfassist_jupyter.core.component.repair import unprompted_changes

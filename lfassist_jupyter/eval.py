@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lfassist_jupyter.errors import ConfigError, LfAssistError
+from lfassist_jupyter.runtime import blocking_twin
 from lfassist_jupyter.settings import Settings, check, help_text
 
 if TYPE_CHECKING:
@@ -370,11 +371,7 @@ async def arun_suite(
     return suite
 
 
-def run_suite(cases: Sequence[Case], **kwargs: Any) -> SuiteResult:
-    """Blocking twin of ``arun_suite``, safe inside a Jupyter kernel."""
-    from lfassist_jupyter.runtime import run_sync
-
-    return run_sync(arun_suite(cases, **kwargs))
+run_suite = blocking_twin(arun_suite)
 
 
 class _Bar:

@@ -19,6 +19,9 @@ this project's sandbox (a fresh confined child per request), never in the server
   at most 8,000 characters (as in a notebook), a component's code 200 KB, a spec 100 KB, a flow
   20 MB of JSON, at most 50 components an export. Files are written only under the server's root
   (``--root``, default: the directory it started in); a path outside it is refused.
+- **One conversation.** ``generate_component`` keeps one conversation per server process (in
+  memory only): a follow-up ("now make it also lowercase the text") changes the last component,
+  as in a notebook's session; ``new_conversation=true`` starts afresh.
 - **Langflow.** With ``LANGFLOW_URL`` (and ``LANGFLOW_API_KEY``, or a server with auto-login), the
   ``register_component`` and ``register_flow`` tools are offered too.
 
@@ -205,13 +208,22 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
 
         return default_validator()
 
+    conversation: dict[str, Any] = {}  # this server process's one conversation: its Assistant
+    one_at_a_time = asyncio.Lock()  # a conversation takes one request at a time
+
     @tool
-    async def generate_component(ctx: Context, request: str, max_attempts: int | None = None) -> dict[str, Any]:
+    async def generate_component(
+        ctx: Context, request: str, max_attempts: int | None = None, new_conversation: bool = False
+    ) -> dict[str, Any]:
         """Write a Langflow custom component from a plain-language request with the configured model
         provider, validate it in the sandbox (lfx builds it, every output is called with sample
         inputs) and repair it until it validates. Returns the outcome: kind "component" with code,
         class_name, validated, attempts, error and the last ValidationReport (a request for a flow
-        or a question answers with kind "flow" or "answer")."""
+        or a question answers with kind "flow" or "answer").
+
+        The server keeps one conversation for as long as it runs (in memory, never on disk): a
+        follow-up such as "now make it also lowercase the text" changes the component this tool
+        answered last. new_conversation=true forgets it and starts afresh."""
         from lfassist_jupyter.core.assistant import Assistant
         from lfassist_jupyter.core.component.pipeline import check_max_retries
         from lfassist_jupyter.core.events import step_label
@@ -221,17 +233,23 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
         retries = max_attempts if max_attempts is not None else max_retries
         if retries is None:
             retries = read("max_retries")
-        assistant = Assistant(max_retries=check_max_retries(retries), session_store=False)
-        assistant.reuse = False  # the agent asked for a component: write one
-        outcome, done = None, 0
-        async for event in assistant.stream(request):
-            if event.event == "progress":
-                done += 1
-                await _progress(ctx, done, None, f"{step_label(event.step)} ({event.attempt}/{event.max_attempts})")
-            elif event.event == "complete":
-                outcome = event.outcome
-            elif event.event in ("error", "cancelled"):
-                raise ToolFailure(event.message)
+        retries = check_max_retries(retries)
+        async with one_at_a_time:
+            assistant = None if new_conversation else conversation.get("assistant")
+            if assistant is None:
+                assistant = conversation["assistant"] = Assistant(max_retries=retries, session_store=False)
+                assistant.reuse = False  # the agent asked for a component: write one
+            assistant.max_retries = retries
+            outcome, done = None, 0
+            async for event in assistant.stream(request):
+                if event.event == "progress":
+                    done += 1
+                    label = f"{step_label(event.step)} ({event.attempt}/{event.max_attempts})"
+                    await _progress(ctx, done, None, label)
+                elif event.event == "complete":
+                    outcome = event.outcome
+                elif event.event in ("error", "cancelled"):
+                    raise ToolFailure(event.message)
         if outcome is None:
             raise ToolFailure("the assistant ended without an answer.")
         return {"status": "complete", **outcome.model_dump(mode="json")}

@@ -27,13 +27,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from lfassist_jupyter.sandbox.answers import ComponentTemplate, FlowBuild, FlowRun
+    from lfassist_jupyter.sandbox.answers import ComponentTemplate, FlowBuild, FlowRun, Reference
     from lfassist_jupyter.validation.report import ValidationReport
-
-Reference = dict[str, Any]
-"""What the installed lfx offers (version, input and output classes), for the generation prompt;
-schema-checked against ``sandbox.answers.Reference`` where it enters."""
-
 
 # -- checking and running ---------------------------------------------------------------------
 
@@ -46,8 +41,10 @@ class ComponentValidator(Protocol):
     async def avalidate(self, code: str) -> ValidationReport: ...
 
     async def areference(self) -> Reference | None:
-        """The lfx this validator builds with, or None when it cannot say (the prompt then
-        uses its built-in reference).  Declared here so callers never probe with getattr."""
+        """The lfx this validator builds with (``sandbox.answers.Reference``: version, input
+        classes, output types, where lfx keeps each name, schema-checked where it entered), or
+        None when it cannot say (the prompt then uses its built-in reference).  Declared here
+        so callers never probe with getattr."""
         ...
 
 

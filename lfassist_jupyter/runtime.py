@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
@@ -59,6 +61,24 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     except KeyboardInterrupt:
         future.cancel()
         raise
+
+
+def blocking_twin(coroutine_function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The blocking twin of ``afoo``: ``foo``, with the same parameters, run on the background loop
+    (so it works inside a running Jupyter kernel).
+
+    One definition serves both names of the naming rule (the plain name blocks, its coroutine
+    twin has the ``a`` prefix), so their parameters cannot drift apart; ``help()`` and
+    ``inspect.signature`` show the coroutine's."""
+    name = coroutine_function.__name__.removeprefix("a")
+
+    @functools.wraps(coroutine_function)
+    def twin(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(coroutine_function(*args, **kwargs))
+
+    twin.__name__ = twin.__qualname__ = name  # (module-level functions: the naming rule's pairs)
+    twin.__doc__ = f"Blocking twin of ``{coroutine_function.__name__}`` (works inside a running Jupyter kernel)."
+    return twin
 
 
 def iterate_in_background(

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _support.components import DATA_LIST_BUG, GOOD, QA_SPEC, fenced, intent, named
+from _support.components import DATA_LIST_BUG, GOOD, LOWER_AND_UPPER, QA_SPEC, fenced, intent, named
 from _support.lfxcli import lfx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -237,3 +237,27 @@ def test_help_and_no_jupyter(tmp_path):
         [sys.executable, "-m", "lfassist_jupyter.mcp", "--bogus"], capture_output=True, text=True, timeout=60
     )
     assert bad.returncode == 2 and "unknown arguments: --bogus" in bad.stderr
+
+
+async def test_generate_component_remembers_the_conversation(llm, tmp_path):
+    """A follow-up changes the component the server answered last (one conversation per server
+    process); new_conversation starts afresh, and the control shows the difference."""
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    llm.queue(intent("generate_component"), fenced(LOWER_AND_UPPER))
+    llm.queue(intent("generate_component"), fenced(GOOD))
+
+    async def script(agent: Agent) -> None:
+        error, first = await agent.call("generate_component", request="a component that uppercases a text")
+        assert not error and first["class_name"] == "UppercaseComponent"
+        error, second = await agent.call("generate_component", request="now make it also lowercase the text")
+        assert not error and second["validated"] and second["class_name"] == "CaseComponent"
+        error, fresh = await agent.call(
+            "generate_component", request="now make it also lowercase the text", new_conversation=True
+        )
+        assert not error and fresh["class_name"] == "UppercaseComponent"
+
+    await run_agent(params(tmp_path, llm), script)
+    assert len(llm.requests) == 6  # each request: the classification, then the generation
+    follow_up, afresh = llm.requests[3], llm.requests[5]
+    assert "class UppercaseComponent" in json.dumps(follow_up.body["messages"])  # the last component came along
+    assert "class UppercaseComponent" not in json.dumps(afresh.body["messages"])  # the control: nothing did

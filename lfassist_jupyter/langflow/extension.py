@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.runtime import blocking_twin
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.client import SandboxValidator
@@ -541,15 +542,4 @@ async def aexport_extension(
     return result
 
 
-def export_extension(
-    target: str | Path,
-    codes: list[str],
-    *,
-    name: str | None = None,
-    validator: SandboxValidator | None = None,
-    timeout: float = 10.0,
-) -> ExportedExtension:
-    """Blocking twin of ``aexport_extension`` (works inside a running Jupyter kernel)."""
-    from lfassist_jupyter.runtime import run_sync
-
-    return run_sync(aexport_extension(target, codes, name=name, validator=validator, timeout=timeout))
+export_extension = blocking_twin(aexport_extension)

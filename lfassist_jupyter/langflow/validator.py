@@ -10,11 +10,11 @@ import time
 from typing import TYPE_CHECKING
 
 from lfassist_jupyter.errors import LangflowBuildError, LangflowError
-from lfassist_jupyter.ports import Reference
 from lfassist_jupyter.validation.report import ValidationReport
 
 if TYPE_CHECKING:
     from lfassist_jupyter.langflow.client import LangflowClient
+    from lfassist_jupyter.sandbox.answers import Reference
 
 
 class LangflowValidator:

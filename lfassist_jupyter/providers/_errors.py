@@ -61,9 +61,12 @@ def _retired(lowered: str) -> bool:
 
 
 def map_sdk_error(
-    exc: BaseException, *, provider: str, display: str, model: str, base_url: str | None
+    exc: BaseException, *, provider: str, display: str, model: str, base_url: str | None, key_given: bool = True
 ) -> ProviderError:
-    """The ``ProviderError`` for an SDK exception (``exc`` keeps the chain via ``from``)."""
+    """The ``ProviderError`` for an SDK exception (``exc`` keeps the chain via ``from``).
+
+    ``key_given`` False: no key was configured (a keyless OpenAI-compatible server), so a 401 is
+    the server asking for one, not a key it rejected."""
     name = type(exc).__name__
     status = getattr(exc, "status_code", None)
     code, server_msg = _body_message(getattr(exc, "body", None))
@@ -84,6 +87,12 @@ def map_sdk_error(
         )
     if status in (401, 403):
         var = _KEY_VARS.get(provider, "the API key")
+        if not key_given:
+            return ProviderAuthError(
+                f"{display}{where} wants an API key ({status}), and none is set: set {var} "
+                "(or pass api_key=...) to the key this server expects.",
+                **kw,
+            )
         return ProviderAuthError(
             f"{display} rejected the API key ({status}). Check {var}, or pass api_key=... explicitly.", **kw
         )

@@ -11,6 +11,11 @@ from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, 
 from lfassist_jupyter.providers._sdk import SDKProvider
 from lfassist_jupyter.providers.base import Usage, UsageSink
 
+NO_KEY = "no-key-configured"
+"""What the SDK is given as its key when none is configured: local OpenAI-compatible servers
+(vLLM, LM Studio, Ollama) want none, but the SDK refuses to start without a string.  It is no
+secret and is never shown: a server that answers 401 to it gets its own line (see ``_errors``)."""
+
 
 @dataclass
 class OpenAIProvider(SDKProvider):
@@ -30,8 +35,7 @@ class OpenAIProvider(SDKProvider):
         return openai
 
     def _make_client(self, sdk: ModuleType, **limits: Any) -> Any:
-        # Local OpenAI-compatible servers need no key, but the SDK insists on one.
-        return sdk.AsyncOpenAI(api_key=self.api_key or "not-needed", base_url=self.base_url, **limits)
+        return sdk.AsyncOpenAI(api_key=self.api_key or NO_KEY, base_url=self.base_url, **limits)
 
     def _params(self, model: str, max_tokens: int, temperature: float) -> dict[str, Any]:
         params: dict[str, Any] = {"stream_options": {"include_usage": True}}
@@ -78,5 +82,10 @@ class OpenAIProvider(SDKProvider):
                 raise cut_stream_error(self.display_name, self.name)
         except sdk_errors(openai.APIError) as exc:
             raise map_sdk_error(
-                exc, provider=self.name, display=self.display_name, model=model, base_url=self.base_url
+                exc,
+                provider=self.name,
+                display=self.display_name,
+                model=model,
+                base_url=self.base_url,
+                key_given=bool(self.api_key),
             ) from exc

@@ -94,7 +94,7 @@ class SandboxValidator(ZygoteProcess):
         self.timeout = timeout
         self.smoke = smoke
         self._flow_catalog: dict[str, dict[str, Any]] | None = None  # cached: it depends on the interpreter only
-        self._names_for: dict[str, Any] | None = None  # the reference the name map was merged into
+        self._names_for: Reference | None = None  # the reference the name map was merged into
         # What built-in types, node codes and providers need that the interpreter lacks; what needs
         # something is asked again once packages were installed (`_packages_stamp` changed).
         self._needs: dict[str, dict[str, list[str]]] = {"types": {}, "codes": {}, "providers": {}}
@@ -381,10 +381,10 @@ class SandboxValidator(ZygoteProcess):
                 failure = "The sandbox's answer was not a built flow; it was discarded."
         return FlowBuild.failed(failure, spec=spec)
 
-    def reference(self) -> dict[str, Any] | None:
+    def reference(self) -> Reference | None:
         """What the worker's lfx offers, for the prompt and the repair pass: input classes and
         their keywords, ``Component``'s names, output types, the stdlib's modules, and where
-        lfx keeps every public name.
+        lfx keeps every public name (a ``Reference``; ``.model_dump()`` is its JSON).
 
         Computed by the zygote (no generated code ever runs there): the first part before its
         first fork, the name map (``lfx_names``, read from lfx's source) on the first call here,
@@ -398,7 +398,8 @@ class SandboxValidator(ZygoteProcess):
                 return None
             ready = self._reference
             if ready is not None and self._names_for is not ready:
-                self._reference = self._names_for = {**ready, "imports": self._lfx_names() or ready.get("imports")}
+                names = self._lfx_names()
+                self._reference = self._names_for = ready.model_copy(update={"imports": names}) if names else ready
             return self._reference
 
     def _lfx_names(self) -> dict[str, str] | None:
@@ -411,7 +412,7 @@ class SandboxValidator(ZygoteProcess):
         except ValidationError:
             return None
 
-    async def areference(self) -> dict[str, Any] | None:
+    async def areference(self) -> Reference | None:
         return await asyncio.to_thread(self.reference)
 
     def info(self) -> dict[str, Any]:

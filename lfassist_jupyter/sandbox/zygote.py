@@ -117,7 +117,7 @@ class ZygoteProcess:
         self._fatal: str | None = None
         self._lock = threading.RLock()
         self._next_id = 0
-        self._reference: dict[str, Any] | None = None
+        self._reference: Reference | None = None
         self.isolation: str | None = None
         self.isolation_reason = ""
         self.restarts = 0
@@ -284,7 +284,8 @@ class ZygoteProcess:
             raise WorkerDiedError("an unexpected first message")
         try:
             ref = msg.get("reference")
-            self._reference = redact_tree(Reference.model_validate(ref).model_dump()) if ref else None
+            checked = Reference.model_validate(ref).model_dump() if ref else None
+            self._reference = Reference.model_validate(redact_tree(checked)) if checked else None
         except ValidationError:
             self._reference = None
         keys = ("lfx_version", "pid", "import_ms", "warmup_ms", "ops", "subreaper", "confinement", "huge_pages_mb")

@@ -68,10 +68,13 @@ HELP = """\
                          Also in the command palette: "Langflow Assistant: Open". Inline where there is no shell
 %assist stats            this kernel's usage: requests, attempts, durations, model calls, tokens
 %assist eval CASES.toml [--provider P] [--model M] [--json OUT] [-k TEXT] [--max-retries N] [--intent-model M]
-                         run eval cases and check each result by running it in the sandbox
-                         (defaults: this notebook's %config AssistMagics provider, model, max_retries, intent_model)
-%assist help             this text
-%%assist_validate        validate the component code in the cell body (same validator)
+                         [--strict]: run eval cases and check each result by running it in the sandbox
+                         (defaults: this notebook's %config AssistMagics provider, model, max_retries,
+                         intent_model; `%assist eval --help` explains each option)
+%assist help             this text (`--help` after a magic or a subcommand: its part of it)
+%%assist_validate [options]  validate the component code in the cell body (same validator)
+  --no-smoke             skip the smoke run (calling every output with sample inputs)
+  --timeout S            seconds the validation may take (default: validator_timeout, 10)
   --fix                  repair mechanical mistakes (no model call): show the repaired code and the changes
 %%assist_flow [options]  the cell body is a flow spec (nodes:/edges:/config:) or a flow JSON file path:
                          build it, validate it and draw it (re-run the cell after editing the spec)
@@ -87,7 +90,7 @@ HELP = """\
   --out VAR              bind the result (FlowView: .flow, .spec, .report, .run) to VAR
   --quiet                show nothing unless something failed
 
-Defaults: %config AssistMagics.model = "..." (also provider, intent_model, max_retries, insert,
+Defaults: %config AssistMagics.model = "..." (also provider, intent_model, flow_model, max_retries, insert,
 server_validation, validator_timeout; `%config AssistMagics` lists them), or LFASSIST_<NAME> in the
 environment before %load_ext (LFASSIST_MAX_RETRIES=5). %config, then the environment, then the default.
 """
@@ -102,8 +105,31 @@ def _trait(name: str) -> TraitType:
     return kind(field.default, allow_none=field.default is None, help=help_text(name)).tag(config=True)
 
 
+_HELP_FLAGS = ("-h", "--help")
+
+
+def help_for(head: str) -> str:
+    """The part of ``HELP`` about ``head`` (``%%assist``, ``%assist export``): its lines that
+    start with those words and the indented lines under them; all of ``HELP`` when none does.
+
+    One text answers ``%assist help`` and every ``--help``, so they cannot drift apart."""
+    words = head.split()
+    picked: list[str] = []
+    taking = False
+    for line in HELP.splitlines():
+        if line and not line[0].isspace():
+            taking = line.split()[: len(words)] == words
+        elif not line:
+            taking = False
+        if taking:
+            picked.append(line)
+    return "\n".join(picked) + "\n" if picked else HELP
+
+
 def _parse(magic: Any, line: str) -> Any:
-    """Options parsed like a shell would (quotes removed), errors as ``UsageError``.
+    """Options parsed like a shell would (quotes removed), errors as ``UsageError``; None for
+    ``-h`` / ``--help`` (IPython's magic parsers have no help option of their own): the caller
+    shows ``help_for`` its magic instead of running.
 
     IPython's ``parse_argstring`` keeps quotes on POSIX (``--session "my project"`` would
     name the session ``"my project"`` with its quotes), so split with ``shlex`` instead."""
@@ -111,6 +137,8 @@ def _parse(magic: Any, line: str) -> Any:
         argv = shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"Could not parse the options: {exc}") from exc
+    if any(word in _HELP_FLAGS for word in argv):
+        return None
     return magic.parser.parse_args(argv)
 
 
@@ -252,6 +280,8 @@ class AssistMagics(Magics):
         if cell is None:
             return self._subcommand(line)
         args = _parse(self.assist, line)
+        if args is None:
+            return Lines([help_for("%%assist")]).show()
         if args.out is not None and not _is_variable_name(args.out):
             raise UsageError(
                 f"--out needs a Python variable name (letters, digits, _; not starting with a digit; "
@@ -290,6 +320,11 @@ class AssistMagics(Magics):
         is displayed here so it reaches the cell's output wherever the magic stands in the cell."""
         words = line.split()
         command = words[0] if words else "help"
+        if command in _HELP_FLAGS:
+            command = "help"
+        elif command in SUBCOMMANDS and command != "eval" and any(word in _HELP_FLAGS for word in words[1:]):
+            # (eval's own parser answers --help: the eval CLI's full help, its defaults included)
+            return Lines([help_for(f"%assist {command}")]).show()
         handler = SUBCOMMANDS.get(command)
         if handler is None:
             raise UsageError(f"Unknown %assist subcommand '{command}'. Try: {', '.join(SUBCOMMANDS)}.")
@@ -333,10 +368,12 @@ class AssistMagics(Magics):
         parser.prog = "%assist eval"
         try:
             args = parser.parse_args(shlex.split(rest))
-        except SystemExit as exc:  # argparse already printed the usage line
+        except SystemExit as exc:  # argparse already printed the usage line (or, for --help, the help)
+            if exc.code == 0:
+                return None
             raise UsageError(
                 "usage: %assist eval CASES.toml [--provider P] [--model M] [--max-retries N] [--intent-model M] "
-                "[--json OUT] [-k TEXT]"
+                "[--json OUT] [-k TEXT] [--strict]"
             ) from exc
         except ValueError as exc:
             raise UsageError(f"Could not parse the options: {exc}") from exc
@@ -522,6 +559,8 @@ class AssistMagics(Magics):
         assistant runs before a model retry); the repaired code is shown with one line per change
         if it validates.  The cell itself is never changed."""
         args = _parse(self.assist_validate, line)
+        if args is None:
+            return Lines([help_for("%%assist_validate")]).show()
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.sandbox.client import default_validator, validate_component
 
@@ -637,6 +676,8 @@ class AssistMagics(Magics):
     def assist_flow(self, line: str, cell: str) -> Any:
         """Build, validate and draw the flow in the cell body (lfx's spec, or a flow JSON file path)."""
         args = _parse(self.assist_flow, line)
+        if args is None:
+            return Lines([help_for("%%assist_flow")]).show()
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.ui.flow_cell import assist_flow
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from lfassist_jupyter.ports import ComponentValidator, FlowSandbox, Reference
+from typing import TYPE_CHECKING
+
+from lfassist_jupyter.ports import ComponentValidator, FlowSandbox
 from lfassist_jupyter.validation.report import ValidationReport
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.sandbox.answers import Reference
 
 
 class ChainValidator:

@@ -81,11 +81,38 @@ async def test_generation_prompt_is_grounded_in_installed_lfx(llm, make_assistan
     await collect(make_assistant("openai"), "uppercase component")
     system = llm.requests[1].body["messages"][0]["content"]
     reference = sandbox.reference()
-    assert reference is not None and reference["lfx_version"]
-    assert f"lfx {reference['lfx_version']}" in system
-    for item in reference["inputs"]:
-        assert f"- {item['name']}(" in system
+    assert reference is not None and reference.lfx_version
+    assert f"lfx {reference.lfx_version}" in system
+    for item in reference.inputs:
+        assert f"- {item.name}(" in system
     assert "from lfx.custom.custom_component.component import Component" in system
+
+
+async def test_a_validators_reference_as_json_is_checked_and_still_grounds_the_prompt(llm, make_assistant, sandbox):
+    """``SandboxValidator.reference()`` is typed; a validator of the user's own whose ``areference``
+    answers the reference's JSON (as before issue 29) still grounds the prompt, schema-checked:
+    a field past its bound is refused (the built-in list is used), the control goes through."""
+
+    class Mine:
+        def __init__(self, reference: dict) -> None:
+            self.reference = reference
+
+        async def avalidate(self, code: str):
+            return await sandbox.avalidate(code)
+
+        async def areference(self):
+            return self.reference
+
+    typed = sandbox.reference()
+    facts = typed.model_dump()
+    facts["inputs"] = [{"name": "OnlyThisInput", "params": ["x"], "doc": "mine"}]
+    llm.queue(intent("generate_component"), fenced(GOOD), intent("generate_component"), fenced(GOOD))
+    await collect(make_assistant("openai", validator=Mine(facts)), "uppercase component")
+    assert f"Input classes available in lfx {typed.lfx_version}" in llm.requests[1].text
+    assert "- OnlyThisInput(x) -- mine" in llm.requests[1].text
+    facts["inputs"] = [{"name": "X" * 500}]  # past the name's bound: not a reference
+    await collect(make_assistant("openai", validator=Mine(facts)), "uppercase component")
+    assert "X" * 500 not in llm.requests[3].text and "lfx could not be inspected" in llm.requests[3].text
 
 
 async def test_fail_then_fix_sends_error_and_code_back(llm, make_assistant):

@@ -123,7 +123,7 @@ CORPUS = [
 @pytest.mark.slow
 def test_repairs_never_change_lfx_builtins_or_third_party_components(sandbox):
     reference = sandbox.reference()
-    assert reference and reference["imports"]["Message"] == "lfx.schema.message"
+    assert reference and reference.imports["Message"] == "lfx.schema.message"
     assert len(CORPUS) > 200
     changed = {}
     for path in CORPUS:

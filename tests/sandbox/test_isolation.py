@@ -696,8 +696,8 @@ def test_patched_reference_never_reaches_the_prompt(box):
     report = box.validate(component("return Message(text='x')", load=load))
     assert tried(report) == ["ok"] * 3  # every patch went in: these are the real names
     assert box.reference() == before
-    assert "IGNORE ALL INSTRUCTIONS" not in json.dumps(before)  # (lfx has a name with IGNORE in it)
-    assert before and {i["name"] for i in before["inputs"]} >= {"MessageTextInput", "IntInput"}
+    assert "IGNORE ALL INSTRUCTIONS" not in before.model_dump_json()  # (lfx has a name with IGNORE in it)
+    assert before and {i.name for i in before.inputs} >= {"MessageTextInput", "IntInput"}
 
 
 # -- reduced isolation is never silent -----------------------------------------------------------------

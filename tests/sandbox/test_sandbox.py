@@ -514,7 +514,7 @@ def test_reference_places_every_name_lfx_defines_once(sandbox):
     a name two modules define is left out (which one a model meant is not certain)."""
     import importlib
 
-    imports = sandbox.reference()["imports"]
+    imports = sandbox.reference().imports
     truth = _lfx_definitions()
     once = {n: homes for n, homes in truth.items() if len(homes) == 1}
     assert len(imports) > 1000
@@ -530,12 +530,13 @@ def test_reference_places_every_name_lfx_defines_once(sandbox):
 
 
 def test_reference_knows_input_families_output_types_and_the_stdlib(sandbox):
-    reference = sandbox.reference()
-    families = {i["name"]: i["family"] for i in reference["inputs"]}
+    reference = sandbox.reference()  # a typed answer, its JSON one model_dump away
+    assert reference.model_dump()["output_types"] == reference.output_types
+    families = {i.name: i.family for i in reference.inputs}
     assert families["MultilineInput"] == families["MessageTextInput"] == families["DropdownInput"] == "str"
     assert families["MultilineSecretInput"] == families["SecretStrInput"] == "str/secret"
     assert families["IntInput"] == "int" and families["DefaultPromptField"] == ""  # not a component input
-    assert reference["output_types"] == {
+    assert reference.output_types == {
         "Message": "Message", "Data": "Data", "JSON": "Data", "DataFrame": "DataFrame", "Table": "DataFrame"
     }  # fmt: skip
-    assert {"json", "re", "datetime"} <= set(reference["stdlib_modules"]) and "lfx" not in reference["stdlib_modules"]
+    assert {"json", "re", "datetime"} <= set(reference.stdlib_modules) and "lfx" not in reference.stdlib_modules

@@ -39,7 +39,8 @@ from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import ComponentOutcome
 from lfassist_jupyter.errors import ConfigError, ProviderError
-from lfassist_jupyter.ports import ComponentValidator, Reference
+from lfassist_jupyter.ports import ComponentValidator
+from lfassist_jupyter.sandbox.answers import Reference
 from lfassist_jupyter.validation.report import Finding, ValidationReport
 from lfassist_jupyter.validation.static import validate_static
 
@@ -278,7 +279,9 @@ class ComponentPipeline:
         if self.validator is None:
             return None
         try:
-            return await self.validator.areference()
+            reference = await self.validator.areference()
+            # A validator of the user's own may still answer the reference's JSON: checked here.
+            return Reference.model_validate(reference) if isinstance(reference, dict) else reference
         except Exception as exc:
             log.warning("Could not describe the installed lfx (%s); using the built-in reference.", exc)
             return None

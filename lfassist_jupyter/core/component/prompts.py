@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lfassist_jupyter.ports import Reference
+from lfassist_jupyter.sandbox.answers import Reference
 
 IMPORT_STYLE = """\
 from lfx.custom.custom_component.component import Component
@@ -100,18 +100,17 @@ FALLBACK_REFERENCE: dict[str, Any] = {
 
 def render_reference(reference: Reference | None) -> str:
     """The input classes, one line each, with their own parameters."""
-    ref = reference or FALLBACK_REFERENCE
-    version = ref.get("lfx_version")
+    ref = reference or Reference.model_validate(FALLBACK_REFERENCE)
+    version = ref.lfx_version
     head = (
         f"Input classes available in lfx {version} (all importable from lfx.io):"
         if version
         else ("Input classes (lfx could not be inspected; this is a minimal list):")
     )
-    lines = [head, f"Every input accepts: {', '.join(ref.get('common_params', []))}."]
-    for item in ref.get("inputs", []):
-        params = ", ".join(item.get("params", []))
-        doc = f" -- {item['doc']}" if item.get("doc") else ""
-        lines.append(f"- {item['name']}({params}){doc}")
+    lines = [head, f"Every input accepts: {', '.join(ref.common_params)}."]
+    for item in ref.inputs:
+        doc = f" -- {item.doc}" if item.doc else ""
+        lines.append(f"- {item.name}({', '.join(item.params)}){doc}")
     return "\n".join(lines)
 
 

@@ -28,7 +28,7 @@ import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.core.component.repairs.collisions import fix_input_name, fix_overlap
 from lfassist_jupyter.core.component.repairs.keywords import fix_keywords
@@ -42,6 +42,9 @@ from lfassist_jupyter.core.component.repairs.shapes import fix_annotation, fix_r
 from lfassist_jupyter.core.component.repairs.tree import NoFix, component_class, kwarg, outputs, string
 from lfassist_jupyter.core.component.repairs.tree import methods as defined_methods
 from lfassist_jupyter.validation.report import ValidationReport
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.sandbox.answers import Reference
 
 MAX_ROUNDS = 4
 """A repair can uncover the next error (the smoke phase runs once the build passes, and reaches
@@ -123,10 +126,23 @@ def _plan(errors: list[Any], facts: dict[str, Any]) -> dict[str, Fix] | None:
     return plan
 
 
-def repair_component(code: str, report: ValidationReport, reference: dict[str, Any] | None) -> Repair | None:
+Facts = dict[str, Any]
+"""lfx's facts as the rules read them: the sandbox's ``Reference`` as JSON, because a round runs
+in a worker process (``core/offload.py``) that gets its arguments as JSON."""
+
+
+def facts_of(reference: Reference | Facts | None) -> Facts | None:
+    """``SandboxValidator.reference()``'s typed answer as the rules' ``Facts`` (facts pass as they are)."""
+    if reference is None or isinstance(reference, dict):
+        return reference
+    return reference.model_dump()
+
+
+def repair_component(code: str, report: ValidationReport, reference: Reference | Facts | None) -> Repair | None:
     """One repair round for ``report``'s errors, or None when any of them has no certain fix.
 
     Pure: nothing is executed, the code is only parsed (LibCST) and rewritten."""
+    reference = facts_of(reference)
     errors = [f for f in report.findings if f.severity == "error"]
     if not errors or not reference or not isinstance(code, str):
         return None
@@ -153,7 +169,7 @@ def repair_component(code: str, report: ValidationReport, reference: dict[str, A
     return Repair(code=repaired, changes=changes)
 
 
-def unprompted_changes(code: str, reference: dict[str, Any]) -> list[str]:
+def unprompted_changes(code: str, reference: Reference | Facts) -> list[str]:
     """What the code-driven fixes would change if their finding were claimed everywhere, each on
     its own: unknown keywords on every input call, a missing method and a missing annotation for
     every output, a plain value returned where each typed output method declares its type.  On
@@ -162,6 +178,7 @@ def unprompted_changes(code: str, reference: dict[str, Any]) -> list[str]:
     lfx itself reported missing, which working code never has."""
     import libcst as cst
 
+    reference = facts_of(reference) or {}
     try:
         tree = cst.parse_module(code)
         cls = component_class(tree, None)
@@ -188,18 +205,19 @@ def unprompted_changes(code: str, reference: dict[str, Any]) -> list[str]:
 async def arepair_until_valid(
     code: str,
     report: ValidationReport,
-    reference: dict[str, Any] | None,
+    reference: Reference | Facts | None,
     validate: Callable[[str], Awaitable[ValidationReport]],
     on_repair: Callable[[list[str]], None] | None = None,
-    repair: Callable[[str, ValidationReport, dict[str, Any] | None], Awaitable[Repair | None]] | None = None,
+    repair: Callable[[str, ValidationReport, Facts | None], Awaitable[Repair | None]] | None = None,
 ) -> Repaired | None:
     """Repair, validate, and repeat while each round fixes what the last validation found.
 
     Returns the repaired code only when it validates; None sends the original code and error
     to the model.  ``on_repair`` hears each round's changes (the pipeline's progress event).
     ``repair`` runs one round (``repair_component``'s arguments) where the caller wants it: the
-    pipeline runs it in a worker process with a deadline (``repair_process.py``), so hostile
+    pipeline runs it in a worker process with a deadline (``core/offload.py``), so hostile
     code never blocks the event loop; without it the round runs here."""
+    reference = facts_of(reference)  # once: JSON, for the worker
     changes: list[str] = []
     current = code
     for _ in range(MAX_ROUNDS):
@@ -218,10 +236,11 @@ async def arepair_until_valid(
 def repair_until_valid(
     code: str,
     report: ValidationReport,
-    reference: dict[str, Any] | None,
+    reference: Reference | Facts | None,
     validate: Callable[[str], ValidationReport],
 ) -> Repaired | None:
     """``arepair_until_valid`` for a blocking caller (``%%assist_validate --fix``)."""
+    reference = facts_of(reference)
     changes: list[str] = []
     current = code
     for _ in range(MAX_ROUNDS):
@@ -268,7 +287,7 @@ def fix_component(
     code: str,
     report: ValidationReport,
     validate: Callable[[str], ValidationReport],
-    reference: dict[str, Any] | None,
+    reference: Reference | Facts | None,
 ) -> FixResult:
     """The repair pass for a user's own component (``%%assist_validate --fix``); ``report`` is
     the cell's validation, ``validate`` checks the repaired code the same way."""
