@@ -39,8 +39,7 @@ binds) before it forks the next spare and reads the next request, and reaps the 
 So when the parent sees an answer, nothing of that request can run another instruction, and
 the next request finds none of its files.  The zygote is non-dumpable (PR_SET_DUMPABLE 0): a
 child cannot open its /proc/<pid>/mem or fds.  Its heap is backed by 2 MB pages where the
-kernel allows (``_serve.huge_pages``): a fork then copies a few hundred page-table entries,
-not tens of thousands.
+kernel allows (``_serve.huge_pages``): a fork copies one page-table entry where it copied 512.
 
 The script is the zygote's entry point and its request loop; the rest lives in sibling
 modules of one package, loaded from this directory (``_sibling``) in the zygote before the
