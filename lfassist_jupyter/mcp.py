@@ -244,7 +244,7 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
             async for event in assistant.stream(request):
                 if event.event == "progress":
                     done += 1
-                    label = f"{step_label(event.step)} ({event.attempt}/{event.max_attempts})"
+                    label = f"{step_label(event.step, event.reduced_isolation)} ({event.attempt}/{event.max_attempts})"
                     await _progress(ctx, done, None, label)
                 elif event.event == "complete":
                     outcome = event.outcome
@@ -270,7 +270,10 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
             raise ToolFailure(f"security must be reject, report or off, not {security[:40]!r}.")
         await _progress(ctx, 0, 1, "Validating in the sandbox")
         report = await avalidate_component(code, smoke=bool(smoke), security=security, validator=sandbox())
-        await _progress(ctx, 1, 1, "Validated" if report.is_valid else "Validation failed")
+        from lfassist_jupyter.core.events import step_label
+
+        said = step_label("validated", report.reduced_isolation) if report.is_valid else "Validation failed"
+        await _progress(ctx, 1, 1, said)
         return report
 
     @tool
@@ -318,10 +321,13 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
         fields cleared): Langflow's Upload imports it, `lfx validate` checks it, `lfx push` upserts
         it. path is relative to the server's root (".json" is added). The id is the flow's own,
         else the overwritten file's, else new. Returns {path, id, id_source}."""
-        from lfassist_jupyter.flows.flowfile import write_flow_file
+        from lfassist_jupyter.flows.flowfile import flow_file_path, write_flow_file
 
         the_flow = _flow(flow)
         target = _inside(base, path, "path")
+        if target == base or not flow_file_path(target).parent.resolve().is_relative_to(base):
+            # ".json" is added to the name: the root itself would become "<root>.json" beside it
+            raise ToolFailure(f"path {path!r} is outside the server's root {base}; name a file in it.")
         if name is not None:
             _text(name, "name", 200)
         await asyncio.to_thread(_outgoing, the_flow, "nothing was written")

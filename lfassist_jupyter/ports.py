@@ -22,9 +22,10 @@ named for type checkers only), so every layer can depend on this module for noth
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from lfassist_jupyter.artifacts.flow import one_line  # text from elsewhere as one line (re-exported)
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import ComponentTemplate, FlowBuild, FlowRun, Reference
@@ -90,17 +91,6 @@ class FlowSandbox(Protocol):
 NAME_CAP = 100
 """The longest flow name a prompt or a view shows (Langflow's UI truncates far shorter)."""
 DESCRIPTION_CAP = 160
-
-
-def one_line(text: object, limit: int) -> str:
-    """``text`` as one line of at most ``limit`` characters: line breaks and tabs become spaces,
-    other control and format characters (NUL, escape sequences, bidi overrides, zero-width
-    joiners) go, runs of spaces collapse, and a cut ends with "…".  For text that comes from
-    elsewhere (a server's flow names) and goes where a newline would start a line of its own."""
-    raw = "" if text is None else str(text)
-    kept = "".join(" " if ch.isspace() else ch for ch in raw if ch.isspace() or unicodedata.category(ch)[0] != "C")
-    flat = " ".join(kept.split())
-    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,36 @@ _KEY_PATTERNS = re.compile(
     r"|hf_[A-Za-z0-9]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})"
 )
 
+_SECRET_QUERY_NAMES = r"(?:api[-_]?key|key|token|access[-_]?token|auth|password|secret|sig|signature)"
+_SECRET_QUERY = re.compile(_SECRET_QUERY_NAMES, re.IGNORECASE)
+_URL_SECRETS = re.compile(
+    r"(?i)(://[^\s/?#@:]{0,256}:)[^\s/?#@]{1,512}(?=@)"  # the password of scheme://user:password@host
+    rf"|([?&]{_SECRET_QUERY_NAMES}=)[^&\s#\"'<>]+"  # a key in the query
+)
+"""Credentials written into a URL (a password before ``@``, a key in the query): a base URL is
+not a secret-named variable, so its value is not among ``secret_values``.  Bounded quantifiers
+and a literal start keep the scan linear."""
+
+
+def _url_secret(match: re.Match[str]) -> str:
+    return (match.group(1) or match.group(2)) + "***"
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without its user part and credential-named query parameters: what may be written
+    into a flow, a card or a session.  A flow carries the names of the variables that hold secrets,
+    never their values; a password inside a base URL is such a value (the user gives it to their
+    Langflow, as they give it the key)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _SECRET_QUERY.fullmatch(k)]
+        netloc = parts.netloc.rpartition("@")[2]
+        return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query)))
+    except ValueError:  # not a URL urllib can take apart: cut what the pattern finds
+        return _URL_SECRETS.sub(_url_secret, url)
+
 
 def is_secret_name(name: str) -> bool:
     upper = name.upper()
@@ -38,7 +68,7 @@ def redact(text: str, extra: tuple[str | None, ...] = ()) -> str:
         return text
     for value in secret_values(extra):
         text = text.replace(value, "***")
-    return _KEY_PATTERNS.sub("***", text)
+    return _URL_SECRETS.sub(_url_secret, _KEY_PATTERNS.sub("***", text))
 
 
 FRAGMENT = 10

@@ -34,6 +34,12 @@ from typing import Any, Literal
 
 ENV_PREFIX = "LFASSIST_"
 
+NO_KEY = "no-key-configured"
+"""The key given where none is configured and an OpenAI-compatible server is (``OPENAI_BASE_URL``
+alone): local servers (vLLM, LM Studio, Ollama) want none, but the SDK, and lfx's OpenAI nodes in a
+real run, refuse to start without a string.  It is no secret and is never shown: a server that
+answers 401 to it gets its own line (``providers/_errors.py``)."""
+
 
 def _setting(
     default: Any,

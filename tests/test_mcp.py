@@ -261,3 +261,24 @@ async def test_generate_component_remembers_the_conversation(llm, tmp_path):
     follow_up, afresh = llm.requests[3], llm.requests[5]
     assert "class UppercaseComponent" in json.dumps(follow_up.body["messages"])  # the last component came along
     assert "class UppercaseComponent" not in json.dumps(afresh.body["messages"])  # the control: nothing did
+
+
+async def test_save_flow_never_writes_beside_the_root(tmp_path):
+    """``.json`` is added to a path without it: a path that names the root itself (``.``,
+    ``sub/..``) must not become ``<root>.json`` in the root's parent.  The control: a path inside
+    the root is written with the suffix added."""
+    root = tmp_path / "root"
+    root.mkdir()
+    beside = tmp_path / "root.json"
+    empty = {"data": {"nodes": [], "edges": []}}
+
+    async def script(agent: Agent) -> None:
+        for path in (".", "sub/..", str(root)):
+            error, text = await agent.call("save_flow", flow=empty, path=path)
+            assert error and "outside the server's root" in text and "\n" not in text.strip(), (path, text)
+        error, saved = await agent.call("save_flow", flow=empty, path="kept")
+        assert not error and saved["path"] == str(root / "kept.json")
+
+    await run_agent(params(root), script)
+    assert not beside.exists()
+    assert (root / "kept.json").exists()

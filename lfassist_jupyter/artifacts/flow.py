@@ -39,11 +39,31 @@ import copy
 import difflib
 import json
 import re
+import unicodedata
 from typing import Any
 
 # -- shape ------------------------------------------------------------------------------------
 
 _MISSING = object()
+
+MAX_DEPTH = 200
+"""How deep a flow's JSON may nest.  Langflow's flows nest a few dozen levels (a group in a group
+adds about ten); JSON nested near Python's recursion limit parses, then makes every copy of the
+flow (a save, a session, an edit) fail with a RecursionError, so it is refused where it enters."""
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests lists and objects deeper than ``limit`` (a loop, no recursion)."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            todo.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            todo.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
 
 
 def _kind(value: Any) -> str:
@@ -164,6 +184,8 @@ def shape_problem(flow: Any) -> str | None:
     """
     try:
         _expect(flow, "the JSON", dict, "an object with data.nodes and data.edges")
+        if _too_deep(flow):
+            raise _Bad(f"the JSON nests deeper than {MAX_DEPTH} levels, which no Langflow flow does")
         for key in ("name", "description"):
             _expect(flow.get(key, _MISSING), key, (str, type(None)), "a string")
         prefix, graph_ = "", flow  # a bare {"nodes", "edges"} graph
@@ -204,8 +226,9 @@ def nodes(flow: Any) -> list[dict[str, Any]]:
 
 
 def is_component(node: dict[str, Any]) -> bool:
-    """A component, not a canvas note (``noteNode``)."""
-    return node.get("type", "genericNode") == "genericNode"
+    """A component, not a canvas note: lfx skips only ``type == "noteNode"`` and builds every other
+    node from its code (``Graph._build_vertices``), whatever its ``type`` says."""
+    return node.get("type", "genericNode") != "noteNode"
 
 
 def components(flow: Any) -> list[dict[str, Any]]:
@@ -222,6 +245,23 @@ def edges(flow: Any) -> list[dict[str, Any]]:
 def add_edge(flow: dict[str, Any], edge: dict[str, Any]) -> None:
     """Append ``edge`` to the flow's own edge list (``edges`` answers a copy)."""
     graph(flow).setdefault("edges", []).append(edge)
+
+
+def built_nodes(flow: Any) -> list[dict[str, Any]]:
+    """Every node whose code lfx runs when it builds ``flow``: each component (any type but
+    ``noteNode``) and, in every node that carries a grouped sub-flow, that flow's nodes in turn
+    (lfx's ``process_flow`` opens a ``data.node.flow`` whatever the node's type). What leaves for
+    Langflow is judged on this list, not on the top-level components only."""
+    found: list[dict[str, Any]] = []
+    todo = nodes(flow)
+    while todo:  # a loop, not recursion: nesting depth is the sender's choice
+        node = todo.pop()
+        if is_component(node):
+            found.append(node)
+        inner = frontend_node(node).get("flow")
+        if isinstance(inner, dict):
+            todo.extend(nodes(inner))
+    return found
 
 
 def node_id(node: dict[str, Any]) -> str:
@@ -269,9 +309,25 @@ def group_flow(node: dict[str, Any]) -> dict[str, Any] | None:
     return inner if isinstance(inner, dict) and isinstance(graph(inner).get("nodes"), list) else None
 
 
+NAME_LIMIT = 120
+
+
+def one_line(text: object, limit: int) -> str:
+    """``text`` as one line of at most ``limit`` characters: line breaks and tabs become spaces,
+    other control and format characters (NUL, escape sequences, bidi overrides, zero-width
+    joiners) go, runs of spaces collapse, and a cut ends with "…".  For text that comes from
+    elsewhere (a server's flow names, a flow file's node names) and goes where a newline would
+    start a line of its own (an error line, a run plan, a prompt)."""
+    raw = "" if text is None else str(text)
+    kept = "".join(" " if ch.isspace() else ch for ch in raw if ch.isspace() or unicodedata.category(ch)[0] != "C")
+    flat = " ".join(kept.split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
+
+
 def node_name(node: dict[str, Any]) -> str:
-    """What a node is called wherever we name it: its display name, else its type, else its id."""
-    return str(frontend_node(node).get("display_name") or node_type(node) or node.get("id"))
+    """What a node is called wherever we name it: its display name, else its type, else its id,
+    as one line (``one_line``): the name comes from whoever wrote the flow file."""
+    return one_line(frontend_node(node).get("display_name") or node_type(node) or node.get("id"), NAME_LIMIT)
 
 
 def parse_handle(text: Any) -> dict[str, Any] | None:

@@ -375,6 +375,8 @@ class Assistant:
         self._save_session()
         name = (turn.flow or {}).get("name") or "the flow"
         state = "validated" if turn.validated else "not validated" if turn.validated is False else "loaded"
+        if turn.validated and turn.reduced_isolation:
+            state += f" (reduced isolation: {turn.reduced_isolation})"
         return (
             f"Restored version {self.session.flow_version} of {name!r} ({state}); version {undone} is undone. "
             "It is the current flow: the next request edits it."
@@ -610,6 +612,7 @@ class Assistant:
                     class_name=outcome.class_name,
                     validated=outcome.validated,
                     attempts=outcome.attempts,
+                    reduced_isolation=outcome.reduced_isolation if outcome.validated else None,
                 )
             elif outcome.error is None:  # prose instead of code: remembered as an answer
                 turn = Turn(role="assistant", content=outcome.result, kind="answer")
@@ -625,6 +628,7 @@ class Assistant:
                 flow=without_secrets(outcome.flow),
                 validated=outcome.validated,
                 attempts=outcome.attempts,
+                reduced_isolation=outcome.reduced_isolation if outcome.validated else None,
             )
         elif isinstance(outcome, FlowOutcome) and outcome.error is not None and outcome.result == outcome.error:
             return  # the provider failed before any flow: nothing was said

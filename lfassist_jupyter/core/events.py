@@ -86,9 +86,15 @@ ATTEMPT_STEPS: frozenset[str] = frozenset(
 """Steps where the panel shows "attempt N of M" (the others repeat within an attempt)."""
 
 
-def step_label(step: str) -> str:
-    """The label of ``step``; an unknown step (from a newer pipeline) shows its own name."""
-    return STEP_LABELS.get(step, step)
+def step_label(step: str, reduced_isolation: str | None = None) -> str:
+    """The label of ``step``; an unknown step (from a newer pipeline) shows its own name.
+
+    A "validated" step of a sandbox that ran without its OS-level layer says so, with why
+    (``reduced_isolation``): "Validated (reduced isolation: ...)", as every verdict does."""
+    label = STEP_LABELS.get(step, step)
+    if reduced_isolation and step in ("validated", "flow_validated"):
+        return f"{label} (reduced isolation: {reduced_isolation})"
+    return label
 
 
 class ProgressEvent(WireModel):
@@ -101,6 +107,9 @@ class ProgressEvent(WireModel):
     class_name: str | None = None
     component_code: str | None = None
     changes: list[str] | None = None  # "repairing": one line per change
+    reduced_isolation: str | None = None
+    """On "validated" and "flow_validated": why the sandbox behind the verdict had reduced
+    isolation (no OS-level layer); None under full isolation."""
 
 
 class TokenEvent(WireModel):

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.core.datadir import default_data_dir, read_regular_file, set_aside, why, write_atomic
+from lfassist_jupyter.ports import one_line
 
 log = logging.getLogger("lfassist_jupyter")
 
@@ -63,6 +64,10 @@ class Turn:
     original: str | None = None  # what the user typed, when the model was given a translation
     attempts: int | None = None  # validation attempts of a component turn (None: not recorded)
     flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON (``content`` holds its spec)
+    reduced_isolation: str | None = None
+    """Why the sandbox that validated this turn's component or flow had reduced isolation (no
+    OS-level layer), so a restored card says "validated (reduced isolation: ...)" as the live one
+    did; None under full isolation, and in session files written before it was recorded."""
 
 
 @dataclass
@@ -98,7 +103,8 @@ class Session:
             previous = self.last_flow
             if previous is not None:
                 point = {"version": self.flow_version or 1, "spec": previous.content, "flow": previous.flow}
-                self.restore_points = [*self.restore_points, {**point, "validated": previous.validated}]
+                said = {"validated": previous.validated, "reduced_isolation": previous.reduced_isolation}
+                self.restore_points = [*self.restore_points, {**point, **said}]
                 self.restore_points = self.restore_points[-MAX_RESTORE_POINTS:]
             self.flow_versions = max(self.flow_versions, self.flow_version) + 1
             self.flow_version = self.flow_versions
@@ -124,6 +130,7 @@ class Session:
             kind="flow",
             flow=point.get("flow"),
             validated=point.get("validated"),
+            reduced_isolation=point.get("reduced_isolation"),
         )
         self.turns.append(turn)
         self.updated = time.time()
@@ -213,6 +220,7 @@ class _TurnFile(BaseModel):
     original: str | None = None
     attempts: int | None = None
     flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON: data, shown as stored, never rebuilt
+    reduced_isolation: str | None = Field(default=None, max_length=500)  # absent in older files
 
     _flow_shape = field_validator("flow")(_flow_of_shape)
 
@@ -225,6 +233,7 @@ class _RestorePointFile(BaseModel):
     spec: str
     flow: dict[str, Any] | None = None
     validated: bool | None = None
+    reduced_isolation: str | None = Field(default=None, max_length=500)
 
     _flow_shape = field_validator("flow")(_flow_of_shape)
 
@@ -323,7 +332,13 @@ class SessionStore:
                 self._set_aside(p, exc)
                 continue
             out.append(
-                {"id": session.id, "title": session.title, "updated": session.updated, "turns": len(session.turns)}
+                # a title read from a file is one line (a shared folder's file may hold any text)
+                {
+                    "id": session.id,
+                    "title": one_line(session.title, 80),
+                    "updated": session.updated,
+                    "turns": len(session.turns),
+                }
             )
         return sorted(out, key=lambda d: d["updated"], reverse=True)
 

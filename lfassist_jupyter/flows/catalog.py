@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts.flow import loop_port
 from lfassist_jupyter.artifacts.flow import resolve as _resolve
+from lfassist_jupyter.ports import NAME_CAP, one_line
 
 if TYPE_CHECKING:
     from lfassist_jupyter.ports import FlowSandbox
@@ -152,8 +153,11 @@ class Catalog:
         for key, entry in self.registry.items():
             if entry.get("legacy"):
                 continue
-            line = f"{key}: {_one_line(str(entry.get('description') or entry.get('display_name') or ''))}"
-            groups.setdefault(str(entry.get("category") or "other"), []).append(line)
+            # A custom entry's name, category and description come from whoever wrote the flow
+            # or server it was loaded from: each stays on this line (it goes into a system prompt).
+            about = _one_line(one_line(entry.get("description") or entry.get("display_name") or "", 400))
+            line = f"{one_line(key, NAME_CAP)}: {about}"
+            groups.setdefault(one_line(entry.get("category") or "other", NAME_CAP), []).append(line)
         return "\n".join(f"[{cat}]\n" + "\n".join(lines) for cat, lines in groups.items())
 
     def interfaces(self, names: list[str]) -> str:

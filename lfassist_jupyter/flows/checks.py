@@ -335,14 +335,9 @@ def outgoing_code_problems(flow: object, catalog: Any) -> list[str]:
     """The custom code a flow would take to Langflow (Save, Register, a run on the server) that
     the security scan refuses in reject mode: "<node>: line N: ...", one per node.  Code a
     built-in of the catalogue carries (the zygote's facts) is lfx's own and not scanned."""
-    data = flow.get("data", flow) if isinstance(flow, dict) else None
-    if not isinstance(data, dict):
-        return []
     builtin = catalog_codes(catalog)
     problems = []
-    for node in data.get("nodes") or []:
-        if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
-            continue
+    for node in facts.built_nodes(flow):  # any type lfx builds, and the nodes inside groups
         code = node_code(node)
         if code is None or (isinstance(code, str) and code in builtin):
             continue

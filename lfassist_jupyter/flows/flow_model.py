@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.redaction import without_credentials
 
 from .models import Change, ModelUse
 
@@ -117,6 +118,8 @@ def flow_model_for(
     lfx_name, key, url_variable = _OURS[name]
     if name == "ollama" and base_url:
         base_url = base_url.rstrip("/").removesuffix("/v1")
+    if base_url:  # written into the flow and shown on the card: never a password it carries
+        base_url = without_credentials(base_url)
     return FlowModel(lfx_name, model, key, url_variable if base_url else None, base_url or None)
 
 

@@ -183,6 +183,31 @@ def file_flow_id(path: str | Path) -> str | None:
     return found if is_flow_id(found) else None
 
 
+def _replaceable(target: Path) -> bool:
+    """Whether a save may put a flow file at ``target``: nothing is there, or not a regular file
+    (a link or a FIFO is replaced, never written through), or a flow file (JSON with ``data``
+    holding ``nodes``).  A file of the user's (``package.json``: a flow's name comes from whoever
+    made the flow) is never replaced."""
+    try:
+        info = os.lstat(target)
+    except OSError:
+        return True
+    if not stat.S_ISREG(info.st_mode):
+        return True
+    if info.st_size > MAX_ID_PEEK:
+        return False
+    try:  # no blocking and no following: something swapped in meanwhile is not read
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return False
+            content = json.loads(fh.read(MAX_ID_PEEK + 1).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    data = content.get("data") if isinstance(content, dict) else None
+    return isinstance(data, dict) and isinstance(data.get("nodes"), list)
+
+
 def flow_file_path(path: str | Path) -> Path:
     """``path`` with ``.json`` added when it has another suffix (a flow file is JSON)."""
     target = Path(path).expanduser()
@@ -207,6 +232,8 @@ def write_flow_file(flow: dict[str, Any], path: str | Path, *, name: str | None 
     beside it, then renamed): a failed write never leaves half a flow. Raises ``ConfigError``
     with one line when ``flow`` is not a flow or the file cannot be written."""
     target = flow_file_path(path)
+    if not _replaceable(target):
+        raise ConfigError(f"{target} exists and is not a Langflow flow file: not overwritten (choose another name).")
     own = flow.get("id") if isinstance(flow, dict) else None
     if is_flow_id(own):
         the_id, source = str(own), "flow"
@@ -214,7 +241,10 @@ def write_flow_file(flow: dict[str, Any], path: str | Path, *, name: str | None 
         the_id, source = found, "file"
     else:
         the_id, source = str(uuid.uuid4()), "new"
-    text = flow_file_text(flow_file(flow, flow_id=the_id, name=name))
+    try:
+        text = flow_file_text(flow_file(flow, flow_id=the_id, name=name))
+    except RecursionError:  # legal JSON can nest deeper than a copy of it can recurse
+        raise ConfigError("The flow is nested too deeply to be written as a flow file.") from None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

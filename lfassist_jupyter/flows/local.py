@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable  # the worker's build's too
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.settings import NO_KEY
 
 __all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow_for_real", "run_plan"]
 
@@ -189,6 +190,14 @@ def _allowed_names(env: Mapping[str, str] | Iterable[str] | None) -> dict[str, s
     return {n: os.environ.get(n, "") for n in names}
 
 
+def _keyless(name: str, given: Mapping[str, str]) -> bool:
+    """A keyless OpenAI-compatible server: ``OPENAI_BASE_URL`` configured, no ``OPENAI_API_KEY``
+    anywhere.  The assistant talks to it with a stand-in key (``settings.NO_KEY``), so a flow written
+    for it runs the same way, with nothing to allow (the stand-in is no secret)."""
+    base = given.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    return name == "OPENAI_API_KEY" and bool(base) and not os.environ.get(name) and name not in given
+
+
 def run_plan(
     flow: dict[str, Any] | str | Path,
     *,
@@ -227,6 +236,11 @@ def _plan(
             plan.variables.append((name, f"{node}.{fname}"))
         if given.get(name):
             plan.allowed[name] = given[name]
+        elif _keyless(name, given):
+            plan.allowed[name] = NO_KEY
+            note = f"{name}: none is set; the run gives {node} the stand-in key the assistant uses for OPENAI_BASE_URL"
+            if note not in plan.notes:
+                plan.notes.append(note)
         elif f"{name} ({node}.{fname})" not in plan.missing:
             plan.missing.append(f"{name} ({node}.{fname})" + (" -- allowed but not set" if name in given else ""))
     hosts: list[Allowed] = []

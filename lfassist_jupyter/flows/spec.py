@@ -228,8 +228,8 @@ def settle_nodes(flow: dict[str, Any] | None, catalog: Catalog) -> list[FlowProb
     data = flow.get("data") if isinstance(flow.get("data"), dict) else {}
     errors: list[FlowProblem] = []
     for node in data.get("nodes") or []:
-        if not isinstance(node, dict) or node.get("type", "genericNode") != "genericNode":
-            continue
+        if not isinstance(node, dict) or (not facts.is_component(node) and facts.group_flow(node) is None):
+            continue  # a canvas note, which lfx does not build (any other type it builds: so it is checked)
         nd = node.get("data") if isinstance(node.get("data"), dict) else {}
         kind, template = _node_kind(nd), nd.get("node")
         fields = template.get("template") if isinstance(template, dict) else None

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.ports import one_line
 from lfassist_jupyter.runtime import blocking_twin
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ MARKER = ".lfassist-export.json"
 SCHEMA_URL = "https://schemas.langflow.org/extension/v1.json"
 _EXTENSION_ID = re.compile(r"^[a-z][a-z0-9-]{1,63}$")  # lfx.extension.manifest's rules
 _BUNDLE_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,3}([a-z]+[0-9]*)?")  # what an export writes, and PEP 440's plain forms
 MAX_COMPONENTS = 50
 MAX_CODE = 200_000  # the sandbox's own cap on one component's code
 
@@ -460,8 +462,12 @@ def write_extension(
     if not _EXTENSION_ID.match(extension_id):
         extension_id = extension_id_for(root.resolve())
     bundle = extension_id.replace("-", "_") if _BUNDLE_NAME.match(extension_id.replace("-", "_")) else "my_bundle"
-    title = (name or str(earlier.get("name") or "") or display_name_for(extension_id)).strip()[:200]
-    version = str(earlier.get("version") or "0.1.0")
+    # The marker may come from a shared or cloned folder: its name and version go into TOML and
+    # Markdown, so they are one clean line and a plain version number, or the defaults.
+    title = one_line(name or str(earlier.get("name") or "") or display_name_for(extension_id), 200)
+    version = str(earlier.get("version") or "")
+    if not _VERSION.fullmatch(version):
+        version = "0.1.0"
     modules: dict[str, str] = (
         {str(k): str(v) for k, v in earlier["components"].items() if isinstance(v, str) and re.fullmatch(r"\w+", v)}
         if earlier

@@ -10,11 +10,7 @@ from typing import Any
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
 from lfassist_jupyter.providers._sdk import SDKProvider
 from lfassist_jupyter.providers.base import Usage, UsageSink
-
-NO_KEY = "no-key-configured"
-"""What the SDK is given as its key when none is configured: local OpenAI-compatible servers
-(vLLM, LM Studio, Ollama) want none, but the SDK refuses to start without a string.  It is no
-secret and is never shown: a server that answers 401 to it gets its own line (see ``_errors``)."""
+from lfassist_jupyter.settings import NO_KEY  # re-exported: the providers' errors name it
 
 
 @dataclass

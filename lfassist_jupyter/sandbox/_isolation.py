@@ -7,7 +7,9 @@ Python interpreter with lfx needs, read-only:
 - ``/usr`` (and the ``/bin``, ``/lib*``, ``/sbin`` links or directories), ``/etc/ld.so.cache``
   and a few harmless ``/etc`` files (``_ETC``) -- not ``/etc`` as a whole;
 - the interpreter's prefixes (``sys.prefix``, ``sys.base_prefix``: a venv and the Python it
-  was made from), even when they live under HOME -- only those directories, never HOME;
+  was made from), even when they live under HOME -- only those directories, never HOME; a
+  prefix that holds HOME or the notebook's directory is not bound whole, only its standard
+  library, site-packages, ``pyvenv.cfg``, ``libpython`` and the interpreter (``interpreter_paths``);
 - the worker's own directory, any op-module files, and the two stdlib-only modules of
   ``artifacts/`` it shares with the kernel (``flow.py``, ``policy.py``: ``bound_modules``).
 
@@ -33,6 +35,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SANDBOX_TMP = "/tmp"
 SANDBOX_HOME = "/tmp/home"
@@ -51,45 +54,104 @@ def bwrap_binary() -> str | None:
         return shutil.which("bwrap")
 
 
-@functools.lru_cache(maxsize=8)
-def interpreter_paths(python: str) -> tuple[str, ...]:
-    """Directories (and files) an interpreter needs to start: itself and its prefixes.
+_FACTS = """
+def facts():
+    import sys, sysconfig
+    shared = sysconfig.get_config_var("Py_ENABLE_SHARED") and sysconfig.get_config_vars("LIBDIR", "INSTSONAME")
+    return {
+        "prefixes": [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix],
+        "executable": sys.executable,
+        "imports": [sysconfig.get_path(n) for n in ("stdlib", "platstdlib", "purelib", "platlib")],
+        "libpython": "/".join(shared) if shared and all(shared) else None,
+        "path": sys.path,
+    }
+"""
+"""What an interpreter says of itself for ``interpreter_paths``: run here for this one, asked of
+another one in a subprocess -- the same source."""
 
-    For this very interpreter they are known; another one (``LFASSIST_VALIDATOR_PYTHON``)
-    is asked, once, outside the sandbox (it is the user's configured interpreter, not
-    generated code).
+
+def _own_facts() -> dict[str, Any]:
+    """This interpreter's ``_FACTS`` (the user site, which ``-I`` does not see, left out)."""
+    import site
+
+    scope: dict[str, Any] = {}
+    exec(_FACTS, scope)  # our own constant source, the same that another interpreter is asked
+    facts = scope["facts"]()
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    facts["path"] = [p for p in facts["path"] if p != user_site]
+    return facts
+
+
+def interpreter_paths(python: str) -> tuple[str, ...]:
+    """Directories (and files) an interpreter needs to start and import: itself, its prefixes,
+    its standard library and site directories.
+
+    Never a directory that holds HOME or the notebook's directory (a Python installed with HOME as
+    its prefix, a project folder that *is* the venv): that prefix is left out, and what the
+    interpreter needs of it -- its standard library and site-packages, its ``pyvenv.cfg`` and
+    ``libpython`` -- is bound on its own.  The reduced sandbox's hook reads by the same rule
+    (``worker/_hook.py``: ``trusted_roots`` and ``make_hook``'s ``readable``).
     """
-    paths = {python, os.path.realpath(python)}
+    private = tuple(sorted({os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.getcwd())}))
+    return _interpreter_paths(python, private)
+
+
+@functools.lru_cache(maxsize=8)
+def _interpreter_paths(python: str, private: tuple[str, ...]) -> tuple[str, ...]:
+    """``interpreter_paths`` for the private directories ``private``.  For this very interpreter
+    the facts are known; another one (``LFASSIST_VALIDATOR_PYTHON``) is asked, once, outside the
+    sandbox (it is the user's configured interpreter, not generated code)."""
     # Not by realpath: every venv's python is a link to the same base interpreter, and which
     # venv it is depends on the link's own place (its pyvenv.cfg).
+    facts: dict[str, Any] = {}
     if os.path.abspath(python) == os.path.abspath(sys.executable):
-        paths.update({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix})
-        import site
-
-        user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None  # not seen with -I
-        paths.update(_site_dirs([p for p in sys.path if p != user_site]))
+        facts = _own_facts()
     else:
-        ask = "import sys,json;print(json.dumps([sys.prefix,sys.base_prefix,sys.executable,*sys.path]))"
         try:
-            out = subprocess.run(
-                [python, "-I", "-c", ask],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-            prefix, base, executable, *path = json.loads(out.stdout.strip().splitlines()[-1])
-            paths.update({prefix, base, executable, *_site_dirs(path)})
+            ask = _FACTS + "\nimport json\nprint(json.dumps(facts()))"
+            out = subprocess.run([python, "-I", "-c", ask], capture_output=True, text=True, timeout=30, check=False)
+            answer = json.loads(out.stdout.strip().splitlines()[-1])
+            facts = answer if isinstance(answer, dict) else {}
         except Exception:
             pass
+    prefixes = [p for p in facts.get("prefixes") or [] if isinstance(p, str)]
+    found = [
+        *prefixes,
+        facts.get("executable"),
+        *(facts.get("imports") or []),
+        facts.get("libpython"),
+        *_site_dirs(list(facts.get("path") or [])),
+        *(os.path.join(p, "pyvenv.cfg") for p in prefixes[:1]),  # where a venv's python finds its home
+    ]
+    paths = {p for p in found if isinstance(p, str) and os.path.isabs(p)}
+    for start in (python, facts.get("executable")):
+        if isinstance(start, str):
+            paths.update(_link_chain(start))  # each link to the interpreter, where its prefix is not bound
+
+    def holds_private(path: str) -> bool:
+        return any((d.rstrip("/") + "/").startswith(os.path.realpath(path).rstrip("/") + "/") for d in private)
+
     usr = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
     keep = []
     for path in sorted(p for p in paths if p and os.path.exists(p)):
         if any(x == "/" or x == u or x.startswith(u + "/") for x in (path, os.path.realpath(path)) for u in usr):
             continue  # under /usr (or its /bin, /lib links): bound anyway
+        if os.path.isdir(path) and holds_private(path):
+            continue  # HOME or the notebook's folder would come with it: its own parts are bound instead
         keep.append(path)
     # A path inside another one is bound with it (a mount point cannot be created in a read-only bind).
     return tuple(p for p in keep if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in keep))
+
+
+def _link_chain(path: str) -> list[str]:
+    """``path``, each symbolic link it leads through (``.venv/bin/python`` -> ``python3`` ->
+    ``python3.11``) and where it ends: bound one by one, a venv's python starts in the sandbox
+    even when the directory holding its links is not bound whole."""
+    chain = [path]
+    while os.path.islink(path) and len(chain) < 40:
+        path = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+        chain.append(path)
+    return [*chain, os.path.realpath(path)]
 
 
 def _site_dirs(path: list[str]) -> set[str]:

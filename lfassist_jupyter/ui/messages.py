@@ -43,7 +43,7 @@ class PanelMessage(BaseModel):
     validated: bool | None = None
     badge: str | None = None
     """The verdict as a card says it (``ui.render.style.verdict``): "validated", "not validated",
-    "validated (reduced isolation: ...)"; absent on a restored card (the view says the plain word)."""
+    "validated (reduced isolation: ...)", on a restored card too (the stored turn keeps the isolation)."""
     attempts: int | None = None
     code: str | None = None
     code_html: str | None = None
@@ -99,7 +99,7 @@ class ProgressStep(BaseModel):
     def from_event(cls, event: ProgressEvent) -> ProgressStep:
         return cls(
             step=event.step,
-            label=step_label(event.step),
+            label=step_label(event.step, event.reduced_isolation),
             attempt=event.attempt,
             max_attempts=event.max_attempts,
             show_attempt=event.step in ATTEMPT_STEPS and event.max_attempts > 1,
@@ -311,7 +311,11 @@ def turn_message(turn: Turn) -> PanelMessage:
         return user_message(turn.original or turn.content)
     if turn.kind == "component":
         return component_message(
-            code=turn.content, class_name=turn.class_name, validated=bool(turn.validated), attempts=turn.attempts
+            code=turn.content,
+            class_name=turn.class_name,
+            validated=bool(turn.validated),
+            attempts=turn.attempts,
+            reduced_isolation=turn.reduced_isolation,
         )
     if turn.kind == "flow":
         stored = getattr(turn, "flow", None)
@@ -320,6 +324,7 @@ def turn_message(turn: Turn) -> PanelMessage:
             spec=_spec_of(turn.content),
             validated=turn.validated,
             attempts=turn.attempts,
+            reduced_isolation=turn.reduced_isolation,
         )
     if turn.kind == "cancelled":
         return cancelled_message()

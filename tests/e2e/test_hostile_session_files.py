@@ -422,3 +422,34 @@ def test_links_to_dev_zero_are_set_aside_with_bounded_memory(llm, tmp_path):
         assert os.readlink(aside) == "/dev/zero"  # the link itself, set aside unread
     warned = [line for line in stderr.splitlines() if "UnsafeFile: a symbolic link" in line]
     assert len(warned) == 3, stderr[-3000:]
+
+
+# -- a title that tries to write lines of its own ----------------------------------------------------------
+
+
+def test_a_stored_title_is_one_line_in_history_and_the_panel(ip, llm, sandbox, tmp_path, capsys, monkeypatch):
+    """A session file from a shared folder whose title holds line breaks and an escape sequence:
+    ``%assist history`` and the panel's session list show it as one plain line.  The control: the
+    stored file really holds the forged lines."""
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    data = tmp_path / "data"
+    stored = _flow_session(data / "sessions")
+    forged = "Echo\n  agentic_admin  99 turns  IMPORTANT: paste your key here\x1b[2J"
+    path = data / "sessions" / f"{GOOD_ID}.json"
+    path.write_text(json.dumps({**stored, "title": forged}))
+    assert "\n  agentic_admin" in json.loads(path.read_text())["title"]  # the control
+
+    _use_data_dir(ip, data, sandbox)
+    ip.run_line_magic("assist", "history")
+    out = capsys.readouterr().out
+    listed = [line for line in out.splitlines() if GOOD_ID in line]
+    assert len(listed) == 1 and "IMPORTANT" in listed[0]  # the title, on the session's own line
+    assert not any(line.lstrip().startswith("agentic_admin") for line in out.splitlines())
+    assert "\x1b" not in out
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    panel = ChatPanel(workspace=Workspace(data_dir=data, local_validator=sandbox))
+    (title,) = [s["title"] for s in panel.sessions]
+    assert "\n" not in title and "\x1b" not in title and title.startswith("Echo agentic_admin")

@@ -205,3 +205,25 @@ def test_saving_over_a_fifo_does_not_block(tmp_path):
     assert opened.wait(5)
     saved = write_flow_file(build_flow(ECHO_QA).flow, fifo)
     assert saved.id_source == "new" and file_flow_id(fifo) == saved.id and fifo.is_file()
+
+
+def test_save_never_replaces_a_file_that_is_not_a_flow(flow_ip, sandbox, tmp_path):
+    """The panel's Save names the file after the flow, and a flow's name is written by whoever
+    made it (a shared server, a stored session): a flow named "package" must not replace the
+    notebook folder's ``package.json``, nor ``--save`` a file that is not a flow. The controls:
+    the panel aimed at that file, and saving over an earlier flow file still works."""
+    own = tmp_path / "package.json"
+    own.write_text('{"name": "my-app", "dependencies": {}}\n', encoding="utf-8")
+    panel = panel_with_flow(sandbox, tmp_path, named(QA_SPEC, "package"))
+    card = panel.messages[-1]["id"]
+    assert panel.flow_file_path(card) == own  # control: Save aims at the user's file
+    assert panel.save_flow(card) is None
+    assert "not a Langflow flow file" in panel.notice and "\n" not in panel.notice
+    flow_ip.run_cell_magic("assist_flow", "--save package.json --quiet --out v", ECHO_QA)
+    assert own.read_text(encoding="utf-8") == '{"name": "my-app", "dependencies": {}}\n'
+    # Controls: an earlier flow file is replaced as before, by either door.
+    first = panel_with_flow(sandbox, tmp_path, named(QA_SPEC, "Echo QA"))
+    assert first.save_flow(first.messages[-1]["id"]) == (tmp_path / "Echo-QA.json").resolve()
+    assert first.save_flow(first.messages[-1]["id"]) == (tmp_path / "Echo-QA.json").resolve()
+    flow_ip.run_cell_magic("assist_flow", "--save Echo-QA.json --quiet --out v", ECHO_QA)
+    assert flow_ip.user_ns["v"].saved == (tmp_path / "Echo-QA.json").resolve()

@@ -224,3 +224,33 @@ def test_the_offline_demo_provider_leaves_the_model_to_the_user(tmp_path):
     result = Assistant(provider=ScriptedProvider(replies=replies), session_store=False).run("a flow with a model")
     assert "M.model" not in result.spec and "M.api_key" not in result.spec
     assert any(n.kind == "model" for n in result.flow_report.needs)
+
+
+def test_a_password_in_the_servers_url_reaches_no_flow_card_or_session(llm, sandbox, tmp_path):
+    """An Ollama server behind basic auth (``OLLAMA_HOST=http://user:password@host``): the model
+    node gets the server's URL without the password -- the flow, the spec, the card's text and the
+    stored session carry none of it.  The control: the requests went through that URL (the SDK sent
+    its credentials to the fake server)."""
+    import base64
+
+    from lfassist_jupyter import Assistant
+    from lfassist_jupyter.core.session import SessionStore
+    from lfassist_jupyter.providers import create_provider
+
+    password = "s3cr3tPassw0rdXyz"
+    with_password = llm.url.replace("://", f"://bob:{password}@")
+    provider = create_provider("ollama", base_url=with_password + "/v1", http_retries=0)
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"),
+              spec_reply(WRITTEN))  # fmt: skip
+    assistant = Assistant(
+        provider=provider, model="qwen3:0.6b", validator=sandbox, session_store=SessionStore(tmp_path / "s")
+    )
+    result = assistant.run("a one-sentence answer flow")
+
+    assert result.validated, result.error
+    sent = base64.b64encode(f"bob:{password}".encode()).decode()
+    assert llm.requests and llm.requests[0].headers.get("authorization") == f"Basic {sent}"  # the control
+    assert f"  M.ollama_base_url: {llm.url}\n" in result.spec + "\n"
+    stored = "".join(p.read_text() for p in (tmp_path / "s").rglob("*") if p.is_file())
+    for where in (result.spec, json.dumps(result.flow), str(result), repr(result.flow_report), stored):
+        assert password not in where

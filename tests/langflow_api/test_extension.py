@@ -204,3 +204,28 @@ def test_the_bundle_rule_agrees_with_lfx_extension_validate():
         if ours != theirs:
             disagree.append(path.name)
     assert refused > 0 and not disagree, disagree
+
+
+def test_an_earlier_markers_version_and_name_cannot_rewrite_the_pyproject(sandbox, tmp_path):
+    """A folder holding a marker of an earlier export (a shared or cloned folder) lends the export
+    its id, name and version; a version or name written to break out of their TOML strings must
+    not add tables or entry points to the pyproject the export rewrites.  The control: the
+    marker was read (the bundle keeps its id)."""
+    import tomllib
+
+    target = tmp_path / "bundle"
+    target.mkdir()
+    marker = {
+        "id": "kept-id",
+        "name": 'Team\n[project.entry-points."langflow.extensions"]\nevil = "os"',
+        "version": '0.1.0"\n[project.entry-points."console_scripts"]\nls = "os:system',
+        "components": {},
+    }
+    (target / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    exported = export_extension(target, [GOOD], validator=sandbox)
+    assert exported.extension_id == "kept-id"  # the control: the earlier marker was honoured
+    pyproject = tomllib.loads((target / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["version"] == "0.1.0"
+    assert list(pyproject["project"]["entry-points"]) == ["langflow.extensions"]
+    assert list(pyproject["project"]["entry-points"]["langflow.extensions"]) == ["kept_id"]
+    assert "\n" not in json.loads((target / "extension.json").read_text())["name"]

@@ -37,3 +37,18 @@ def test_control_a_key_that_is_set_and_refused_is_a_rejected_key(ip, llm):
     llm.queue(Status(401, "Incorrect API key provided", error_type="invalid_request_error"))
     result = ip.run_cell_magic("assist", "", "a component that uppercases text")
     assert result.status == "error" and "rejected the API key (401)" in result.error
+
+
+def test_a_password_in_the_base_url_is_never_shown(ip, llm, monkeypatch, capsys):
+    """A gateway behind basic auth (``OPENAI_BASE_URL=https://user:password@host/v1``): the URL is
+    named in the error line, its password is not.  The control: the SDK did send it (as basic auth)."""
+    password = "gw-PassW0rd-0123456789"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url.replace("://", f"://bob:{password}@"))
+    llm.queue(Status(401, "Missing bearer token", error_type="invalid_request_error"))
+    result = ip.run_cell_magic("assist", "", "a component that uppercases text")
+    assert result.status == "error" and "wants an API key (401)" in result.error
+    assert "bob:***@" in result.error  # the URL is named, its password cut out
+    assert any("basic" in (r.headers.get("authorization") or "").lower() for r in llm.requests)  # the control
+    shown = capsys.readouterr().out + text_of(result, ip) + html_of(result, ip) + repr(result)
+    assert password not in shown

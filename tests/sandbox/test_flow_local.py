@@ -30,6 +30,7 @@ from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.flows import build_flow, default_catalog
 from lfassist_jupyter.flows.local import run_plan
 from lfassist_jupyter.sandbox import _isolation
+from lfassist_jupyter.settings import NO_KEY
 
 PROBE = """
 import os
@@ -212,6 +213,7 @@ def test_what_a_run_wants_is_shown_first_and_nothing_runs_without_it(model_flow,
 def test_the_readme_model_example_names_a_variable_and_its_provider_host(monkeypatch, llm):
     spec = LLM_SPEC + "  M.model: gpt-4o-mini\n  M.api_key: OPENAI_API_KEY\n"
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-kernel-0123456789")  # a key exists: the user allows it or not
 
     plan = run_plan(spec)
 
@@ -410,3 +412,26 @@ def test_the_fence_refuses_a_name_that_resolves_to_a_local_address_unless_the_us
     assert [(r["host"], r["port"], r["reason"]) for r in proxy.refused] == [
         ("localhost", 1, "not on this run's allow-list")
     ]
+
+
+@real_run
+def test_a_keyless_servers_flow_runs_with_nothing_to_allow(flow_ip, llm, monkeypatch, capsys):
+    """A user whose assistant talks to a keyless OpenAI-compatible server (``OPENAI_BASE_URL``
+    alone): the flow it wrote runs for real with nothing to allow, the node given the stand-in key
+    the assistant uses.  The control: with a key in the environment, the run asks for it."""
+    spec = LLM_SPEC + "  M.model: gpt-4o-mini\n  M.api_key: OPENAI_API_KEY\n"
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-kernel-0123456789")
+    asked = flow_ip.run_cell_magic("assist_flow", "--run-local hi", spec)
+    assert asked.run is None and "OPENAI_API_KEY" in str(asked) and llm.requests == []  # the control
+
+    monkeypatch.delenv("OPENAI_API_KEY")
+    plan = run_plan(spec)
+    assert plan.ready and plan.allowed == {"OPENAI_API_KEY": NO_KEY}
+    assert any("stand-in key" in note for note in plan.notes)
+    llm.queue(Reply("a keyless hello"))
+    view = flow_ip.run_cell_magic("assist_flow", "--run-local hi", spec)
+    assert view.run is not None and view.run.ok, view
+    assert view.run.text == "a keyless hello"
+    assert llm.requests[-1].headers["authorization"] == f"Bearer {NO_KEY}"
+    assert NO_KEY not in str(view) + capsys.readouterr().out

@@ -756,3 +756,81 @@ def test_the_panel_saves_and_registers_only_code_the_scan_passes(reach_ip, sandb
     save(workspace, view, tmp_path / "panel.json")
     register(workspace, view)
     assert not (tmp_path / "panel.json").exists() and langflow.received == []
+
+
+# -- nodes lfx builds that the outgoing scan once passed over -----------------------------------
+
+LFX_BUILDS = """
+import json, sys
+from lfx.graph.graph.base import Graph
+from lfx.interface.initialize.loading import instantiate_class
+flow = json.load(open(sys.argv[1]))
+for vertex in Graph.from_payload(flow["data"], flow_id="f").vertices:
+    instantiate_class(vertex)  # what Langflow does to every node of a flow it runs
+"""
+
+
+def _hidden_payload_flow(sandbox, folder: Path, how: str, marker: Path) -> Path:
+    """The plain Chat Input -> Chat Output flow whose Chat Output class body runs ``touch MARKER``,
+    hidden from a scan of the top-level ``genericNode``s: ``typed`` gives the node another ``type``
+    (lfx builds every node but ``noteNode``), ``grouped`` moves it into a group's sub-flow (lfx's
+    ``process_flow`` opens it) behind a canvas note."""
+    flow = json.loads(_poisoned_flow_file(sandbox, folder, poisoned=False).read_text())
+    nodes = flow["data"]["nodes"]
+    out = next(n for n in nodes if n["data"]["type"] == "ChatOutput")
+    field = out["data"]["node"]["template"]["code"]
+    head = "class ChatOutput(ChatComponent):\n"
+    assert head in field["value"]
+    field["value"] = field["value"].replace(head, f"{head}    _x = __import__('os').system('touch {marker}')\n")
+    if how == "typed":
+        out["type"] = "customNode"
+    else:
+        group = {"flow": {"data": {"nodes": [out], "edges": []}}, "template": {}, "outputs": []}
+        note = {"id": "note-1", "type": "noteNode", "data": {"id": "note-1", "type": "note", "node": group}}
+        flow["data"]["nodes"] = [n for n in nodes if n is not out] + [note]
+        flow["data"]["edges"] = []
+    path = folder / f"{how}.json"
+    path.write_text(json.dumps(flow), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("how", ["typed", "grouped"])
+def test_code_lfx_builds_outside_the_top_level_generic_nodes_is_scanned_too(reach_ip, sandbox, tmp_path, how):
+    """A flow file whose Chat Output runs a shell command is neither saved nor registered when the
+    node is typed other than ``genericNode`` or sits in a group's sub-flow.  The control: lfx
+    itself (a plain process, as Langflow builds a flow) runs the command in both forms."""
+    marker = tmp_path / "MARKER"
+    hidden = _hidden_payload_flow(sandbox, tmp_path, how, marker)
+    run_plain(LFX_BUILDS.replace("sys.argv[1]", repr(str(hidden))), tmp_path)
+    assert marker.exists(), "lfx did not run the payload: the test proves nothing"
+    langflow = FakeLangflow()
+    langflow.connect(reach_ip)
+    reach_ip.run_cell_magic("assist_flow", "--quiet --out hidden_view --save out.json --register", str(hidden))
+    notes = " ".join(text for text, _ in reach_ip.user_ns["hidden_view"].notes)
+    assert not (tmp_path / "out.json").exists() and langflow.received == []
+    assert "Not saved" in notes and "Not registered" in notes and "os.system" in notes, notes
+
+
+def test_a_build_answer_cannot_retype_a_builtin_node_to_keep_its_code(sandbox, monkeypatch):
+    """A child that answers a built-in node with another ``type`` and extra code (which lfx would
+    build) gets the catalogue's code put back, as for any built-in node."""
+    from lfassist_jupyter.flows import build_flow
+
+    real = SandboxValidator.build_flow
+    altered_codes: list[str] = []
+
+    def altered(self, *args, **kwargs):
+        built = real(self, *args, **kwargs)
+        for node in (built.flow or {}).get("data", {}).get("nodes", []):
+            if node["data"].get("type") == "ChatOutput":
+                node["type"] = "customNode"
+                node["data"]["node"]["template"]["code"]["value"] += "\nimport os\nos.system('id')\n"
+                altered_codes.append(node["data"]["node"]["template"]["code"]["value"])
+        return built
+
+    monkeypatch.setattr(SandboxValidator, "build_flow", altered)
+    built = build_flow("name: Plain\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n")
+    assert altered_codes and "os.system" in altered_codes[0]  # the control: the answer was altered
+    out = next(n for n in (built.flow or {"data": {"nodes": []}})["data"]["nodes"] if n["data"]["type"] == "ChatOutput")
+    code = out["data"]["node"]["template"]["code"]["value"]
+    assert "os.system" not in code and code == _chat_output_code(sandbox)

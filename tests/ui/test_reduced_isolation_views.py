@@ -41,35 +41,6 @@ def _unqualified(shown: str, word: str = "validated") -> list[str]:
     return [m.group(0) for m in found if not m.group(1) and not m.group(2)]
 
 
-class MarkedReduced:
-    """The session's full sandbox, its probe runs marked as the reduced sandbox marks its own.
-
-    A reduced sandbox cannot probe-run a flow on this machine today (its audit hook refuses the
-    lazy imports lfx's runner makes), so no flow is "validated" there; this stands in for one
-    whose run went through, to show every flow surface qualifies the verdict."""
-
-    def __init__(self, box: SandboxValidator) -> None:
-        self.box = box
-
-    async def avalidate(self, code: str):
-        return await self.box.avalidate(code)
-
-    async def areference(self):
-        return await self.box.areference()
-
-    def flow_catalog(self):
-        return self.box.flow_catalog()
-
-    def component_template(self, code, timeout=None):
-        return self.box.component_template(code, timeout)
-
-    def build_flow(self, spec, **kwargs):
-        return self.box.build_flow(spec, **kwargs)
-
-    def probe_run(self, flow, input_text, timeout=None):
-        return self.box.probe_run(flow, input_text, timeout).model_copy(update={"reduced_isolation": WHY})
-
-
 def _shell(workspace_validator, tmp_path, llm, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -94,9 +65,11 @@ def reduced_ip(reduced, tmp_path, llm, monkeypatch):
     InteractiveShell.clear_instance()
 
 
-def test_assist_component_card_says_reduced_isolation(reduced_ip, llm):
+def test_assist_component_card_says_reduced_isolation(reduced_ip, llm, capsys):
     llm.queue(intent("generate_component"), fenced(GOOD))
     result = reduced_ip.run_cell_magic("assist", "--no-insert", "a component that uppercases text")
+    live = capsys.readouterr().out.splitlines()  # the live progress lines of a terminal shell
+    assert f"· Validated (reduced isolation: {WHY}) (1/3)" in live and "· Validated (1/3)" not in live, live
     assert result.validated and result.reduced_isolation == WHY
     html, text = html_of(result, reduced_ip), text_of(result, reduced_ip)
     assert QUALIFIED in html and _unqualified(html) == []
@@ -119,9 +92,9 @@ def test_assist_validate_report_card_says_reduced_isolation(reduced_ip, reduced,
 
 
 def test_a_flow_in_reduced_mode_never_says_a_bare_validated(reduced_ip, llm):
-    """Through the real reduced sandbox: whatever the verdict, no surface says a bare "validated".
-    (Today the reduced sandbox cannot build this flow from the project directory, nor probe-run
-    any flow: its hook refuses lfx's lazy reads; the next test shows a flow that did validate.)"""
+    """Through the real reduced sandbox: whatever the verdict, no surface says a bare "validated"
+    (the reduced sandbox builds and probe-runs flows from the project directory too: see
+    tests/sandbox/test_reduced_reads.py)."""
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), *[spec_reply(QA_SPEC)] * 3)
     result = reduced_ip.run_cell_magic("assist", "--no-insert", "a flow that answers the chat question with a prompt")
     assert result.kind == "flow" and result.status == "complete"
@@ -131,14 +104,13 @@ def test_a_flow_in_reduced_mode_never_says_a_bare_validated(reduced_ip, llm):
         assert QUALIFIED in html and QUALIFIED in text
 
 
-def test_a_flow_validated_under_reduced_isolation_says_so_everywhere(sandbox, llm, monkeypatch, tmp_path):
+def test_a_flow_validated_under_reduced_isolation_says_so_everywhere(reduced, llm, monkeypatch, tmp_path):
     from IPython.core.interactiveshell import InteractiveShell
 
     from lfassist_jupyter.ui.panel import ChatPanel
     from lfassist_jupyter.ui.workspace import Workspace
 
-    box = MarkedReduced(sandbox)
-    shell = _shell(box, tmp_path, llm, monkeypatch)
+    shell = _shell(reduced, tmp_path, llm, monkeypatch)
     try:
         llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
         result = shell.run_cell_magic("assist", "--no-insert", "a flow that answers the chat question with a prompt")
@@ -151,7 +123,7 @@ def test_a_flow_validated_under_reduced_isolation_says_so_everywhere(sandbox, ll
     assert QUALIFIED in text.splitlines()[0] and _unqualified(text) == []
     assert f"It validated (reduced isolation: {WHY}) after 1 attempt." in result.result
 
-    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=box))
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=reduced))
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
     panel.send_prompt("a flow that answers the chat question with a prompt")
     panel.wait(180)
@@ -212,3 +184,83 @@ def test_a_full_sandbox_says_validated_plainly(sandbox, tmp_path, llm, monkeypat
     finally:
         shell.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
+
+
+def _labels(panel) -> list[str]:
+    """Every step label the panel sent its view while requests ran (as the JavaScript shows them)."""
+    seen: list[str] = []
+
+    def watch(change) -> None:
+        seen.extend(step["label"] for step in (change["new"] or {}).get("steps", []) if step["label"] not in seen)
+
+    panel.observe(watch, names="progress")
+    return seen
+
+
+def test_the_progress_label_and_a_restored_component_card_say_reduced_isolation(reduced, llm, monkeypatch, tmp_path):
+    """The live step says "Validated (reduced isolation: ...)"; the card a reopened panel restores
+    from the data directory (a new kernel, the same stored session) still says the qualifier."""
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-reduced-views-0123456789")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "data", local_validator=reduced))
+    labels = _labels(panel)
+    llm.queue(intent("generate_component"), fenced(GOOD))
+    panel.send_prompt("a component that uppercases text")
+    panel.wait(120)
+    assert panel.messages[-1]["badge"] == QUALIFIED
+
+    reopened = ChatPanel(workspace=Workspace(data_dir=tmp_path / "data", local_validator=reduced))
+    reopened.switch_session(panel.session_id)
+    card = reopened.messages[-1]
+    assert card["kind"] == "component" and card["validated"] and card["badge"] == QUALIFIED
+    assert f"Validated (reduced isolation: {WHY})" in labels and "Validated" not in labels, labels
+
+
+def test_a_restored_flow_card_and_undo_say_reduced_isolation(reduced, llm, monkeypatch, tmp_path):
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-reduced-views-0123456789")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "data", local_validator=reduced))
+    labels = _labels(panel)
+    for _ in range(2):  # a flow, then an edit of it (the first becomes a restore point)
+        llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "ChatOutput"), spec_reply(QA_SPEC))
+        panel.send_prompt("a flow that answers the chat question with a prompt")
+        panel.wait(180)
+        assert panel.messages[-1]["badge"] == QUALIFIED, panel.messages[-1]
+
+    reopened = ChatPanel(workspace=Workspace(data_dir=tmp_path / "data", local_validator=reduced))
+    reopened.switch_session(panel.session_id)
+    flows = [m for m in reopened.messages if m["kind"] == "flow"]
+    assert len(flows) == 2 and all(m["badge"] == QUALIFIED for m in flows), flows
+    assert all(_unqualified(line["text"]) == [] for m in flows for line in m["lines"] or [])
+    assert reopened.undo_flow()
+    assert reopened.messages[-1]["badge"] == QUALIFIED  # the restore point kept it too
+    assert f"Flow validated (reduced isolation: {WHY})" in labels and "Flow validated" not in labels, labels
+
+
+def test_a_session_stored_before_the_isolation_was_recorded_still_opens(tmp_path):
+    """Backward compatible: a session file whose turns lack ``reduced_isolation`` restores as it
+    was stored (the plain word: nothing recorded the isolation then), no turn set aside."""
+    import json
+
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    sessions = tmp_path / "data" / "sessions"
+    sessions.mkdir(parents=True)
+    turns = [
+        {"role": "user", "content": "a component that uppercases text", "kind": "text"},
+        {"role": "assistant", "content": GOOD, "kind": "component", "class_name": "UppercaseComponent",
+         "validated": True, "attempts": 1},
+    ]  # fmt: skip
+    (sessions / "agentic_old.json").write_text(json.dumps({"id": "agentic_old", "title": "old", "turns": turns}))
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "data"))
+    panel.switch_session("agentic_old")
+    card = panel.messages[-1]
+    assert card["kind"] == "component" and card["badge"] == "validated"
+    assert list(sessions.glob("*.corrupt-*")) == []

@@ -214,7 +214,13 @@ class ComponentPipeline:
         if report.is_valid:
             log_event(logging.INFO, "assistant.validation.success", request_id=request_id,
                       class_name=job.class_name, attempts=attempt)  # fmt: skip
-            job.progress("validated", attempt, f"{job.class_name} validated.", class_name=job.class_name)
+            job.progress(
+                "validated",
+                attempt,
+                f"{job.class_name} validated.",
+                class_name=job.class_name,
+                reduced_isolation=report.reduced_isolation,
+            )
             return ComponentOutcome(
                 result=reply, code=job.code, class_name=job.class_name, validated=True, attempts=attempt, report=report
             )
@@ -232,7 +238,13 @@ class ComponentPipeline:
             class_name = repaired.report.class_name or job.class_name
             log_event(logging.INFO, "assistant.validation.repaired", request_id=request_id, class_name=class_name,
                       attempts=attempt, changes=len(repaired.changes))  # fmt: skip
-            job.progress("validated", attempt, f"{class_name} validated.", class_name=class_name)
+            job.progress(
+                "validated",
+                attempt,
+                f"{class_name} validated.",
+                class_name=class_name,
+                reduced_isolation=repaired.report.reduced_isolation,
+            )
             return ComponentOutcome(
                 result=reply.replace(new_code or "", repaired.code) if new_code else reply,
                 code=repaired.code,

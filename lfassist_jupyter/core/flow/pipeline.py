@@ -458,7 +458,12 @@ class FlowPipeline:
             if last.flow is not None and not problems:
                 problems = await self._check(last, catalog, progress, attempt, max_attempts)
             if not problems and last.flow is not None:
-                progress("flow_validated", attempt, "Flow validated.")
+                progress(
+                    "flow_validated",
+                    attempt,
+                    "Flow validated.",
+                    reduced_isolation=flow_reduced_isolation(last.run, components),
+                )
                 log_event(logging.INFO, "assistant.flow.validated", request_id=request.request_id, attempts=attempt)
                 last.error = None
                 return self._finish(last, True, attempt, components)

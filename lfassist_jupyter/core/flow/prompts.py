@@ -139,7 +139,9 @@ def light_catalogue(light: str, names: list[str], budget: int = LIGHT_BUDGET) ->
     """The light catalogue within its budget: a big server catalogue falls back to names only."""
     if len(light) <= budget:
         return light
-    compact = ", ".join(names)
+    from lfassist_jupyter.ports import NAME_CAP, one_line
+
+    compact = ", ".join(one_line(name, NAME_CAP) for name in names)  # names of loaded flows' nodes too
     return compact if len(compact) <= budget else compact[: budget - 1] + "…"
 
 

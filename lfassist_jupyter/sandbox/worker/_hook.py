@@ -54,8 +54,17 @@ _FRAME_HELPERS = {
 
 def trusted_roots(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Where the interpreter's own code lives (read-only in the sandbox): code whose file is
-    below one of these is lfx, a package or the standard library, not the request's."""
+    below one of these is lfx, a package or the standard library, not the request's.
+
+    Its prefixes, and also each directory it imports from on its own -- the standard library
+    and the site directories (``sysconfig``'s paths, ``sys.path``'s site-packages) -- so that
+    where a prefix cannot be exempt from the reduced sandbox's denied reads (one that holds
+    HOME or the notebook's directory, see ``make_hook``) the interpreter still reads its own
+    files, e.g. ``encodings/cp1252.py`` imported lazily by a probe run, and nothing else of it."""
+    import sysconfig
+
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *extra}
+    roots |= {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
     roots |= {p for p in sys.path if isinstance(p, str) and os.path.basename(p) in ("site-packages", "dist-packages")}
     out = set()
     for root in roots:
@@ -257,7 +266,9 @@ def make_hook(
     decode, encoding = bytes.decode, sys.getfilesystemencoding()
     trusted_prefixes = (*trusted, "<frozen ")
     resolve = _resolver(os.getcwd, os.lstat, os.readlink, stat_module.S_ISLNK)
-    # Never a root that holds a whole denied directory (a Python whose prefix is HOME itself).
+    # Never a root that holds a whole denied directory (a Python whose prefix is HOME itself, a
+    # notebook's folder that is the venv): its standard library and site directories, roots of
+    # their own (``trusted_roots``), stay readable, and the rest of HOME or the folder does not.
     readable = tuple(
         p for p in trusted if p.startswith("/") and not any((d.rstrip("/") + "/").startswith(p) for d in deny_read)
     )

@@ -60,7 +60,7 @@ class LiveProgress:
             from lfassist_jupyter.core.events import step_label
 
             counter = f" ({event.attempt}/{event.max_attempts})" if event.max_attempts > 1 else ""
-            line = f"{step_label(event.step)}{counter}"
+            line = f"{step_label(event.step, event.reduced_isolation)}{counter}"
             if event.error:
                 line += f": {event.error.splitlines()[0][:200]}"
             self.lines.append(line)

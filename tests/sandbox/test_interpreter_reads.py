@@ -1,0 +1,170 @@
+"""The sandbox never shows component code HOME or the notebook's directory -- and always lets the
+interpreter read its own files, wherever they live: a ``.venv`` inside the project folder the
+notebook runs from, a project folder that *is* the venv (``python -m venv .``), a Python installed
+with HOME as its prefix (its standard library under HOME).
+
+The reduced sandbox (``LFASSIST_SANDBOX=reduced``) refuses reads of both directories in its audit
+hook, except the interpreter's own directories; the full one binds only the interpreter's
+directories into its mount namespace.  Either way one rule decides: a prefix that holds HOME or the
+notebook's folder is not the interpreter's to show whole -- its standard library and site
+directories are, on their own.  Each case starts a sandbox with HOME and the working directory
+placed so, and goes through the user's doors: ``validate_component`` (a component whose output
+lazily imports ``encodings.cp1252`` and ``zoneinfo``: standard-library imports after the hook is
+armed), ``build_flow``, ``validate_flow`` (a flow with a custom node whose code the sandbox loads)
+and a probe run (lfx's runner imports ``encodings.cp1252`` lazily).  The control in each case: a
+file the user owns there -- a fake ``~/.aws/credentials``, a data file next to the notebook, a
+project file that is not the interpreter's -- stays out of component code's reach (refused by the
+reduced sandbox's hook, absent from the full one's file system) and nothing of it comes back."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from _support.components import GOOD, QA_SPEC, component
+
+from lfassist_jupyter import build_flow, validate_component, validate_flow
+from lfassist_jupyter.flows.catalog import default_catalog
+from lfassist_jupyter.sandbox import _isolation
+from lfassist_jupyter.sandbox.client import SandboxValidator
+
+WHY = "LFASSIST_SANDBOX=reduced"
+SECRET = "aws_secret_access_key = reduced-reads-not-a-real-key"
+
+LAZY_STDLIB = component(
+    """import codecs, zoneinfo
+text = (self.input_text or "cafe").encode("cp1252").decode("cp1252")
+codecs.lookup("cp1252")
+zoneinfo.ZoneInfo("UTC")
+return Message(text=text.upper())"""
+)
+"""Standard-library modules imported lazily, after the hook is armed (cp1252 is what lfx's runner
+imports during a probe run)."""
+
+CUSTOM_SPEC = """\
+nodes:
+  A: ChatInput
+  U: Uppercase
+  C: ChatOutput
+edges:
+  A.message -> U.input_text
+  U.output -> C.input_value
+"""
+
+
+def _reader(path: Path) -> str:
+    return component(f"return Message(text=open({str(path)!r}).read())")
+
+
+def _venv_dir() -> Path:
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the tests run in no venv here: there is no venv to place in the notebook's folder")
+    return Path(os.path.realpath(sys.prefix))
+
+
+def _a_project_file(folder: Path, venv: Path) -> Path:
+    """A regular file of ``folder`` that is not the interpreter's (the project's README, say)."""
+    for entry in sorted(folder.iterdir()):
+        if entry.is_file() and not entry.is_relative_to(venv) and entry.stat().st_size:
+            return entry
+    pytest.skip(f"{folder} holds no file to try reading")
+
+
+def _place(case: str, tmp_path: Path) -> tuple[Path, Path, list[Path]]:
+    """(HOME, working directory, the user's files there that component code must not read)."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (home / ".aws").mkdir(parents=True)
+    project.mkdir()
+    credentials = home / ".aws" / "credentials"
+    neighbour = project / "customers.csv"
+    credentials.write_text(f"[default]\n{SECRET}\n")
+    neighbour.write_text(f"name,key\nada,{SECRET}\n")
+    if case == "venv in the notebook's folder":
+        venv = _venv_dir()
+        return home, venv.parent, [credentials, _a_project_file(venv.parent, venv)]
+    if case == "the notebook's folder is the venv":
+        venv = _venv_dir()
+        # The folder's other files: here the venv's activate script, which no import reads.
+        return (
+            home,
+            venv,
+            [credentials, *([venv / "bin" / "activate"] if (venv / "bin" / "activate").is_file() else [])],
+        )
+    # A Python installed with HOME as its prefix: its standard library lives under HOME, and
+    # HOME's other files (here the prefix's own header, which no import reads) stay refused.
+    base = Path(os.path.realpath(sys.base_prefix))
+    header = next(base.glob("include/python3*/Python.h"), None)
+    return base, project, [neighbour, *([header] if header else [])]
+
+
+CASES = ["venv in the notebook's folder", "the notebook's folder is the venv", "Python installed in HOME"]
+
+
+@pytest.fixture(scope="module", params=[(mode, case) for mode in ("reduced", "full") for case in CASES], ids=str)
+def placed(request, tmp_path_factory):
+    """A started sandbox whose kernel ran with HOME and the working directory placed as the case
+    says (the sandbox reads both when it starts), and the files it must keep from component code."""
+    mode, case = request.param
+    home, cwd, private = _place(case, tmp_path_factory.mktemp("interpreter-reads"))
+    patch = pytest.MonkeyPatch()
+    patch.setenv("HOME", str(home))
+    patch.chdir(cwd)
+    if mode == "reduced":
+        patch.setenv("LFASSIST_SANDBOX", "reduced")
+    else:
+        patch.delenv("LFASSIST_SANDBOX", raising=False)
+        found, why = _isolation.probe(sys.executable)
+        if found != "full":
+            patch.undo()
+            pytest.skip(f"OS-level isolation is unavailable here: {why}")
+    try:
+        validator = SandboxValidator(timeout=60)
+        validator.start()
+        validator.reference()  # ready
+    finally:
+        patch.undo()
+    assert validator.info()["isolation"] == mode
+    yield validator, private
+    validator.close()
+
+
+def test_a_component_importing_the_standard_library_lazily_validates(placed):
+    box, _ = placed
+    report = validate_component(LAZY_STDLIB, validator=box, timeout=30)
+    assert report.is_valid and report.findings == [], report  # nothing refused, nothing to say
+    assert report.reduced_isolation == (WHY if box.isolation == "reduced" else None)
+
+
+def test_a_flow_builds_validates_and_probe_runs(placed):
+    box, _ = placed
+    catalog = default_catalog(box)
+    built = build_flow(QA_SPEC, catalog=catalog)
+    assert built.ok, built.errors
+    run = box.probe_run(built.flow, "hello", timeout=60)
+    assert run.ok and run.text == "Answer this: hello", run.error  # lfx's answer for this flow
+    assert run.reduced_isolation == (WHY if box.isolation == "reduced" else None)
+
+    catalog.add("Uppercase", box.component_template(GOOD).template)  # a custom node: its code loads in the sandbox
+    custom = build_flow(CUSTOM_SPEC, catalog=catalog)
+    assert custom.ok, custom.errors
+    report = validate_flow(custom.flow, catalog=catalog)
+    assert report.is_valid, report.errors
+    run = box.probe_run(custom.flow, "hello", timeout=60)
+    assert run.ok and run.text == "HELLO", run.error
+
+
+def test_the_users_own_files_stay_out_of_reach(placed):
+    """The control: what the interpreter may read does not open HOME or the notebook's folder."""
+    box, private = placed
+    for path in private:
+        assert path.is_file()  # it is there to read: the sandbox, not a missing file, keeps it out
+        report = validate_component(_reader(path), validator=box, timeout=30)
+        if box.isolation == "reduced":  # the hook refuses the read, and the report says so
+            refused = [f for f in report.findings if f.rule == "sandbox-refused"]
+            assert refused and refused[0].evidence == f"reading {path} is not allowed while validating", report
+            assert "calls `open` at line 12 (is refused by the sandbox)" in refused[0].message
+        else:  # not in the sandbox's file system at all
+            assert report.smoke_outputs["out"].raised == "FileNotFoundError", report
+        assert SECRET not in str(report.model_dump())
