@@ -132,7 +132,7 @@ def sandbox_tree(root: int | None, table: dict[int, tuple[int, str]] | None = No
 def assert_nothing_left(validator: SandboxValidator, baseline: set[int]) -> None:
     """The sandbox holds what it held before the request, but for the zygote's next spare child.
 
-    The zygote forks the child for the next request right after answering, so one new
+    The zygote forks the child for the next request once a request's processes are gone, so one new
     process may appear: a fresh copy of the zygote (same command line), its direct child.
     A request's leftover (a thread's process, a detached shell, a sleeping command) fails.
     """
