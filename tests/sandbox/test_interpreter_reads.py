@@ -168,3 +168,29 @@ def test_the_users_own_files_stay_out_of_reach(placed):
         else:  # not in the sandbox's file system at all
             assert report.smoke_outputs["out"].raised == "FileNotFoundError", report
         assert SECRET not in str(report.model_dump())
+
+
+def _c_reader(path: str) -> str:
+    """A component that reads ``path`` in C (readline's history reader: no audit event) and raises
+    what it read, which the report carries back as the output's error."""
+    return component(
+        f"""import readline
+readline.clear_history()
+readline.read_history_file({path!r})
+lines = [readline.get_history_item(i) for i in range(1, readline.get_current_history_length() + 1)]
+raise ValueError("read: " + " | ".join(lines[:3]))"""
+    )
+
+
+def test_c_code_reads_no_more_than_python_code(placed):
+    """The reduced sandbox's hook sees only Python's reads; a C library reading a file (readline's
+    history file, a native parser) raised no event and read ~/.aws/credentials back into the report.
+    Landlock now refuses those reads too. The control: the same reader reads a file of the
+    interpreter's (its ``os.py``) and the report carries that back."""
+    box, private = placed
+    control = validate_component(_c_reader(os.__file__), validator=box, timeout=30)
+    assert "read: " in str(control.model_dump()) and "OS routines" in str(control.model_dump()), control
+    for path in private:
+        report = validate_component(_c_reader(str(path)), validator=box, timeout=30)
+        assert SECRET not in str(report.model_dump()), report
+        assert "read: " not in str(report.model_dump()), report

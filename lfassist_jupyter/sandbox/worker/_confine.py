@@ -285,9 +285,52 @@ def _landlock_abi() -> int:
 
 
 def _install_landlock(abi: int, scratch: str) -> None:
-    """Writes of any kind only below ``scratch`` (and to /dev/null) from now on."""
+    """Writes of any kind only below ``scratch`` (and to /dev/null) from now on; with
+    ``CONFINE["reads"]`` (the reduced sandbox: ``read_grants``) reads only there, in ``scratch``
+    and in this process's own /proc entry, whoever reads -- C code too, which no audit hook sees."""
     writes = landlock_writes(abi)
-    restrict_paths(abi, [(scratch, writes), (os.devnull, writes & (_LL_WRITE_FILE | _LL_TRUNCATE))], writes)
+    rules = [(scratch, writes | LL_READ), (os.devnull, writes & (_LL_WRITE_FILE | _LL_TRUNCATE) | LL_READ_FILE)]
+    handled = writes
+    if CONFINE.get("reads") is not None:
+        handled |= LL_READ
+        rules += [(path, LL_READ) for path in (*CONFINE["reads"], f"/proc/{os.getpid()}")]
+    restrict_paths(abi, rules, handled)
+
+
+def read_grants(deny: list[str] | tuple[str, ...], readable: tuple[str, ...]) -> list[str]:
+    """Where a reduced sandbox's child may read, as Landlock rules (which only grant): the audit
+    hook's rule -- everything but the ``deny`` folders (HOME, the notebook's) and other processes'
+    /proc entries, except the interpreter's own directories in them (``readable``) -- as the
+    entries beside each folder on the way down to a denied one.  Computed once, in the zygote:
+    an entry made later is not granted; a link to a denied folder, or to one holding it, is not."""
+    denied = sorted({os.path.realpath(d) for d in deny if d and os.path.realpath(d) != "/"})
+
+    def under(path: str) -> bool:
+        return any(path == d or path.startswith(d + "/") for d in denied)
+
+    def above(path: str) -> bool:
+        return any(d.startswith(path.rstrip("/") + "/") for d in denied)
+
+    grants, todo = [], ["/"]
+    while todo:
+        top = todo.pop()
+        try:
+            names = sorted(os.listdir(top))
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(top, name)
+            if top == "/proc" and (name.isdigit() or name in ("self", "thread-self")):
+                continue  # other processes (a child adds its own entry)
+            real = os.path.realpath(path)
+            if under(path) or under(real) or (real != path and above(real)):
+                continue
+            if path == "/proc" or above(path):
+                todo.append(path)
+            else:
+                grants.append(path)
+    inner = {os.path.realpath(p.rstrip("/") or "/") for p in readable}
+    return grants + sorted(r for r in inner if under(r) and not any(d == r or d.startswith(r + "/") for d in denied))
 
 
 # Landlock's read and execute rights, for a process that may read only what it is given (the real
