@@ -171,26 +171,69 @@ def test_the_users_own_files_stay_out_of_reach(placed):
 
 
 def _c_reader(path: str) -> str:
-    """A component that reads ``path`` in C (readline's history reader: no audit event) and raises
-    what it read, which the report carries back as the output's error."""
+    """A component that has C code open and read ``path`` (OpenSSL's certificate loader: no audit
+    event) and raises what came of it: a read file that holds no certificate says so."""
     return component(
-        f"""import readline
-readline.clear_history()
-readline.read_history_file({path!r})
-lines = [readline.get_history_item(i) for i in range(1, readline.get_current_history_length() + 1)]
-raise ValueError("read: " + " | ".join(lines[:3]))"""
+        f"""import ssl
+try:
+    ssl.create_default_context().load_verify_locations(cafile={path!r})
+except Exception as exc:
+    raise ValueError(f"C read: {{type(exc).__name__}}: {{exc}}")"""
     )
 
 
 def test_c_code_reads_no_more_than_python_code(placed):
-    """The reduced sandbox's hook sees only Python's reads; a C library reading a file (readline's
-    history file, a native parser) raised no event and read ~/.aws/credentials back into the report.
-    Landlock now refuses those reads too. The control: the same reader reads a file of the
-    interpreter's (its ``os.py``) and the report carries that back."""
+    """The reduced sandbox's hook sees only Python's reads; C code reading a file (a native parser,
+    OpenSSL, readline's history reader) raised no event, and read ~/.aws/credentials (readline
+    brought its lines back into the report). Landlock now refuses those reads to C code too. The
+    control: the same reader reads a file of the interpreter's (its ``os.py``, no certificate in it)."""
     box, private = placed
+    read = "no certificate or crl found"
     control = validate_component(_c_reader(os.__file__), validator=box, timeout=30)
-    assert "read: " in str(control.model_dump()) and "OS routines" in str(control.model_dump()), control
+    assert read in str(control.model_dump()).lower(), control
     for path in private:
         report = validate_component(_c_reader(str(path)), validator=box, timeout=30)
-        assert SECRET not in str(report.model_dump()), report
-        assert "read: " not in str(report.model_dump()), report
+        dumped = str(report.model_dump())
+        assert "C read: " in dumped and read not in dumped.lower(), report
+        assert ("PermissionError" if box.isolation == "reduced" else "FileNotFoundError") in dumped, report
+
+
+READLINE_PAYLOAD = """import readline
+readline.clear_history()
+readline.read_history_file({secret!r})
+readline.add_history("import os  # a line a .pth file runs at every start of the interpreter")
+readline.write_history_file({planted!r})
+lines = [readline.get_history_item(i) for i in range(1, readline.get_current_history_length() + 1)]
+raise ValueError("read: " + " | ".join(lines[:3]))"""
+
+
+def test_without_landlock_c_code_neither_reads_nor_writes_past_the_hook(tmp_path, monkeypatch):
+    """Where the kernel has no Landlock (macOS, an older Linux), the reduced sandbox has its audit
+    hook only, which sees no C library's file access: readline's history functions read
+    ~/.aws/credentials and wrote a file anywhere (a ``.pth`` in site-packages runs at every start
+    of the user's kernel). Importing readline is refused. The control: the same payload, run
+    outside the sandbox, reads the secret and writes the file."""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    secret = home / ".aws" / "credentials"
+    secret.write_text(f"[default]\n{SECRET}\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    payload = READLINE_PAYLOAD.format(secret=str(secret), planted=str(outside / "planted.pth"))
+    with pytest.raises(ValueError, match="reduced-reads-not-a-real-key"):  # control: the payload works
+        exec(payload.replace("planted.pth", "control.pth"), {})
+    assert (outside / "control.pth").is_file()
+
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
+    monkeypatch.setenv("LFASSIST_SANDBOX_LANDLOCK", "0")
+    box = SandboxValidator(timeout=60)
+    box.start()
+    try:
+        assert "Landlock" not in str(box.info().get("confinement"))
+        report = validate_component(component(payload), validator=box, timeout=30)
+    finally:
+        box.close()
+    assert SECRET not in str(report.model_dump()), report
+    assert not (outside / "planted.pth").exists()
+    assert "readline" in str(report.model_dump()), report  # refused, and the report says what
