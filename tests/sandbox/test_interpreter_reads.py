@@ -230,6 +230,7 @@ def test_without_landlock_c_code_neither_reads_nor_writes_past_the_hook(tmp_path
     box = SandboxValidator(timeout=60)
     box.start()
     try:
+        box.reference()  # ready: its confinement is known
         assert "Landlock" not in str(box.info().get("confinement"))
         report = validate_component(component(payload), validator=box, timeout=30)
     finally:
@@ -237,3 +238,52 @@ def test_without_landlock_c_code_neither_reads_nor_writes_past_the_hook(tmp_path
     assert SECRET not in str(report.model_dump()), report
     assert not (outside / "planted.pth").exists()
     assert "readline" in str(report.model_dump()), report  # refused, and the report says what
+
+
+SQLITE_PAYLOAD = """import sqlite3
+db = sqlite3.connect(":memory:")
+db.execute("ATTACH DATABASE '{planted}' AS p")
+db.execute("CREATE TABLE p.t (line TEXT)")
+db.execute("INSERT INTO p.t VALUES ('import os')")
+db.commit()
+return Message(text="attached")"""
+
+
+def test_without_landlock_sqlite_writes_no_file_outside_the_sandbox(tmp_path, monkeypatch):
+    """sqlite writes in C: an ``ATTACH`` (or ``VACUUM INTO``) on an in-memory database creates a
+    file wherever it names, which no audit event shows. Without Landlock, and with the host's
+    files in view (the reduced sandbox), nothing else stopped it: a component planted a file in
+    any folder (site-packages' ``.pth`` files run at every start of the user's kernel). There,
+    sqlite is refused. The control: the same payload with Landlock is refused by the kernel, and
+    outside the sandbox it writes the file."""
+    outside = tmp_path / "site-packages"
+    outside.mkdir()
+    payload = SQLITE_PAYLOAD.format(planted=outside / "planted.pth")
+    scope: dict = {"Message": lambda text: text}
+    exec("def control():\n" + "\n".join("    " + line for line in payload.splitlines()), scope)
+    assert scope["control"]() == "attached"  # control: the payload works
+    assert (outside / "planted.pth").is_file()
+    (outside / "planted.pth").unlink()
+
+    monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
+    for landlock in ("1", "0"):
+        monkeypatch.setenv("LFASSIST_SANDBOX_LANDLOCK", landlock)
+        box = SandboxValidator(timeout=60)
+        box.start()
+        try:
+            box.reference()  # ready: its confinement is known
+            assert ("Landlock" in str(box.info().get("confinement"))) == (landlock == "1" and _has_landlock())
+            report = validate_component(component(payload), validator=box, timeout=30)
+        finally:
+            box.close()
+        assert list(outside.iterdir()) == [], (landlock, report)
+        said = str(report.model_dump())  # refused by the kernel (the output raised) or by the hook
+        assert "unable to open database" in said or "sqlite is not allowed here" in said, (landlock, report)
+
+
+def _has_landlock() -> bool:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(444, None, 0, 1) > 0
