@@ -171,8 +171,16 @@ def _outgoing(the_flow: dict[str, Any], what: str) -> None:
         raise ToolFailure(f"{problem}; {what}.")
 
 
+Register = Callable[[Callable[..., Awaitable[Any]]], Any]
+"""Registers a tool function on the server (what ``_registrar`` returns)."""
+
+
 def build_server(root: str | Path | None = None, *, max_retries: int | None = None) -> FastMCP:
-    """The MCP server with its tools (register tools only when ``LANGFLOW_URL`` is set)."""
+    """The MCP server with its tools (register tools only when ``LANGFLOW_URL`` is set).
+
+    The tools come in groups, each registered by a function of its own (``_component_tools``,
+    ``_flow_tools``, ``_file_tools``, ``_langflow_tools``) through one decorator (``_registrar``):
+    the order here is the order ``list_tools`` answers."""
     base = Path(root or os.getcwd()).expanduser().resolve()
     server = FastMCP(
         NAME,
@@ -184,11 +192,21 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
             "a pip-installable Langflow extension of validated components."
         ),
     )
+    tool = _registrar(server)
+    _component_tools(tool, max_retries)
+    _flow_tools(tool)
+    _file_tools(tool, base)
+    if os.environ.get("LANGFLOW_URL"):
+        _langflow_tools(tool)
+    return server
+
+
+def _registrar(server: FastMCP) -> Register:
+    """The decorator that registers a tool on ``server``: its answer redacted JSON, every failure
+    one redacted line.  Name, arguments and description are the function's own."""
+    import functools
 
     def tool(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        """Register ``fn``: its answer redacted JSON, every failure one redacted line."""
-        import functools
-
         @functools.wraps(fn)
         async def wrapped(*args: Any, **kwargs: Any) -> dict[str, Any]:
             from lfassist_jupyter.errors import LfAssistError
@@ -203,11 +221,18 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
 
         return server.tool()(wrapped)
 
-    def sandbox() -> Any:
-        from lfassist_jupyter.sandbox.client import default_validator
+    return tool
 
-        return default_validator()
 
+def _sandbox() -> Any:
+    """The process's one validation sandbox (started on first use, or by ``_warm_up``)."""
+    from lfassist_jupyter.sandbox.client import default_validator
+
+    return default_validator()
+
+
+def _component_tools(tool: Register, max_retries: int | None) -> None:
+    """``generate_component`` (the assistant, one conversation per server) and ``validate_component``."""
     conversation: dict[str, Any] = {}  # this server process's one conversation: its Assistant
     one_at_a_time = asyncio.Lock()  # a conversation takes one request at a time
 
@@ -269,12 +294,16 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
         if security not in ("reject", "report", "off"):
             raise ToolFailure(f"security must be reject, report or off, not {security[:40]!r}.")
         await _progress(ctx, 0, 1, "Validating in the sandbox")
-        report = await avalidate_component(code, smoke=bool(smoke), security=security, validator=sandbox())
+        report = await avalidate_component(code, smoke=bool(smoke), security=security, validator=_sandbox())
         from lfassist_jupyter.core.events import step_label
 
         said = step_label("validated", report.reduced_isolation) if report.is_valid else "Validation failed"
         await _progress(ctx, 1, 1, said)
         return report
+
+
+def _flow_tools(tool: Register) -> None:
+    """``build_flow``, ``validate_flow`` and ``probe_run_flow``: flows in the sandbox, nothing written."""
 
     @tool
     async def build_flow(ctx: Context, spec: str) -> dict[str, Any]:
@@ -311,9 +340,13 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
         the_flow = _flow(flow)
         _text(input_text, "input_text", MAX_TEXT, empty=True)
         await _progress(ctx, 0, 1, "Probe run")
-        run = await asyncio.to_thread(sandbox().probe_run, the_flow, input_text)
+        run = await asyncio.to_thread(_sandbox().probe_run, the_flow, input_text)
         await _progress(ctx, 1, 1, "Probe run done" if run.ok else "Probe run failed")
         return run
+
+
+def _file_tools(tool: Register, base: Path) -> None:
+    """``save_flow`` and ``export_extension``: files written under the server's root ``base`` only."""
 
     @tool
     async def save_flow(flow: dict[str, Any] | str, path: str, name: str | None = None) -> dict[str, Any]:
@@ -354,17 +387,12 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
         if name is not None:
             _text(name, "name", 200)
         await _progress(ctx, 0, 1, f"Validating {len(components)} component(s) and writing the bundle")
-        exported = await aexport_extension(target, components, name=name, validator=sandbox())
+        exported = await aexport_extension(target, components, name=name, validator=_sandbox())
         await _progress(ctx, 1, 1, "Exported")
         return {**vars(exported), "path": str(exported.path), "files": [str(f) for f in exported.files]}
 
-    if os.environ.get("LANGFLOW_URL"):
-        _langflow_tools(tool)
 
-    return server
-
-
-def _langflow_tools(tool: Callable[[Callable[..., Awaitable[Any]]], Any]) -> None:
+def _langflow_tools(tool: Register) -> None:
     """``register_component`` and ``register_flow``: the Langflow of ``LANGFLOW_URL``."""
     client_box: list[Any] = []
 

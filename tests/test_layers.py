@@ -6,6 +6,9 @@ from the source, where import-linter cannot see (import strings) or cannot say i
   (lazy names, the formatter wiring) and the one importer allowed.
 - No file of the sandbox's worker imports ``lfassist_jupyter``: it runs inside the sandbox, where
   the project is not installed.
+- No circle of modules: two modules that import each other, directly or around a loop, at the top,
+  inside a function or under ``TYPE_CHECKING``, are one design knot (the shared name belongs in a
+  module both can import).  Read by grimp, the import graph import-linter checks its contracts on.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import grimp
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "lfassist_jupyter"
@@ -105,3 +110,46 @@ def test_import_linter_contracts_hold_and_the_exceptions_only_shrink():
         if "->" in line
     ]
     assert len(ignored) <= EXCEPTIONS, ignored
+
+
+def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The circles of ``graph``: its strongly connected sets of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            circle = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(circle) > 1:
+                found.append(sorted(circle))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_circle_of_modules():
+    """grimp reads every import statement (top, function, ``TYPE_CHECKING``), as import-linter does."""
+    assert _circles(grimp.build_graph("lfassist_jupyter")) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    """The control: a loop of three modules is found, and a module merely beside it is not in it."""
+    graph = grimp.ImportGraph()
+    for module in ("p.a", "p.b", "p.c", "p.d"):
+        graph.add_module(module)
+    for importer, imported in (("p.a", "p.b"), ("p.b", "p.c"), ("p.c", "p.a"), ("p.d", "p.a")):
+        graph.add_import(importer=importer, imported=imported)
+    assert _circles(graph) == [["p.a", "p.b", "p.c"]]

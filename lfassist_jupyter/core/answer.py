@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from lfassist_jupyter.core.events import ProgressEvent, TokenEvent
 from lfassist_jupyter.core.intent import QUESTION
+from lfassist_jupyter.core.outcome import AnswerOutcome
 from lfassist_jupyter.core.pipeline import Request, Sink
-from lfassist_jupyter.core.result import AnswerOutcome
 
 ANSWER_SYSTEM_PROMPT = (
     "You are the Langflow Assistant: you write Langflow custom components, build flows whose model nodes "

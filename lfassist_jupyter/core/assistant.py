@@ -47,15 +47,10 @@ from lfassist_jupyter.core.intent import (
     build_intent_messages,
     parse_intent,
 )
+from lfassist_jupyter.core.outcome import AnswerOutcome, ComponentOutcome, FlowOutcome
 from lfassist_jupyter.core.pipeline import Pipeline, Request
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
-from lfassist_jupyter.core.result import (
-    AnswerOutcome,
-    AssistResult,
-    ComponentOutcome,
-    FlowOutcome,
-    ResultBuilder,
-)
+from lfassist_jupyter.core.result import AssistResult, ResultBuilder
 from lfassist_jupyter.core.session import Session, SessionStore, Turn, new_session_id
 from lfassist_jupyter.errors import LfAssistError, ProviderError
 from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, InstanceOf
 
-from lfassist_jupyter.core.result import Outcome
+from lfassist_jupyter.core.outcome import Outcome
 from lfassist_jupyter.core.wire import CompleteData, WireModel
 from lfassist_jupyter.metrics import RequestRecord
 

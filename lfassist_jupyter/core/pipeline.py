@@ -8,7 +8,7 @@ its intent (answer, component, and -- next -- flow).  A pipeline:
   without that sub-request showing up as a turn of its own;
 - reports what it is doing by calling ``sink`` with progress and token events (never a
   terminal event: the assistant ends the stream);
-- returns a typed ``Outcome`` (``core/result.py``), from which the assistant writes the
+- returns a typed ``Outcome`` (``core/outcome.py``), from which the assistant writes the
   conversation and builds the ``complete`` event.
 
 Provider failures a pipeline can explain become part of its outcome; anything else it
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from lfassist_jupyter.core.events import ProgressEvent, TokenEvent
-from lfassist_jupyter.core.result import Outcome
+from lfassist_jupyter.core.outcome import Outcome
 from lfassist_jupyter.providers.base import Provider
 
 Sink = Callable[[ProgressEvent | TokenEvent], None]

@@ -23,8 +23,8 @@ from typing import Any
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.core.intent import USE_BUILTIN, json_object_in
+from lfassist_jupyter.core.outcome import AnswerOutcome, BuiltinComponent
 from lfassist_jupyter.core.request_log import log
-from lfassist_jupyter.core.result import AnswerOutcome, BuiltinComponent
 from lfassist_jupyter.ports import NAME_CAP, FlowLibrary, one_line
 
 BUILTIN_BUDGET = 8_000

@@ -1,6 +1,6 @@
 """The spec's wire data: the base of every event model and the ``complete`` event's ``data``.
 
-Kept apart from ``events.py`` so the outcomes (``result.py``) can build their ``CompleteData``
+Kept apart from ``events.py`` so the outcomes (``outcome.py``) can build their ``CompleteData``
 while the ``complete`` event itself carries the typed outcome: events depend on outcomes,
 outcomes on this module, and nothing here depends back.
 """

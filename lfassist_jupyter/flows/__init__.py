@@ -52,7 +52,7 @@ _LAZY = {
     "Catalog": "catalog",
     "default_catalog": "catalog",
     "build_flow": "spec",
-    "extract_spec": "spec",
+    "extract_spec": "spec_text",
     "flow_to_spec": "spec",
     "edit_flow": "spec",
     "validate_flow": "validate",

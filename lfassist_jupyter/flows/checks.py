@@ -17,7 +17,6 @@ a second time costs no sandbox request.
 from __future__ import annotations
 
 import ast
-import re
 from collections import Counter
 from typing import Any
 
@@ -26,36 +25,10 @@ from lfassist_jupyter.artifacts.flow import node_name
 
 from .models import FlowProblem, Need
 from .packages import package_need
+from .spec_text import spec_nodes
 
 # How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).
 _NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
-_SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
-_NODE_LINE = re.compile(r"^\s*([\w-]+)\s*:\s*(\S.*?)\s*$")
-
-
-def spec_nodes(text: str) -> list[tuple[str, str, int]] | None:
-    """(id, component type, line) of each line of the spec's ``nodes:`` section, read the way a
-    person reads them (lfx's parser keeps only the last of a duplicated id); None: not a spec."""
-    from .models import FlowSpecError
-    from .spec import extract_spec
-
-    try:
-        spec = extract_spec(text)
-    except FlowSpecError:
-        return None  # not a spec: the loader says so
-    nodes: list[tuple[str, str, int]] = []
-    section = None
-    for number, line in enumerate(spec.splitlines(), 1):
-        head = _SECTION.match(line)
-        if head:
-            section = head.group(1)
-            continue
-        if section != "nodes" or not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _NODE_LINE.match(line)
-        if match:
-            nodes.append((match.group(1), match.group(2), number))
-    return nodes
 
 
 def spec_errors(text: str, catalog: Any = None) -> list[FlowProblem]:

@@ -35,13 +35,13 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable  # the worker's build's too
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.sandbox.local_run import RunPlan, run
 from lfassist_jupyter.settings import NO_KEY
 
 __all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow_for_real", "run_plan"]
@@ -132,48 +132,6 @@ def _providers(flow: dict[str, Any]) -> list[tuple[str, str]]:
             names.add(kind)
         found += [(n.lower(), name) for n in sorted(names)]
     return found
-
-
-@dataclass
-class RunPlan:
-    """What a real run of a flow would be given and reach, shown before it runs (``run_plan``)."""
-
-    variables: list[tuple[str, str]] = field(default_factory=list)
-    """``(variable, "Node.field")`` the flow's key fields name."""
-    hosts: list[Any] = field(default_factory=list)
-    """The allow-list (``_egress.Allowed``): provider hosts, configured base URLs, yours."""
-    config: dict[str, str] = field(default_factory=dict)
-    """Non-secret settings passed along (``OPENAI_BASE_URL``, ``OLLAMA_HOST``) for the flow's providers."""
-    notes: list[str] = field(default_factory=list)
-    """Fields ignored, hosts the flow names that are not allowed, providers with no known host."""
-    allowed: dict[str, str] = field(default_factory=dict, repr=False)
-    """The wanted variables the user allowed, with their values (never shown)."""
-    missing: list[str] = field(default_factory=list)
-    """Wanted variables not allowed (or allowed but unset), as ``NAME (Node.field)``."""
-    kernel_ports: frozenset[int] = frozenset()
-    """The Jupyter kernel's own ports (its connection file): never reached unless named with their port."""
-
-    @property
-    def ready(self) -> bool:
-        return not self.missing
-
-    def summary(self) -> str:
-        wants = ", ".join(f"{v} ({where})" for v, where in self.variables) or "none"
-        reach = ", ".join(f"{h} ({h.why})" for h in self.hosts) or "nothing"
-        return f"variables wanted: {wants}; network: {reach}"
-
-    def __str__(self) -> str:
-        lines = [f"Variables the flow wants: {', '.join(f'{v} ({w})' for v, w in self.variables) or 'none'}"]
-        if self.variables:
-            lines.append(f"  allowed: {', '.join(sorted(self.allowed)) or 'none'}")
-        lines.append("Hosts it may reach: " + (", ".join(f"{h} ({h.why})" for h in self.hosts) or "none"))
-        lines += [f"Note: {n}" for n in self.notes]
-        if self.missing:
-            lines.append(f"Not allowed yet: {', '.join(self.missing)}")
-        return "\n".join(lines)
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
 
 
 def _allowed_names(env: Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:
@@ -439,6 +397,4 @@ def run_flow_for_real(
             f"Not run: the flow wants {', '.join(plan.missing)}; allow it with env={names!r} "
             "(from your environment) or env={...} (run_plan(flow) shows what it wants and reaches)."
         )
-    from lfassist_jupyter.sandbox.local_run import run
-
     return run(loaded, input_text, plan, timeout)

@@ -27,38 +27,13 @@ from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_var
 from .catalog import Catalog, default_catalog
 from .files import require_flow
 from .merge import components, merge_flow, spec_ids, spec_kinds
-from .models import BuildResult, Change, ErrorCode, FlowProblem, FlowSpecError
+from .models import BuildResult, Change, ErrorCode, FlowProblem
+from .spec_text import extract_spec, spec_nodes
 
 __all__ = ["VARIABLE_REF", "build_flow", "extract_spec", "flow_to_spec", "is_key_field", "name_variable"]
 
-_FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)
 _ERROR_CODES = set(get_args(ErrorCode))
-
-
-def extract_spec(reply: str) -> str:
-    """The spec text in a model reply: the first fenced block with a `nodes:` section, or the bare spec."""
-    if not isinstance(reply, str) or not reply.strip():
-        raise FlowSpecError("The reply is empty: expected a flow spec with a 'nodes:' section.")
-    for match in _FENCE.finditer(reply):
-        if re.search(r"^\s*nodes:\s*$", match.group(2), re.MULTILINE):
-            return match.group(2).strip("\n")
-    first = _SECTION.search(reply)
-    if first is None or not re.search(r"^\s*nodes:\s*$", reply, re.MULTILINE):
-        raise FlowSpecError(
-            "No flow spec found: expected a 'nodes:' section (ID: ComponentType lines), "
-            "then 'edges:' (A.output -> B.input) and optionally 'config:' (B.field: value)."
-        )
-    # A bare spec: start at a name:/description: line just above the first section, if any.
-    lines = reply[: first.start()].splitlines()
-    head: list[str] = []
-    for line in reversed(lines):
-        if re.match(r"^\s*(name|description):", line):
-            head.insert(0, line.strip())
-        elif line.strip():
-            break
-    body = reply[first.start() :].rstrip()
-    return "\n".join([*head, body]).strip("\n")
 
 
 def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True) -> BuildResult:
@@ -136,8 +111,6 @@ def _code_of(template: object) -> object:
 def _refreshing_nodes(spec_text: str, catalog: Catalog) -> list[str]:
     """The spec ids of the nodes whose component is not lfx's own (``catalog.added``) and whose
     configuration sets a real-time-refresh field: their form update runs their code."""
-    from .checks import spec_nodes
-
     custom = {}
     for spec_id, kind, _line in spec_nodes(spec_text) or []:
         key = kind if kind in catalog.added else catalog.resolve(kind)

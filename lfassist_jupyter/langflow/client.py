@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 
@@ -47,9 +47,6 @@ from lfassist_jupyter.errors import (
     LangflowNotReadyError,
 )
 from lfassist_jupyter.redaction import redact
-
-if TYPE_CHECKING:
-    from lfassist_jupyter.langflow.validator import LangflowValidator
 
 T = TypeVar("T")
 
@@ -406,12 +403,6 @@ class LangflowClient:
                     "set LANGFLOW_ENABLE_EXTENSION_RELOAD=true."
                 )
         return path
-
-    def validator(self) -> LangflowValidator:
-        """This server as an extra ``ComponentValidator`` after the local one (catches lfx version skew)."""
-        from lfassist_jupyter.langflow.validator import LangflowValidator
-
-        return LangflowValidator(self)
 
     # -- blocking twins -------------------------------------------------------------------
 

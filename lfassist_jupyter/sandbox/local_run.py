@@ -24,15 +24,16 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import redact_text
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.answers import RealRun, Refused
-from lfassist_jupyter.sandbox.egress import EgressProxy
+from lfassist_jupyter.sandbox.egress import Allowed, EgressProxy
 from lfassist_jupyter.sandbox.zygote import (
     WORKER_DIR,
     WorkerDiedError,
@@ -41,14 +42,56 @@ from lfassist_jupyter.sandbox.zygote import (
     scrubbed_env,
 )
 
-if TYPE_CHECKING:
-    from lfassist_jupyter.flows.local import RunPlan
-
 RUNNER = Path(__file__).with_name("_local_runner.py")
 MAX_BODY_BYTES = 64 * 1024 * 1024  # the runner's own cap on a run's request
 SANDBOX_UID = 1000
 """The user id inside a real run's bubblewrap when the kernel runs as root: a run's child makes a
 user namespace of its own, which cannot map the sandbox's root without a capability it lacks."""
+
+
+@dataclass
+class RunPlan:
+    """What a real run of a flow would be given and reach, shown before it runs.
+
+    ``flows.local.run_plan`` makes it from the flow and what the user allowed; this module's runner
+    takes it: the one value that crosses from the deciding side to the running side."""
+
+    variables: list[tuple[str, str]] = field(default_factory=list)
+    """``(variable, "Node.field")`` the flow's key fields name."""
+    hosts: list[Allowed] = field(default_factory=list)
+    """The allow-list: provider hosts, configured base URLs, yours."""
+    config: dict[str, str] = field(default_factory=dict)
+    """Non-secret settings passed along (``OPENAI_BASE_URL``, ``OLLAMA_HOST``) for the flow's providers."""
+    notes: list[str] = field(default_factory=list)
+    """Fields ignored, hosts the flow names that are not allowed, providers with no known host."""
+    allowed: dict[str, str] = field(default_factory=dict, repr=False)
+    """The wanted variables the user allowed, with their values (never shown)."""
+    missing: list[str] = field(default_factory=list)
+    """Wanted variables not allowed (or allowed but unset), as ``NAME (Node.field)``."""
+    kernel_ports: frozenset[int] = frozenset()
+    """The Jupyter kernel's own ports (its connection file): never reached unless named with their port."""
+
+    @property
+    def ready(self) -> bool:
+        return not self.missing
+
+    def summary(self) -> str:
+        wants = ", ".join(f"{v} ({where})" for v, where in self.variables) or "none"
+        reach = ", ".join(f"{h} ({h.why})" for h in self.hosts) or "nothing"
+        return f"variables wanted: {wants}; network: {reach}"
+
+    def __str__(self) -> str:
+        lines = [f"Variables the flow wants: {', '.join(f'{v} ({w})' for v, w in self.variables) or 'none'}"]
+        if self.variables:
+            lines.append(f"  allowed: {', '.join(sorted(self.allowed)) or 'none'}")
+        lines.append("Hosts it may reach: " + (", ".join(f"{h} ({h.why})" for h in self.hosts) or "none"))
+        lines += [f"Note: {n}" for n in self.notes]
+        if self.missing:
+            lines.append(f"Not allowed yet: {', '.join(self.missing)}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
 
 
 class RealRunner(ZygoteProcess):
@@ -312,4 +355,4 @@ def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) ->
     return real_runner().run(flow, input_text, plan, timeout)
 
 
-__all__ = ["RealRunner", "real_runner", "run", "warm_up"]
+__all__ = ["RealRunner", "RunPlan", "real_runner", "run", "warm_up"]

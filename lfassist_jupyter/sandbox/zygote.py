@@ -288,7 +288,7 @@ class ZygoteProcess:
             self._reference = Reference.model_validate(redact_tree(checked)) if checked else None
         except ValidationError:
             self._reference = None
-        keys = ("lfx_version", "pid", "import_ms", "warmup_ms", "ops", "subreaper", "confinement")
+        keys = ("lfx_version", "pid", "import_ms", "warmup_ms", "ops", "subreaper", "confinement", "huge_pages_mb")
         self._ready = {k: msg.get(k) for k in keys}
 
     def _request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:

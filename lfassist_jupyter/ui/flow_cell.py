@@ -64,11 +64,6 @@ class FlowView:
         return flow_text(self.flow, report=self.report, run=self.run, run_input=self.run_input, notes=self.notes)
 
 
-def flow_cell_source(spec: str) -> str:
-    """The re-runnable cell that holds a flow: ``%%assist_flow`` and the spec."""
-    return f"%%assist_flow\n{spec.strip()}\n"
-
-
 def _looks_like_path(body: str) -> bool:
     text = body.strip()
     return bool(text) and "\n" not in text and (text.lower().endswith(".json") or Path(text).expanduser().is_file())

@@ -587,7 +587,7 @@ class AssistMagics(Magics):
         code), and register it on ``--register``."""
         spec = getattr(result, "spec", None)
         if result.status == "complete" and spec and self.insert and not args.no_insert:
-            from lfassist_jupyter.ui.flow_cell import flow_cell_source
+            from lfassist_jupyter.ui.render.flow import flow_cell_source
 
             self.shell.set_next_input(flow_cell_source(spec), replace=False)
         flow = getattr(result, "flow", None)

@@ -264,8 +264,7 @@ def flow_message(
     It renders what it is given and nothing more: no validation, no build (a stored session's
     card shows the verdict it was stored with).
     """
-    from lfassist_jupyter.ui.flow_cell import flow_cell_source
-    from lfassist_jupyter.ui.render.flow import flow_name, flow_picture_html, report_lines, run_lines
+    from lfassist_jupyter.ui.render.flow import flow_cell_source, flow_name, flow_picture_html, report_lines, run_lines
     from lfassist_jupyter.ui.render.style import verdict
 
     said = report_lines(report)

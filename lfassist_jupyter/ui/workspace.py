@@ -152,9 +152,10 @@ class Workspace:
         server = self._server
         if server is None:
             return local
+        from lfassist_jupyter.langflow.validator import LangflowValidator
         from lfassist_jupyter.validation.chain import ChainValidator
 
-        return ChainValidator(local, server.validator())
+        return ChainValidator(local, LangflowValidator(server))
 
     # -- assistants -------------------------------------------------------------------------
 

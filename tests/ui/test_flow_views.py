@@ -140,7 +140,8 @@ def test_help_lists_the_flow_magic(flow_ip, capsys):
 
 
 def test_flow_result_card_shows_picture_report_and_run():
-    from lfassist_jupyter.core.result import AssistResult, FlowOutcome
+    from lfassist_jupyter.core.outcome import FlowOutcome
+    from lfassist_jupyter.core.result import AssistResult
 
     flow = build_flow(ECHO_QA).flow
     report = validate_flow(flow)

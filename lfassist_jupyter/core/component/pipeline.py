@@ -35,9 +35,9 @@ from lfassist_jupyter.core.component.prompts import generation_system_prompt, re
 from lfassist_jupyter.core.component.repair import Repair, Repaired, arepair_until_valid
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.offload import Skipped, call
+from lfassist_jupyter.core.outcome import ComponentOutcome
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
-from lfassist_jupyter.core.result import ComponentOutcome
 from lfassist_jupyter.errors import ConfigError, ProviderError
 from lfassist_jupyter.ports import ComponentValidator
 from lfassist_jupyter.sandbox.answers import Reference

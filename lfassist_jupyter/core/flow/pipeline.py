@@ -32,9 +32,9 @@ from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_ma
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.flow import prompts
 from lfassist_jupyter.core.intent import COMPONENT_THEN_FLOW, json_object_in
+from lfassist_jupyter.core.outcome import ComponentOutcome, FlowOutcome, flow_reduced_isolation
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
-from lfassist_jupyter.core.result import ComponentOutcome, FlowOutcome, flow_reduced_isolation
 from lfassist_jupyter.errors import ProviderError
 from lfassist_jupyter.flows.flow_model import FlowModel, spec_node_ids
 from lfassist_jupyter.flows.models import FlowReport, Need

@@ -19,8 +19,8 @@ from typing import Any
 
 from lfassist_jupyter.core.events import ProgressEvent
 from lfassist_jupyter.core.intent import RUN_FLOW, parse_run_request
+from lfassist_jupyter.core.outcome import FlowOutcome
 from lfassist_jupyter.core.pipeline import Request, Sink
-from lfassist_jupyter.core.result import FlowOutcome
 from lfassist_jupyter.flows.library import FolderLibrary
 from lfassist_jupyter.ports import FlowLibrary, FlowSandbox
 from lfassist_jupyter.sandbox.answers import FlowRun

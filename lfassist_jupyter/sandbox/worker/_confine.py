@@ -61,7 +61,7 @@ def prctl(option: int, value: int) -> bool:
 #   namespace, mount or keyring (unshare, setns, clone with a CLONE_NEW* flag, mount and the
 #   new mount API, add_key/keyctl): nothing can undo the noexec scratch space below, and
 #   nothing survives the child.  So a request cannot kill, stop, slow, wait on or read the
-#   zygote or the spare child that waits for the next request;
+#   zygote or any other child of it;
 # - Landlock: the child may create, write, truncate, rename and remove files only below its
 #   own scratch directory (and write /dev/null), whoever asks -- ``open``, sqlite, any C
 #   library -- so nothing it writes can reach the next request, HOME or the host; with

@@ -25,19 +25,21 @@ copy of stdout.  For each request the zygote forks a child that
   print neither blocks nor fills a log that would poison the next request);
 - runs in its own process group, with PR_SET_PDEATHSIG so it dies with the zygote;
 - confines itself before anything of a request runs (Linux): a
-  seccomp filter (it can signal only itself: not the zygote, not the spare child that
-  waits for the next request) and Landlock (it can write only in its scratch directory,
+  seccomp filter (it can signal only itself: not the zygote, nor any other process) and
+  Landlock (it can write only in its scratch directory,
   through ``open``, sqlite or any C library alike; see ``_confine.py``).
 
 The zygote is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the child forks, even
 a detached double-forked daemon, is re-parented to the zygote when its parent dies.  After
 the answer (or the deadline) the zygote SIGKILLs the child's whole subtree -- found by a
-/proc scan of its own descendants, repeated until none is left -- before the answer
-leaves; it reaps them and removes what the request wrote (its scratch directory under
+/proc scan of its own descendants, repeated until every one of them is inside its exit --
+before the answer leaves; it removes what the request wrote (its scratch directory under
 Landlock; else all of the writable directory, never entering the interpreter's read-only
-binds) before it reads the next request.  So when the parent sees an answer, nothing of
-that request can run another instruction, and the next request finds none of its files.  The zygote is non-dumpable
-(PR_SET_DUMPABLE 0): a child cannot open its /proc/<pid>/mem or fds.
+binds) before it forks the next spare and reads the next request, and reaps the dead later.
+So when the parent sees an answer, nothing of that request can run another instruction, and
+the next request finds none of its files.  The zygote is non-dumpable (PR_SET_DUMPABLE 0): a
+child cannot open its /proc/<pid>/mem or fds.  Its heap is backed by 2 MB pages where the
+kernel allows (``_serve.huge_pages``): a fork copies one page-table entry where it copied 512.
 
 The script is the zygote's entry point and its request loop; the rest lives in sibling
 modules of one package, loaded from this directory (``_sibling``) in the zygote before the
@@ -81,6 +83,7 @@ import io
 import json
 import os
 import resource
+import select
 import sys
 import time
 import types
@@ -287,9 +290,21 @@ class _Requests:
 
 def _serve_forever(requests: _Requests) -> None:
     """Each request to a fresh child (or, for a fact, answered here); between two requests the
-    zygote holds nothing of either: every name bound to one is dropped before the next fork."""
+    zygote holds nothing of either: every name bound to one is dropped before the next fork.
+
+    The next request's child is forked once the answer has left and the request's processes
+    are killed and its files wiped: the fork (milliseconds of the kernel copying the zygote's
+    page tables) and the child's set-up then never compete with a request for the CPU, and
+    while a notebook waits for a model the spare also warms itself up (``_serve._child``).
+    After a quarter of a second with no request, the zygote's heap goes back to 2 MB pages."""
     spare = server.new_spare()
+    served_since_huge = 0
     while True:
+        if served_since_huge >= 8 and not requests.pending and not select.select([requests.raw], [], [], 0.25)[0]:
+            # A quarter of a second without a request: the zygote's own writes while serving
+            # split some of its 2 MB pages back into 4 KB ones; merge them again (milliseconds).
+            server.huge_pages()
+            served_since_huge = 0
         header = requests.header()
         if header is None or header.get("op") == "exit":
             break
@@ -299,13 +314,12 @@ def _serve_forever(requests: _Requests) -> None:
             body[:] = bytes(len(body))
             _answer_fact(header)
             continue
-        server.NEXT[0] = None
         rid = header.get("id")
         try:
             child, t0, timeout = server.hand_over(header, body, spare)
-            del body, header, spare  # the request is with its child: nothing of it is live here ...
-            server.NEXT[0] = server.new_spare()  # ... when the next request's child is forked
+            del body, header, spare  # the request is with its child: nothing of it is live here
             out = server.verdict(child, t0, timeout)
+            del child
         except Exception as exc:  # the zygote's own failure (e.g. fork refused): report it, keep serving
             out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
             if "body" in locals():
@@ -315,7 +329,8 @@ def _serve_forever(requests: _Requests) -> None:
         del out
         while server.CLEANUP:
             server.CLEANUP.pop()()
-        spare = server.NEXT[0] or server.new_spare()
+        served_since_huge += 1
+        spare = server.new_spare()  # ... when the next request's child is forked
     if spare is not None:
         server.kill_subtree(spare.pid)
 
@@ -365,6 +380,7 @@ def main() -> None:
     ready = _warm_up()
     gc.freeze()  # the imported world is permanent: keep it out of every later collection
     gc.enable()
+    ready["huge_pages_mb"] = server.huge_pages()  # fewer page-table entries for every fork to copy
     send(ready)
     _serve_forever(_Requests())
 

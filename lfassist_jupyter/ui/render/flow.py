@@ -1,5 +1,6 @@
 """One rendering of a flow for every view: the ``%%assist`` result card, ``%%assist_flow``, the
-panel's flow card (which takes `flow_picture_html` and `run_lines`) and ``FlowReport``'s own card.
+panel's flow card (which takes `flow_picture_html` and `run_lines`), ``FlowReport``'s own card, and
+the flow as a re-runnable ``%%assist_flow`` cell (`flow_cell_source`: what Insert puts in a notebook).
 
 The picture is inline SVG made by `flow_picture` from escaped text: no script, so it renders in
 JupyterLab, an exported HTML file and VS Code alike.  Everything here draws what it is given:
@@ -36,6 +37,11 @@ def flow_picture_html(flow: dict[str, Any] | None) -> str:
 
 def flow_name(flow: dict[str, Any] | None, default: str = "Flow") -> str:
     return str((flow or {}).get("name") or default) if isinstance(flow, dict) else default
+
+
+def flow_cell_source(spec: str) -> str:
+    """The re-runnable cell that holds a flow: ``%%assist_flow`` and the spec."""
+    return f"%%assist_flow\n{spec.strip()}\n"
 
 
 def run_lines(run: FlowRun | None, input_text: str | None = None) -> list[Line]:
