@@ -8,6 +8,7 @@ and a user may paste a key into a prompt.  Everything we show or log goes throug
 from __future__ import annotations
 
 import base64
+import codecs
 import os
 import re
 from typing import Any
@@ -73,29 +74,35 @@ def redact(text: str, extra: tuple[str | None, ...] = ()) -> str:
 
 FRAGMENT = 10
 """A passed key is redacted wherever this many of its letters and digits appear in a row, in
-order or reversed, whatever separates them (``sk-ab cd…``, one character per line, halves)."""
+order or reversed, in any case or rot13'd, whatever separates them (``sk-ab cd…``, one
+character per line, halves, ``key.swapcase()``)."""
+
+
+_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def redact_fragments(text: str, values: tuple[str | None, ...]) -> str:
     """``text`` with every run of ``FRAGMENT`` consecutive letters/digits of a value in ``values``
-    (or of it reversed) replaced by ``***``, ignoring whatever non-alphanumeric text is between
-    them -- the split and reversed forms a component can print a key in to get it past a plain
-    search.  For keys given to a run (random strings), where a chance match of ten characters in
-    a row is negligible; one pass over the text per window length."""
+    (or of it reversed, or rot13'd) replaced by ``***``, in any case, ignoring whatever
+    non-alphanumeric text is between them -- the split, reversed, recased and rotated forms a
+    component can print a key in, one call each, to get it past a plain search.  For keys given
+    to a run (random strings), where a chance match of ten characters in a row is negligible;
+    one pass over the text per window length."""
     if not text:
         return text
     windows: dict[int, set[str]] = {}
     for value in values:
-        core = "".join(c for c in value or "" if c.isalnum())
+        core = "".join(c for c in value or "" if c.isalnum()).translate(_FOLD)
         if len(core) < 8:
             continue
         size = min(FRAGMENT, len(core))
-        for form in (core, core[::-1]):
+        rotated = codecs.encode(core, "rot13")
+        for form in (core, core[::-1], rotated, rotated[::-1]):
             windows.setdefault(size, set()).update(form[i : i + size] for i in range(len(form) - size + 1))
     if not windows:
         return text
     positions = [i for i, c in enumerate(text) if c.isalnum()]
-    skeleton = "".join(text[i] for i in positions)
+    skeleton = "".join(text[i] for i in positions).translate(_FOLD)  # one character for one
     spans: list[tuple[int, int]] = []
     for size, grams in windows.items():
         spans += [

@@ -42,6 +42,7 @@ MODULES: dict[str, str] = {
     "imp": "loads code from a file",
     "zipimport": "loads code from a file",
     "runpy": "runs code from a file",
+    "readline": "reads and writes any file in C, where the sandbox's checks do not see it",
 }
 
 # Built-in functions refused by name (reached bare, through ``builtins`` or a namespace).
@@ -212,7 +213,7 @@ PATH_EVENTS: frozenset[str] = frozenset(
 )
 # Imports the hook refuses: fresh copies of modules whose dangerous functions were taken away.
 FRESH_IMPORTS: frozenset[str] = frozenset(
-    {"_posixsubprocess", "_ctypes", "ctypes", "_testcapi", "_testinternalcapi", "_posixshmem"}
+    {"_posixsubprocess", "_ctypes", "ctypes", "_testcapi", "_testinternalcapi", "_posixshmem", "readline"}
 )
 
 

@@ -22,7 +22,7 @@ It never runs in the user's kernel: ``sandbox/local_run.py`` hands it to the war
 process under bubblewrap where available that forks a confined child per run (no view of the
 user's files, a bounded scratch space as HOME and /tmp, nothing surviving the run), and what
 comes back is capped and has the passed keys redacted (also
-reversed, split, hex or base64), like everything else that comes out of a generated component.
+reversed, split, recased, rot13'd, hex or base64), like everything else that comes out of a generated component.
 A run that was given a key can still send it to an allowed host: allow a key only to a flow you
 trust with it.
 """

@@ -230,26 +230,37 @@ def _child(go_r: int, answer_w: int, log_w: int, scratch: str) -> None:
 
 
 def forward_to(socket_path: str) -> int:
-    """Listen on 127.0.0.1 (the run's own loopback) and pipe each connection to ``socket_path``."""
+    """Listen on 127.0.0.1 (the run's own loopback) and pipe each connection to ``socket_path``.
+
+    The forwarding is a process of its own, forked before the run's code exists: the run itself
+    then opens no Unix socket (``confine.deny_unix_sockets``), and cannot make the forwarder open
+    one elsewhere either (another process, non-dumpable, out of its ptrace's reach)."""
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))
     server.listen(64)
+    port = server.getsockname()[1]
+    if os.fork() != 0:
+        server.close()
+        return port
+    # pragma: no cover - the forwarder: serves until the run's processes are killed
+    try:
+        confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
+        confine.prctl(confine.PR_SET_DUMPABLE, 0)
 
-    def pump(src: socket.socket, dst: socket.socket, done: list[int], lock: threading.Lock) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-        with lock:
-            done.append(1)
-            last = len(done) == 2
-        if last:  # both directions finished
-            src.close()
-            dst.close()
+        def pump(src: socket.socket, dst: socket.socket, done: list[int], lock: threading.Lock) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            with lock:
+                done.append(1)
+                last = len(done) == 2
+            if last:  # both directions finished
+                src.close()
+                dst.close()
 
-    def serve() -> None:
         while True:
             client, _ = server.accept()
             upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -263,9 +274,8 @@ def forward_to(socket_path: str) -> int:
             lock = threading.Lock()
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=pump, args=(a, b, done, lock), daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server.getsockname()[1]
+    finally:
+        os._exit(0)
 
 
 def _run(request: dict, scratch: str) -> dict:
@@ -283,6 +293,9 @@ def _run(request: dict, scratch: str) -> dict:
             os.environ[name] = os.environ[name.lower()] = url
         for name in ("NO_PROXY", "no_proxy"):
             os.environ.pop(name, None)
+    # The proxy is the one way out: no Unix socket of the host (which a path reaches from any
+    # network namespace) either -- the forwarder, forked above, keeps the one to the proxy.
+    confine.deny_unix_sockets()
     gc.enable()
     # Not asyncio.run: it would wait for lfx's executor threads (a component blocked in one never
     # returns); the child answers and exits instead.

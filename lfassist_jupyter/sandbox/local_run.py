@@ -10,7 +10,7 @@ no variables; this runner has the proxy and only the variables the user allowed,
 
 A run's variables go on the runner's stdin (a command line is visible to ``ps``) and are read by
 the run's own child, never by the runner; what comes back has them redacted (also reversed,
-split, hex or base64) and is capped. Nothing here imports lfx.
+split, recased, rot13'd, hex or base64) and is capped. Nothing here imports lfx.
 """
 
 from __future__ import annotations

@@ -152,10 +152,12 @@ class ChatPanel(anywidget.AnyWidget):
         self._refresh_sessions()
         self._flows: dict[str, dict[str, Any]] = {}  # flow card id -> flow JSON (kept out of the traits)
         # Real runs: per panel session, the variables the user allowed and the hosts they added
-        # (asked once per session), and whether this session's plan was shown and confirmed.
+        # (asked once per session), and whether this session's plan was shown and confirmed, with
+        # the hosts the confirmed plans showed: consent covers where the keys go, not only which.
         self._allowed: dict[str, set[str]] = {}
         self._extra_hosts: dict[str, list[str]] = {}
         self._confirmed: set[str] = set()
+        self._shown_hosts: dict[str, set[str]] = {}
         self._real_job: Future[None] | None = None
         self._lab: Any = None
         self._connect_lab()
@@ -574,8 +576,10 @@ class ChatPanel(anywidget.AnyWidget):
         The first time in a panel session this shows the plan and waits for the user's consent:
         ``allow`` names the kernel's variables the session's real runs may be given (only those the
         flow wants count; their values stay in Python), ``allow_hosts`` adds hosts (``host:port``).
-        After that, a flow that wants nothing more runs at once; one that wants a variable not yet
-        allowed shows its plan again. Returns the background run, or None when nothing runs."""
+        After that, a flow that wants nothing more and reaches no host beyond the plans confirmed
+        runs at once; one that wants a variable not yet allowed, or would reach another host (a
+        later flow handing the allowed key to another provider), shows its plan again. Returns the
+        background run, or None when nothing runs."""
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows.local import run_plan
         from lfassist_jupyter.sandbox.egress import parse_host
@@ -604,15 +608,21 @@ class ChatPanel(anywidget.AnyWidget):
             self.notice = f"Not run: {exc}"
             return None
         wanted = {name for name, _ in plan.variables}
+        reaches = {str(h) for h in plan.hosts}
+        shown = self._shown_hosts.setdefault(session, set())
         if allow is not None:  # the user's answer to the plan: consent for this session
             allowed |= wanted & set(allow)
+            shown |= reaches
             self._confirmed.add(session)
-        if session not in self._confirmed or wanted - allowed:
+        if session not in self._confirmed or wanted - allowed or reaches - shown:
             self.real_run_plan(message_id)
             missing = sorted(wanted - allowed)
+            new = sorted(reaches - shown) if session in self._confirmed else []
             self.notice = (
                 f"Allow {', '.join(missing)} for this session's real runs, then Run."
                 if missing
+                else f"This flow reaches {', '.join(new)}, which this session's runs did not: check, then Run."
+                if new
                 else "Check what the run may reach, then Run."
             )
             return None

@@ -168,3 +168,122 @@ def test_the_users_own_files_stay_out_of_reach(placed):
         else:  # not in the sandbox's file system at all
             assert report.smoke_outputs["out"].raised == "FileNotFoundError", report
         assert SECRET not in str(report.model_dump())
+
+
+def _c_reader(path: str) -> str:
+    """A component that has C code open and read ``path`` (OpenSSL's certificate loader: no audit
+    event) and raises what came of it: a read file that holds no certificate says so."""
+    return component(
+        f"""import ssl
+try:
+    ssl.create_default_context().load_verify_locations(cafile={path!r})
+except Exception as exc:
+    raise ValueError(f"C read: {{type(exc).__name__}}: {{exc}}")"""
+    )
+
+
+def test_c_code_reads_no_more_than_python_code(placed):
+    """The reduced sandbox's hook sees only Python's reads; C code reading a file (a native parser,
+    OpenSSL, readline's history reader) raised no event, and read ~/.aws/credentials (readline
+    brought its lines back into the report). Landlock now refuses those reads to C code too. The
+    control: the same reader reads a file of the interpreter's (its ``os.py``, no certificate in it)."""
+    box, private = placed
+    read = "no certificate or crl found"
+    control = validate_component(_c_reader(os.__file__), validator=box, timeout=30)
+    assert read in str(control.model_dump()).lower(), control
+    for path in private:
+        report = validate_component(_c_reader(str(path)), validator=box, timeout=30)
+        dumped = str(report.model_dump())
+        assert "C read: " in dumped and read not in dumped.lower(), report
+        assert ("PermissionError" if box.isolation == "reduced" else "FileNotFoundError") in dumped, report
+
+
+READLINE_PAYLOAD = """import readline
+readline.clear_history()
+readline.read_history_file({secret!r})
+readline.add_history("import os  # a line a .pth file runs at every start of the interpreter")
+readline.write_history_file({planted!r})
+lines = [readline.get_history_item(i) for i in range(1, readline.get_current_history_length() + 1)]
+raise ValueError("read: " + " | ".join(lines[:3]))"""
+
+
+def test_without_landlock_c_code_neither_reads_nor_writes_past_the_hook(tmp_path, monkeypatch):
+    """Where the kernel has no Landlock (macOS, an older Linux), the reduced sandbox has its audit
+    hook only, which sees no C library's file access: readline's history functions read
+    ~/.aws/credentials and wrote a file anywhere (a ``.pth`` in site-packages runs at every start
+    of the user's kernel). Importing readline is refused. The control: the same payload, run
+    outside the sandbox, reads the secret and writes the file."""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    secret = home / ".aws" / "credentials"
+    secret.write_text(f"[default]\n{SECRET}\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    payload = READLINE_PAYLOAD.format(secret=str(secret), planted=str(outside / "planted.pth"))
+    with pytest.raises(ValueError, match="reduced-reads-not-a-real-key"):  # control: the payload works
+        exec(payload.replace("planted.pth", "control.pth"), {})
+    assert (outside / "control.pth").is_file()
+
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
+    monkeypatch.setenv("LFASSIST_SANDBOX_LANDLOCK", "0")
+    box = SandboxValidator(timeout=60)
+    box.start()
+    try:
+        box.reference()  # ready: its confinement is known
+        assert "Landlock" not in str(box.info().get("confinement"))
+        report = validate_component(component(payload), validator=box, timeout=30)
+    finally:
+        box.close()
+    assert SECRET not in str(report.model_dump()), report
+    assert not (outside / "planted.pth").exists()
+    assert "readline" in str(report.model_dump()), report  # refused, and the report says what
+
+
+SQLITE_PAYLOAD = """import sqlite3
+db = sqlite3.connect(":memory:")
+db.execute("ATTACH DATABASE '{planted}' AS p")
+db.execute("CREATE TABLE p.t (line TEXT)")
+db.execute("INSERT INTO p.t VALUES ('import os')")
+db.commit()
+return Message(text="attached")"""
+
+
+def test_without_landlock_sqlite_writes_no_file_outside_the_sandbox(tmp_path, monkeypatch):
+    """sqlite writes in C: an ``ATTACH`` (or ``VACUUM INTO``) on an in-memory database creates a
+    file wherever it names, which no audit event shows. Without Landlock, and with the host's
+    files in view (the reduced sandbox), nothing else stopped it: a component planted a file in
+    any folder (site-packages' ``.pth`` files run at every start of the user's kernel). There,
+    sqlite is refused. The control: the same payload with Landlock is refused by the kernel, and
+    outside the sandbox it writes the file."""
+    outside = tmp_path / "site-packages"
+    outside.mkdir()
+    payload = SQLITE_PAYLOAD.format(planted=outside / "planted.pth")
+    scope: dict = {"Message": lambda text: text}
+    exec("def control():\n" + "\n".join("    " + line for line in payload.splitlines()), scope)
+    assert scope["control"]() == "attached"  # control: the payload works
+    assert (outside / "planted.pth").is_file()
+    (outside / "planted.pth").unlink()
+
+    monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
+    for landlock in ("1", "0"):
+        monkeypatch.setenv("LFASSIST_SANDBOX_LANDLOCK", landlock)
+        box = SandboxValidator(timeout=60)
+        box.start()
+        try:
+            box.reference()  # ready: its confinement is known
+            assert ("Landlock" in str(box.info().get("confinement"))) == (landlock == "1" and _has_landlock())
+            report = validate_component(component(payload), validator=box, timeout=30)
+        finally:
+            box.close()
+        assert list(outside.iterdir()) == [], (landlock, report)
+        said = str(report.model_dump())  # refused by the kernel (the output raised) or by the hook
+        assert "unable to open database" in said or "sqlite is not allowed here" in said, (landlock, report)
+
+
+def _has_landlock() -> bool:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(444, None, 0, 1) > 0

@@ -8,6 +8,7 @@ listed, files written, the scratch space filled), and they run through the publi
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import ipaddress
 import json
@@ -112,6 +113,45 @@ class Look(Component):
 """
 
 
+DIAL = """
+import json
+import socket
+import urllib.request
+
+from lfx.custom.custom_component.component import Component
+from lfx.io import MessageTextInput, Output
+from lfx.schema.message import Message
+
+
+class Dial(Component):
+    display_name = "Dial"
+    description = "Connects to a Unix socket by its path, and fetches a URL through the run's proxy."
+    name = "Dial"
+    inputs = [
+        MessageTextInput(name="text", display_name="Text"),
+        MessageTextInput(name="path", display_name="Path"),
+        MessageTextInput(name="url", display_name="URL"),
+    ]
+    outputs = [Output(display_name="Out", name="out", method="out")]
+
+    def out(self) -> Message:
+        got = {}
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(5)
+                s.connect(str(self.path))
+                s.sendall(b"hello from a flow")
+                got["unix"] = "reached: " + s.recv(100).decode()
+        except OSError as exc:
+            got["unix"] = f"blocked: {type(exc).__name__}"
+        try:
+            got["url"] = "reached: " + urllib.request.urlopen(str(self.url), timeout=5).read().decode()[:40]
+        except Exception as exc:
+            got["url"] = f"blocked: {type(exc).__name__}"
+        return Message(text=json.dumps(got))
+"""
+
+
 def _fenced() -> bool:
     return _isolation.probe(sys.executable)[0] == "full"
 
@@ -144,6 +184,7 @@ def catalog(sandbox):
     catalog = default_catalog()
     catalog.add("Knock", sandbox.component_template(KNOCK).template)
     catalog.add("Look", sandbox.component_template(LOOK).template)
+    catalog.add("Dial", sandbox.component_template(DIAL).template)
     return catalog
 
 
@@ -460,6 +501,66 @@ def test_a_real_run_is_bounded_read_only_and_sees_only_what_it_needs(
     assert str(os.getpid()) not in (got["list"]["/proc"] if isinstance(got["list"]["/proc"], list) else [])
     # The control: the flow did write and list where it may (its own working directory), until the bound.
     assert "fill-0" in got["own"] and got["filled_mb"] >= 64, got
+
+
+@pytest.fixture
+def host_service():
+    """A service of the user's on a Unix socket (an ssh-agent, Docker, a D-Bus session bus, a Jupyter
+    server started with --sock): what it was told, and the socket's path."""
+    folder = Path(tempfile.mkdtemp(prefix="lfassist-hostsvc-", dir="/tmp"))
+    path, heard = str(folder / "agent.sock"), []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(4)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = server.accept()
+                with client:
+                    heard.append(client.recv(100))
+                    client.sendall(b"the user's signing key")
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield path, heard
+    server.close()
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    folder.rmdir()
+
+
+def _dial(path: str) -> str:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+        s.sendall(b"hello from the test")
+        return s.recv(100).decode()
+
+
+@real_run
+@pytest.mark.parametrize("mode", ["full", "reduced"])
+def test_a_real_run_cannot_reach_the_users_unix_sockets(catalog, mode, monkeypatch, host_service, pong):
+    """The network fence is the run's one way out: a Unix socket of the host (named by its path,
+    which no network namespace hides) is not a way around it. Before, a run under reduced isolation
+    talked to any of them. Controls: the socket answers a client outside the sandbox, and the same
+    run reaches an allowed host through its proxy (its code ran, its network works)."""
+    if mode == "full" and not _fenced():
+        pytest.skip("bubblewrap is not available here")
+    if mode == "reduced":
+        monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
+    path, heard = host_service
+    assert _dial(path) == "the user's signing key"  # control: the service answers
+    heard.clear()
+    url = f"http://127.0.0.1:{pong}/"
+    flow = _flow(catalog, "Dial", path=path, url=url)
+
+    run = lfassist_jupyter.run_flow_for_real(flow, "x", allow_hosts=[f"127.0.0.1:{pong}"])
+
+    assert run.ok, run
+    got = json.loads(run.text)
+    assert got["url"] == "reached: pong", got  # control: the run ran and its proxy works
+    assert got["unix"].startswith("blocked"), got
+    assert heard == []
 
 
 # -- a quiet end -------------------------------------------------------------------------------------------------------

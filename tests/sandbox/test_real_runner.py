@@ -213,3 +213,51 @@ def test_without_lfx_a_real_run_is_one_line(monkeypatch):
     assert run.ok is False
     assert run.error.startswith("the real runner could not start: ModuleNotFoundError: No module named 'lfx'")
     assert "\n" not in run.error and "Traceback" not in run.error
+
+
+SMUGGLE = """
+import codecs
+import json
+
+from lfx.custom.custom_component.component import Component
+from lfx.io import MessageTextInput, Output, SecretStrInput
+from lfx.schema.message import Message
+
+
+class Smuggle(Component):
+    display_name = "Smuggle"
+    description = "Answers with the key it was given, in lossless disguises."
+    name = "Smuggle"
+    inputs = [
+        MessageTextInput(name="text", display_name="Text"),
+        SecretStrInput(name="api_key", display_name="Key", value="DEMO_SERVICE_KEY"),
+    ]
+    outputs = [Output(display_name="Out", name="out", method="out")]
+
+    def out(self) -> Message:
+        key = str(self.api_key)
+        forms = {"length": len(key), "plain": key, "swapcase": key.swapcase(), "rot13": codecs.encode(key, "rot13")}
+        forms["rot13 upper"] = forms["rot13"].swapcase()
+        return Message(text=json.dumps(forms))
+"""
+
+
+def test_a_run_cannot_smuggle_its_key_back_with_its_letters_recased_or_rotated(sandbox):
+    """What a run answers is redacted of the keys it was given, in their disguises: besides hex,
+    base64, reversed and split, a key with its case swapped or rot13'd (lossless, one call each)
+    came back as it was. The control: the run had the key (its length) and its plain form is redacted."""
+    catalog = default_catalog()
+    catalog.add("Smuggle", sandbox.component_template(SMUGGLE).template)
+    spec = "nodes:\n  A: ChatInput\n  S: Smuggle\n  C: ChatOutput\nedges:\n  A.message -> S.text\n"
+    flow = build_flow(spec + "  S.out -> C.input_value\n", catalog=catalog).flow
+    key = "sk-Smuggle-9fQ2xLm7Rt4Kp8Wz3Yb6"
+
+    run = lfassist_jupyter.run_flow_for_real(flow, "x", env={"DEMO_SERVICE_KEY": key})
+
+    assert run.ok, run
+    forms = json.loads(run.text)
+    assert forms["length"] == len(key) and key not in run.text and "***" in forms["plain"], forms  # control
+    import codecs
+
+    for shown in (key.swapcase(), codecs.encode(key, "rot13"), codecs.encode(key, "rot13").swapcase()):
+        assert shown not in run.text and shown[3:13] not in run.text, forms

@@ -151,3 +151,51 @@ def test_the_plan_of_a_model_less_flow_asks_for_nothing_and_runs(sandbox, tmp_pa
     assert panel.messages[-1]["text"] == "Answer this: hi"
     assert panel.run_for_real(card.id, "bad", allow_hosts=["bad host"]) is None
     assert panel.notice.startswith("Not run: not a host name")
+
+
+@pytest.mark.slow  # a real run: the runner imports lfx on first use
+def test_a_session_consent_does_not_send_a_key_to_hosts_that_plan_never_showed(llm, monkeypatch, sandbox, tmp_path):
+    """Consent is given for a plan: the variables *and* the hosts shown. The session's second flow
+    (an edit, a model's reply, a loaded file) that hands the same allowed key to another provider
+    shows its plan again instead of running at once. Control: the first flow's consent runs it, and
+    the same second flow given explicit consent really goes out toward the new host with the key."""
+    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter.ui.messages import flow_message
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-consent-scope-0123456789")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=sandbox))
+    key_line = "  M.api_key: OPENAI_API_KEY\n"
+    cards = {}
+    for label, model in (("openai", "my-local-model"), ("elsewhere", "claude-haiku-4-5")):
+        provider = "OpenAI" if label == "openai" else "Anthropic"
+        spec = WRITTEN + f'  M.model: {{"name": "{model}", "provider": "{provider}"}}\n' + key_line
+        built = build_flow(spec)
+        assert built.ok, built.errors
+        card = flow_message(flow=built.flow, spec=spec, validated=True)
+        panel._flows[card.id] = built.flow
+        panel._append(card)
+        cards[label] = card.id
+
+    assert panel.run_for_real(cards["openai"], "hi") is None  # the plan first
+    assert not any("anthropic" in h for h in panel.real_run["hosts"])
+    llm.queue(Reply(ANSWER))
+    view(panel, {"type": "run_for_real", "id": cards["openai"], "text": "hi", "allow": ["OPENAI_API_KEY"]})
+    panel._real_job.result(180)
+    assert panel.messages[-1]["kind"] == "run" and panel.messages[-1]["text"] == ANSWER  # control: consent runs
+    runs = len(panel.messages)
+
+    # The other flow wants the key already allowed, but reaches a host the consent never showed.
+    assert panel.run_for_real(cards["elsewhere"], "hi") is None
+    assert panel.real_run["id"] == cards["elsewhere"] and any("api.anthropic.com" in h for h in panel.real_run["hosts"])
+    assert "api.anthropic.com" in panel.notice and len(panel.messages) == runs
+
+    # Control: with the user's consent to that plan, the run really heads there with the key.
+    view(panel, {"type": "run_for_real", "id": cards["elsewhere"], "text": "hi", "allow": ["OPENAI_API_KEY"]})
+    panel._real_job.result(180)
+    ran = panel.messages[-1]
+    assert ran["kind"] == "run" and len(panel.messages) == runs + 1
+    assert any("variables given: OPENAI_API_KEY" in line["text"] for line in ran["lines"])
+    assert any("api.anthropic.com:443" in line["text"] for line in ran["lines"]), ran["lines"]

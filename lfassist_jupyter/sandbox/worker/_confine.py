@@ -88,7 +88,7 @@ _SECCOMP_ARCH = {  # machine: (AUDIT_ARCH_*, seccomp syscall, {name: number})
          "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240,
          "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
          "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "add_key": 248,
-         "request_key": 249, "keyctl": 250, "setpriority": 141, "ioprio_set": 251, "clone": 56},
+         "request_key": 249, "keyctl": 250, "setpriority": 141, "ioprio_set": 251, "clone": 56, "socket": 41},
     ),
     "aarch64": (  # the generic table (asm-generic/unistd.h)
         0xC00000B7,
@@ -101,7 +101,7 @@ _SECCOMP_ARCH = {  # machine: (AUDIT_ARCH_*, seccomp syscall, {name: number})
          "semtimedop": 192, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "mq_open": 180,
          "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184, "mq_getsetattr": 185,
          "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "add_key": 217,
-         "request_key": 218, "keyctl": 219, "setpriority": 140, "ioprio_set": 30, "clone": 220},
+         "request_key": 218, "keyctl": 219, "setpriority": 140, "ioprio_set": 30, "clone": 220, "socket": 198},
     ),
 }  # fmt: skip
 _SECCOMP_SAME = {"pidfd_send_signal": 424, "pidfd_open": 434, "pidfd_getfd": 438, "process_madvise": 440,
@@ -153,7 +153,6 @@ def _libc():
 def _seccomp_program(me: int) -> bytes | None:
     """The classic-BPF filter for a child whose pid is ``me``, or None on an unknown machine."""
     import platform
-    import struct
 
     arch = _SECCOMP_ARCH.get(platform.machine())
     if arch is None:
@@ -180,6 +179,13 @@ def _seccomp_program(me: int) -> bytes | None:
     code += [("label", 0, "self_or_0"), ("ld", 16, None), ("jeq", 0, "allow")]
     code += [("label", 0, "self"), ("ld", 16, None), ("jeq", me, "allow")]
     code += [("label", 0, "deny"), ("ret", eperm, None), ("label", 0, "allow"), ("ret", allow, None)]
+    return _assemble(code)
+
+
+def _assemble(code: list[tuple]) -> bytes:
+    """``code`` (see ``_seccomp_program``) as classic BPF, its labels resolved to jumps."""
+    import struct
+
     labels, at = {}, 0
     for op, _k, label in code:
         if op == "label":
@@ -207,13 +213,55 @@ def _seccomp_program(me: int) -> bytes | None:
     return b"".join(out)
 
 
+_AF_UNIX = 1
+_UNIX_DENY = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "io_uring_setup")
+
+
+def _unix_program() -> bytes | None:
+    """A filter refusing new Unix sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays) and the
+    ways into another process of the same user (ptrace, process_vm_*, pidfd_getfd) or around the
+    filter (io_uring); None on an unknown machine."""
+    import platform
+
+    arch = _SECCOMP_ARCH.get(platform.machine())
+    if arch is None:
+        return None
+    audit_arch, _nr, table = arch
+    nr = {**table, **_SECCOMP_SAME}
+    allow, eperm = 0x7FFF0000, 0x00050000 | 1
+    code: list[tuple] = [("ld", 4, None), ("jne", audit_arch, "deny"), ("ld", 0, None), ("jge", 0x40000000, "deny")]
+    code += [("jeq", nr[name], "deny") for name in _UNIX_DENY]
+    code += [("jeq", nr["socket"], "socket"), ("ret", allow, None)]
+    code += [("label", 0, "socket"), ("ld", 16, None), ("jeq", _AF_UNIX, "deny"), ("ret", allow, None)]
+    code += [("label", 0, "deny"), ("ret", eperm, None)]
+    return _assemble(code)
+
+
+def deny_unix_sockets() -> bool:
+    """From now on this process opens no new Unix socket and reaches into no other process (see
+    ``_unix_program``): a path names a host's socket (an ssh-agent, Docker, a session bus) that no
+    network namespace hides and Landlock does not fence.  False on an unknown machine; raises
+    ``OSError`` when the kernel refuses the filter."""
+    program = _unix_program()
+    if program is None:
+        return False
+    _load_filter(program)
+    return True
+
+
 def _install_seccomp() -> None:
-    import ctypes
     import platform
 
     program = _seccomp_program(os.getpid())
     if program is None:
         raise OSError(f"no seccomp filter for {platform.machine()}")
+    _load_filter(program)
+
+
+def _load_filter(program: bytes) -> None:
+    import ctypes
+    import platform
+
     libc = _libc()
 
     class _Fprog(ctypes.Structure):
@@ -237,9 +285,52 @@ def _landlock_abi() -> int:
 
 
 def _install_landlock(abi: int, scratch: str) -> None:
-    """Writes of any kind only below ``scratch`` (and to /dev/null) from now on."""
+    """Writes of any kind only below ``scratch`` (and to /dev/null) from now on; with
+    ``CONFINE["reads"]`` (the reduced sandbox: ``read_grants``) reads only there, in ``scratch``
+    and in this process's own /proc entry, whoever reads -- C code too, which no audit hook sees."""
     writes = landlock_writes(abi)
-    restrict_paths(abi, [(scratch, writes), (os.devnull, writes & (_LL_WRITE_FILE | _LL_TRUNCATE))], writes)
+    rules = [(scratch, writes | LL_READ), (os.devnull, writes & (_LL_WRITE_FILE | _LL_TRUNCATE) | LL_READ_FILE)]
+    handled = writes
+    if CONFINE.get("reads") is not None:
+        handled |= LL_READ
+        rules += [(path, LL_READ) for path in (*CONFINE["reads"], f"/proc/{os.getpid()}")]
+    restrict_paths(abi, rules, handled)
+
+
+def read_grants(deny: list[str] | tuple[str, ...], readable: tuple[str, ...]) -> list[str]:
+    """Where a reduced sandbox's child may read, as Landlock rules (which only grant): the audit
+    hook's rule -- everything but the ``deny`` folders (HOME, the notebook's) and other processes'
+    /proc entries, except the interpreter's own directories in them (``readable``) -- as the
+    entries beside each folder on the way down to a denied one.  Computed once, in the zygote:
+    an entry made later is not granted; a link to a denied folder, or to one holding it, is not."""
+    denied = sorted({os.path.realpath(d) for d in deny if d and os.path.realpath(d) != "/"})
+
+    def under(path: str) -> bool:
+        return any(path == d or path.startswith(d + "/") for d in denied)
+
+    def above(path: str) -> bool:
+        return any(d.startswith(path.rstrip("/") + "/") for d in denied)
+
+    grants, todo = [], ["/"]
+    while todo:
+        top = todo.pop()
+        try:
+            names = sorted(os.listdir(top))
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(top, name)
+            if top == "/proc" and (name.isdigit() or name in ("self", "thread-self")):
+                continue  # other processes (a child adds its own entry)
+            real = os.path.realpath(path)
+            if under(path) or under(real) or (real != path and above(real)):
+                continue
+            if path == "/proc" or above(path):
+                todo.append(path)
+            else:
+                grants.append(path)
+    inner = {os.path.realpath(p.rstrip("/") or "/") for p in readable}
+    return grants + sorted(r for r in inner if under(r) and not any(d == r or d.startswith(r + "/") for d in denied))
 
 
 # Landlock's read and execute rights, for a process that may read only what it is given (the real

@@ -224,6 +224,7 @@ def make_hook(
     owner: object = None,
     root: str | None = None,
     trusted: tuple[str, ...] = (),
+    c_writes_fenced: bool = True,
 ):
     """The hook for a child: armed from the start, no off switch anywhere.
 
@@ -439,6 +440,15 @@ def make_hook(
         elif event in ("os.listdir", "os.scandir") and args and denied_read(args[0], opening=False):
             where = shown(args[0])
             return f"listing {where}", f"listing {where} is not allowed while validating"
+        elif event == "sqlite3.connect" and not c_writes_fenced:
+            # sqlite writes files in C wherever SQL names them (ATTACH, VACUUM INTO on an
+            # in-memory database too), and no event says where: with neither Landlock nor a
+            # mount namespace to fence them (the reduced sandbox on a kernel without Landlock,
+            # macOS), sqlite could plant a file anywhere -- a .pth in site-packages, say.
+            return (
+                "sqlite3.connect (no Landlock here)",
+                "sqlite is not allowed here: without Landlock nothing fences the files it writes",
+            )
         elif event == "sqlite3.connect" and args and is_inst(args[0], path_like):
             # sqlite opens (and creates) its file in C, with no "open" event; Landlock holds
             # below this where the kernel has it, this is for where it has not.

@@ -117,7 +117,16 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str) -> None:
         take_away_process_creation()
         # The hook (and its channel's greeting) is made now, off the request's path; it is armed
         # once the request is read, after the warm-up below (whose events would cost, not matter).
-        hook = make_hook(scratch, DENY_READ, channel=channel, owner=sys._getframe(), root=ROOT, trusted=TRUSTED)
+        fenced = bool(CONFINE["landlock"]) or not DENY_READ  # Landlock, or a sandbox with no host files in view
+        hook = make_hook(
+            scratch,
+            DENY_READ,
+            channel=channel,
+            owner=sys._getframe(),
+            root=ROOT,
+            trusted=TRUSTED,
+            c_writes_fenced=fenced,
+        )
         # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
         # caches) now, rather than one copy-on-write fault at a time during the request.
         # Not when requests come back to back (the build would compete with the request for

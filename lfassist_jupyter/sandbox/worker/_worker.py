@@ -355,6 +355,10 @@ def _warm_up() -> dict:
     confinement.CONFINE.update(confinement.confinement(probe))  # seccomp, Landlock (noexec is set already)
     if CONFIG.get("landlock") is False:
         confinement.CONFINE["landlock"] = 0
+    if confinement.CONFINE["landlock"] and CONFIG.get("deny_read"):
+        # The reduced sandbox: its hook refuses reads of HOME and the notebook's folder to Python
+        # code; Landlock refuses them to C code too (readline's history reader, native parsers).
+        confinement.CONFINE["reads"] = confinement.read_grants(CONFIG["deny_read"], server.TRUSTED)
     server.clear(server.ROOT)  # what the warm-up wrote (never entering the read-only binds)
     os.makedirs(server.HOME, exist_ok=True)
     return {
