@@ -1,7 +1,9 @@
 # Two commands do all the set-up: `make demo` runs the main job and `make test` passes the
 # tests; each builds what it needs (.venv, the JS bundle, Chromium for the browser tests).
 # `make test-fast` is the quick loop while working: lint and the tests not marked slow,
-# browser or langflow (no real kernel, no whole-corpus scan, no Langflow server, no notebooks).
+# browser or langflow (no real kernel, no whole-corpus scan, no Langflow server, no notebooks),
+# spread over the cores by pytest-xdist (each worker starts its own warm sandbox).  `make test`,
+# what CI runs, stays in one process.
 # Only Python 3.10+, pip, node/npm (and apt, for Chromium) are required on the machine.
 
 PYTHON   ?= python3
@@ -44,7 +46,7 @@ test-fast: $(STAMP)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -m "not slow and not browser and not langflow" tests
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 -m "not slow and not browser and not langflow" tests
 
 # The main job, offline unless a provider is configured: executes notebooks/quickstart.ipynb
 # and writes notebooks/_build/quickstart.ipynb and .html.  `make demo ARGS=--all` runs them all.
