@@ -254,6 +254,11 @@ class _SessionFile(BaseModel):
 _UNREADABLE = (OSError, ValueError, TypeError, KeyError, ValidationError, RecursionError)
 
 
+LIST_LIMIT = 500
+"""``list`` reads at most this many files, the newest: we keep ``max_sessions`` of our own, and a
+damaged one is set aside when read, so more is another program's, or a flood."""
+
+
 class SessionStore:
     """Sessions as JSON files in one directory, the newest ``max_sessions`` kept."""
 
@@ -323,6 +328,8 @@ class SessionStore:
             paths = list(self.directory.glob("*.json"))
         except OSError:
             return []
+        if len(paths) > LIST_LIMIT:  # a shared folder may hold any number of files: read the newest
+            paths = self._newest(paths, LIST_LIMIT)
         for p in paths:
             try:
                 session = self._read(p)
@@ -341,6 +348,17 @@ class SessionStore:
                 }
             )
         return sorted(out, key=lambda d: d["updated"], reverse=True)
+
+    @staticmethod
+    def _newest(paths: list[Path], count: int) -> list[Path]:
+        """The ``count`` most recently modified of ``paths`` (by ``lstat``: a link is not followed)."""
+        stamped = []
+        for p in paths:
+            try:
+                stamped.append((os.lstat(p).st_mtime, p))
+            except OSError:
+                continue
+        return [p for _, p in sorted(stamped, key=lambda x: x[0], reverse=True)[:count]]
 
     def delete(self, session_id: str) -> bool:
         try:

@@ -453,3 +453,24 @@ def test_a_stored_title_is_one_line_in_history_and_the_panel(ip, llm, sandbox, t
     panel = ChatPanel(workspace=Workspace(data_dir=data, local_validator=sandbox))
     (title,) = [s["title"] for s in panel.sessions]
     assert "\n" not in title and "\x1b" not in title and title.startswith("Echo agentic_admin")
+
+
+def test_a_flood_of_files_in_the_sessions_folder_is_not_read_whole(ip, sandbox, tmp_path, capsys):
+    """2,000 unreadable ``*.json`` files (another program's, or a flood) older than the user's own
+    session: ``%assist history`` lists the session and reads only the newest few files (the ones it
+    read and could not use are set aside, the rest are left untouched)."""
+    data = tmp_path / "data"
+    sessions = data / "sessions"
+    _flow_session(sessions)  # saving prunes the folder to our newest sessions: the flood comes after
+    old = time.time() - 3600
+    for i in range(2000):
+        junk = sessions / f"junk{i:04}.json"
+        junk.write_text("not json")
+        os.utime(junk, (old, old))
+    _use_data_dir(ip, data, sandbox)
+
+    ip.run_line_magic("assist", "history")
+    assert GOOD_ID in capsys.readouterr().out
+    aside = list(sessions.glob("*.corrupt-*"))
+    assert 0 < len(aside) <= 500  # the control: junk was read (and set aside) -- but not 2,000 of it
+    assert len(list(sessions.glob("junk*.json"))) >= 1500
