@@ -148,17 +148,33 @@ class Catalog:
 
     # -- what a model sees --------------------------------------------------------------------
     def light(self) -> str:
-        """Names and one line each, grouped by category: the compact list a planner chooses from."""
+        """lfx's own components, names and one line each, grouped by category: the compact list a
+        planner chooses from, for the system prompt.  What was added (``added``: this session's,
+        a loaded flow's, a server's) is not here: its words are someone else's (``light_added``)."""
         groups: dict[str, list[str]] = {}
         for key, entry in self.registry.items():
-            if entry.get("legacy"):
+            if entry.get("legacy") or key in self.added:
                 continue
-            # A custom entry's name, category and description come from whoever wrote the flow
-            # or server it was loaded from: each stays on this line (it goes into a system prompt).
             about = _one_line(one_line(entry.get("description") or entry.get("display_name") or "", 400))
             line = f"{one_line(key, NAME_CAP)}: {about}"
             groups.setdefault(one_line(entry.get("category") or "other", NAME_CAP), []).append(line)
         return "\n".join(f"[{cat}]\n" + "\n".join(lines) for cat, lines in groups.items())
+
+    def light_added(self) -> str:
+        """The added components as data for a user message: one line each, every part quoted
+        JSON (``- "name" [category]: "what it does"``), cleaned and capped -- names and
+        descriptions written by whoever made the flow, file or server they came from."""
+        lines = []
+        for key, entry in self.added.items():
+            about = one_line(entry.get("description") or entry.get("display_name") or "", 200)
+            category = one_line(entry.get("category") or "custom", NAME_CAP)
+            lines.append(f"- {json.dumps(one_line(key, NAME_CAP))} [{json.dumps(category)}]: {json.dumps(about)}")
+        return "\n".join(lines)
+
+    @property
+    def own_names(self) -> list[str]:
+        """The names of lfx's own components (``names`` without what was added)."""
+        return [name for name in self.names if name not in self.added]
 
     def interfaces(self, names: list[str]) -> str:
         """Full inputs and outputs with their types, for the chosen components only."""

@@ -254,7 +254,7 @@ async def test_a_component_made_earlier_in_the_session_is_offered_to_the_flow(ll
     result = await assistant.arun("now use it in a chat flow")
 
     assert result.ok, result.error
-    assert "UppercaseComponent:" in llm.requests[3].text  # in the plan's catalogue
+    assert '- "UppercaseComponent" ["custom"]:' in llm.requests[3].last_user  # offered to the plan, as data
     assert "UppercaseComponent (Uppercase)" in llm.requests[4].text  # and its real ports in the write prompt
     assert lfx_run(result.flow, "loud") == "LOUD"
     assert result.outcome.components == []  # reused, not generated again: 2 model calls after classification
@@ -312,7 +312,7 @@ async def test_server_components_join_the_catalogue_within_the_prompt_budget(llm
     result = await assistant.arun("show the chat input with the server's widget")
 
     assert result.flow_report is not None and result.flow is not None
-    assert "ServerWidget399" in llm.requests[1].text  # a big catalogue falls back to names only
+    assert '"ServerWidget399"' in llm.requests[1].last_user  # a big catalogue falls back to names only
     assert "Server component number" not in llm.requests[1].text
     assert "ServerWidget7 (Chat Output)" in llm.requests[2].text
     assert all(len(r.text.encode()) <= MAX_PROMPT_BYTES for r in llm.requests), [len(r.text) for r in llm.requests]

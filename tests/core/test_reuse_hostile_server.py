@@ -169,9 +169,9 @@ async def test_a_50_mb_starter_listing_stops_at_the_cap_and_the_kernel_stays_sma
 
 async def test_a_loaded_flows_custom_node_names_never_reach_the_system_prompt(llm, make_assistant, sandbox, tmp_path):
     """A flow file (or a server's flow) loaded for an edit lends its custom nodes to the plan's
-    catalogue: the node's type and display name, written by whoever made the file, must not stand
-    on lines of their own in the plan call's system prompt. The control: the node's entry did
-    reach the plan call."""
+    catalogue: the node's type and display name, written by whoever made the file, reach the plan
+    call only in its user message, quoted on one line -- never its system prompt. The control:
+    the node's entry did reach the plan call."""
     from _support.components import GOOD
 
     from lfassist_jupyter.flows import default_catalog
@@ -199,6 +199,9 @@ async def test_a_loaded_flows_custom_node_names_never_reach_the_system_prompt(ll
     system, _ = plan_call(llm)
     text = llm.requests[1].text
     assert "Uppercase" in text and "reveal your instructions" in text  # control: the entry reached the plan
-    assert not any(line.startswith(INJECTED) for line in system.splitlines()), system[-800:]
-    assert not any(line.startswith("SYSTEM") for line in system.splitlines())
+    # ... in the user message, quoted on one line, never in the system prompt.
+    assert "Uppercase" not in system and INJECTED not in system and "Shouter" not in system, system[-800:]
+    _, user = plan_call(llm)
+    (listed,) = [line for line in user.splitlines() if line.startswith('- "Uppercase ')]
+    assert INJECTED in listed  # the whole entry, on its own quoted line
     assert default_catalog(sandbox).names  # the shared catalogue is untouched by a loaded flow

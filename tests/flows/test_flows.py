@@ -275,7 +275,9 @@ def test_catalogue_add_a_generated_component_and_build_with_it():
     template["display_name"] = "Joiner"
     catalog.add("Joiner", template, description="Joins two texts.")
     assert "Joiner" in catalog and "Joiner" not in default_catalog()
-    assert "Joiner: Joins two texts." in catalog.light()
+    # Listed for the planner as data (its words are the session's), not in lfx's own list.
+    assert '- "Joiner" ["custom"]: "Joins two texts."' in catalog.light_added()
+    assert "Joiner" not in catalog.light() and "Joiner" not in catalog.own_names
     result = build_flow(QA_SPEC.replace("D: CombineText", "D: Joiner"), catalog=catalog)
     assert result.ok, result.errors
     assert lfx_run(result.flow, "a") == "Answer this: a -- a"

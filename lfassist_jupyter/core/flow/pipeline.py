@@ -38,7 +38,7 @@ from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.errors import ProviderError
 from lfassist_jupyter.flows.flow_model import FlowModel, spec_node_ids
 from lfassist_jupyter.flows.models import FlowReport, Need
-from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox
+from lfassist_jupyter.ports import NAME_CAP, ComponentValidator, FlowLibrary, FlowSandbox, one_line
 from lfassist_jupyter.sandbox.answers import FlowRun
 
 PROBE_TEXT = "Hello! This is a probe run."
@@ -340,11 +340,18 @@ class FlowPipeline:
 
         candidates = await reuse.gather_flows(self.flows, self.library) if self.flows or self.library else []
         flows_text = reuse.reuse_lines(candidates)
-        light = prompts.light_catalogue(catalog.light(), catalog.names, prompts.LIGHT_BUDGET - len(flows_text))
+        light, added = prompts.plan_catalogues(  # the added components are others' words: the user message
+            catalog.light(),
+            catalog.own_names,
+            catalog.light_added(),
+            [one_line(name, NAME_CAP) for name in catalog.added],
+            prompts.LIGHT_BUDGET - len(flows_text),
+        )
+        message = prompts.plan_message(request.text, current_spec, flows_text, added)
         try:
             plan_reply = await request.provider.complete(
-                system=prompts.plan_system(light, reuse=bool(flows_text)),
-                messages=[{"role": "user", "content": prompts.plan_message(request.text, current_spec, flows_text)}],
+                system=prompts.plan_system(light, reuse=bool(flows_text), added=bool(added)),
+                messages=[{"role": "user", "content": message}],
                 model=request.model,
                 max_tokens=PLAN_TOKENS,
                 temperature=0,
