@@ -329,7 +329,7 @@ class SessionStore:
         except OSError:
             return []
         if len(paths) > LIST_LIMIT:  # a shared folder may hold any number of files: read the newest
-            paths = self._newest(paths, LIST_LIMIT)
+            paths = self._newest(paths)[:LIST_LIMIT]
         for p in paths:
             try:
                 session = self._read(p)
@@ -350,15 +350,18 @@ class SessionStore:
         return sorted(out, key=lambda d: d["updated"], reverse=True)
 
     @staticmethod
-    def _newest(paths: list[Path], count: int) -> list[Path]:
-        """The ``count`` most recently modified of ``paths`` (by ``lstat``: a link is not followed)."""
+    def _newest(paths: list[Path], *, regular_only: bool = False) -> list[Path]:
+        """``paths`` most recently modified first (by ``lstat``: a link is not followed); with
+        ``regular_only``, regular files only (what ``_prune`` may remove)."""
         stamped = []
         for p in paths:
             try:
-                stamped.append((os.lstat(p).st_mtime, p))
+                st = os.lstat(p)
             except OSError:
                 continue
-        return [p for _, p in sorted(stamped, key=lambda x: x[0], reverse=True)[:count]]
+            if not regular_only or stat.S_ISREG(st.st_mode):
+                stamped.append((st.st_mtime, p))
+        return [p for _, p in sorted(stamped, key=lambda x: x[0], reverse=True)]
 
     def delete(self, session_id: str) -> bool:
         try:
@@ -369,13 +372,5 @@ class SessionStore:
 
     def _prune(self) -> None:
         """Remove all but the newest sessions (regular files only: what is not ours stays)."""
-        stamped = []
-        for p in self.directory.glob("*.json"):
-            try:
-                st = os.lstat(p)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                stamped.append((st.st_mtime, p))
-        for _, old in sorted(stamped, key=lambda x: x[0], reverse=True)[self.max_sessions :]:
+        for old in self._newest(list(self.directory.glob("*.json")), regular_only=True)[self.max_sessions :]:
             old.unlink(missing_ok=True)
