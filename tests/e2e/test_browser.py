@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from _support.components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent, named
+from _support.components import GOOD, ONE_SENTENCE_SPEC, QA_SPEC, WRONG_IMPORT, fenced, intent, named
 from _support.fakellm import FakeLLM, Reply
 
 pytestmark = pytest.mark.browser
@@ -294,29 +294,13 @@ def _palette(page, text: str) -> list[str]:
     return page.eval_on_selector_all(".lm-CommandPalette-item", "els => els.map(e => e.innerText.trim())")
 
 
-MODEL_FLOW = """\
-name: One Sentence
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  M: LanguageModelComponent
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> M.input_value
-  M.text_output -> C.input_value
-config:
-  B.template: Answer in one sentence: {question}
-"""
-
-
 def test_flow_card_run_for_real_shows_the_plan_asks_then_answers(page, llm_server):
     """The panel's real Run in the browser: the plan and the consent on the card (the key's name, ticked
     because the kernel has it; never its value), then the model's answer as a card of its own."""
     chosen = json.dumps(
         {"components": ["ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"], "new": []}
     )
-    llm_server.queue(intent("build_flow"), chosen, f"```yaml\n{MODEL_FLOW}```")
+    llm_server.queue(intent("build_flow"), chosen, f"```yaml\n{ONE_SENTENCE_SPEC}```")
     composer = "textarea[aria-label='Message the assistant']"  # a flow card's run input is an .lfa-input too
     page.fill(composer, "a flow that answers in one sentence with a language model")
     page.press(composer, "Enter")

@@ -13,32 +13,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from _support.components import LLM_SPEC, intent, plan, spec_reply
+from _support.components import LLM_SPEC, ONE_SENTENCE_ANSWER, ONE_SENTENCE_SPEC, intent, plan, spec_reply
 from _support.display import text_of
 from _support.fakellm import Reply
 
 import lfassist_jupyter
 from lfassist_jupyter.flows import build_flow, flow_to_spec, validate_flow
 from lfassist_jupyter.flows.local import run_plan
-
-ANSWER = "Langflow is a visual builder for AI flows."
-
-# What a model writes for "a flow that answers in one sentence with a language model": the model
-# node left open, as the write prompt asks.
-WRITTEN = """\
-name: One Sentence
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  M: LanguageModelComponent
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> M.input_value
-  M.text_output -> C.input_value
-config:
-  B.template: Answer in one sentence: {question}
-"""
 
 
 def _node(flow: dict, kind: str = "LanguageModelComponent") -> dict:
@@ -70,14 +51,14 @@ def _assist_then_run(shell, llm, env: str):
     llm.queue(
         intent("build_flow"),
         plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"),
-        spec_reply(WRITTEN),
+        spec_reply(ONE_SENTENCE_SPEC),
     )
     result = shell.run_cell_magic("assist", "--out res", "a flow that answers in one sentence with a language model")
     assert result.kind == "flow" and result.ok, result.error
     cell = shell.rl_next_input
     assert cell.startswith("%%assist_flow\n")
     head, body = cell.split("\n", 1)
-    llm.queue(Reply(ANSWER))
+    llm.queue(Reply(ONE_SENTENCE_ANSWER))
     assert head == "%%assist_flow"
     view = shell.run_cell_magic("assist_flow", f'--run-local "what is Langflow?" --env {env}', body)
     return result, body, view
@@ -93,7 +74,7 @@ def test_assist_writes_a_flow_that_answers_with_the_users_openai_model(openai_ip
     # The real run: the fake provider's answer, and the request carried the key, the prompt and the
     # user's exact model name (lfx's list does not have it).
     assert view.run is not None and view.run.ok, (view.run, view.notes)
-    assert view.run.text == ANSWER
+    assert view.run.text == ONE_SENTENCE_ANSWER
     request = llm.requests[-1]
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-user-openai-key-0123456789"
@@ -108,7 +89,7 @@ def test_assist_writes_a_flow_that_answers_with_the_users_anthropic_model(anthro
     assert '  M.model: {"name": "claude-sonnet-4-5", "provider": "Anthropic"}\n' in spec
     assert "  M.api_key: ANTHROPIC_API_KEY\n" in spec
     assert view.run is not None and view.run.ok, (view.run, view.notes)
-    assert view.run.text == ANSWER
+    assert view.run.text == ONE_SENTENCE_ANSWER
     request = llm.requests[-1]
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == "sk-ant-user-key-0123456789"
@@ -177,7 +158,7 @@ def test_the_spec_of_a_built_flow_keeps_its_model_and_key_variable():
 
 def test_a_model_the_request_names_is_kept_with_its_providers_key(make_assistant, llm):
     """The assistant runs on OpenAI; the request asked for Claude: the flow calls Claude."""
-    asked = WRITTEN + '  M.model: {"name": "claude-haiku-4-5", "provider": "Anthropic"}\n'
+    asked = ONE_SENTENCE_SPEC + '  M.model: {"name": "claude-haiku-4-5", "provider": "Anthropic"}\n'
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"),
               spec_reply(asked))  # fmt: skip
     result = make_assistant("openai").run("a one-sentence answer flow with Claude Haiku")
@@ -188,7 +169,7 @@ def test_a_model_the_request_names_is_kept_with_its_providers_key(make_assistant
 
 def test_the_flow_model_setting_picks_the_model_of_the_flows(make_assistant, llm):
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"),
-              spec_reply(WRITTEN))  # fmt: skip
+              spec_reply(ONE_SENTENCE_SPEC))  # fmt: skip
     result = make_assistant("openai", flow_model="anthropic:claude-haiku-4-5").run("a one-sentence answer flow")
     assert result.validated, result.error
     model = json.loads(result.spec.split("M.model: ", 1)[1].splitlines()[0])
@@ -203,7 +184,7 @@ def test_an_ollama_model_node_gets_the_servers_url_and_no_key(llm, sandbox, tmp_
 
     provider = create_provider("ollama", base_url=llm.openai_base_url, http_retries=0)
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"),
-              spec_reply(WRITTEN))  # fmt: skip
+              spec_reply(ONE_SENTENCE_SPEC))  # fmt: skip
     assistant = Assistant(
         provider=provider, model="qwen3:0.6b", validator=sandbox, session_store=SessionStore(tmp_path)
     )
@@ -220,7 +201,11 @@ def test_the_offline_demo_provider_leaves_the_model_to_the_user(tmp_path):
     from lfassist_jupyter import Assistant
     from lfassist_jupyter.providers.scripted import ScriptedProvider
 
-    replies = [intent("build_flow"), plan("ChatInput", "LanguageModelComponent", "ChatOutput"), spec_reply(WRITTEN)]
+    replies = [
+        intent("build_flow"),
+        plan("ChatInput", "LanguageModelComponent", "ChatOutput"),
+        spec_reply(ONE_SENTENCE_SPEC),
+    ]
     result = Assistant(provider=ScriptedProvider(replies=replies), session_store=False).run("a flow with a model")
     assert "M.model" not in result.spec and "M.api_key" not in result.spec
     assert any(n.kind == "model" for n in result.flow_report.needs)
@@ -241,7 +226,7 @@ def test_a_password_in_the_servers_url_reaches_no_flow_card_or_session(llm, sand
     with_password = llm.url.replace("://", f"://bob:{password}@")
     provider = create_provider("ollama", base_url=with_password + "/v1", http_retries=0)
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"),
-              spec_reply(WRITTEN))  # fmt: skip
+              spec_reply(ONE_SENTENCE_SPEC))  # fmt: skip
     assistant = Assistant(
         provider=provider, model="qwen3:0.6b", validator=sandbox, session_store=SessionStore(tmp_path / "s")
     )

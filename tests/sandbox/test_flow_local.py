@@ -11,7 +11,6 @@ canary file in the user's HOME), and a model node that calls a provider with the
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
 import socket
 import sys
@@ -23,6 +22,7 @@ import pytest
 from _support.components import LLM_SPEC, OPENAI_CHAT_MODEL, QA_SPEC, named
 from _support.display import html_of, text_of
 from _support.fakellm import Reply
+from _support.pong import pong_server
 from IPython.core.error import UsageError
 
 import lfassist_jupyter
@@ -85,19 +85,8 @@ class EnvProbe(Component):
 
 @pytest.fixture(scope="module")
 def server():
-    class Pong(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"pong")
-
-        def log_message(self, *args):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pong)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_port}/"
-    srv.shutdown()
+    with pong_server() as port:
+        yield f"http://127.0.0.1:{port}/"
 
 
 def _catalog(sandbox):

@@ -9,7 +9,6 @@ listed, files written, the scratch space filled), and they run through the publi
 from __future__ import annotations
 
 import contextlib
-import http.server
 import ipaddress
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from _support.components import LLM_SPEC
+from _support.pong import pong_server
 
 import lfassist_jupyter
 from lfassist_jupyter.flows import build_flow, default_catalog
@@ -163,20 +163,8 @@ real_run = pytest.mark.slow
 @pytest.fixture(scope="module")
 def pong():
     """A local HTTP server on a random port: a stand-in for any local service (the kernel's ports)."""
-
-    class Pong(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"pong")
-
-        def log_message(self, *args):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pong)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv.server_port
-    srv.shutdown()
+    with pong_server() as port:
+        yield port
 
 
 @pytest.fixture(scope="module")

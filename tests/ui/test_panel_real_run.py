@@ -9,27 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from _support.components import intent, plan, spec_reply
+from _support.components import ONE_SENTENCE_ANSWER, ONE_SENTENCE_SPEC, intent, plan, spec_reply
 from _support.fakellm import Reply
 
 from lfassist_jupyter.ui.panel import ChatPanel
 from lfassist_jupyter.ui.workspace import Workspace
 
-ANSWER = "Langflow is a visual builder for AI flows."
-WRITTEN = """\
-name: One Sentence
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  M: LanguageModelComponent
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> M.input_value
-  M.text_output -> C.input_value
-config:
-  B.template: Answer in one sentence: {question}
-"""
 PROVIDERS = {
     # provider: (its variables, the key's variable, the key, the path the model is asked on, the auth header)
     "openai": ({"OPENAI_BASE_URL": "{openai}", "LFASSIST_MODEL": "my-local-model"}, "OPENAI_API_KEY",
@@ -58,7 +43,7 @@ def provider_panel(request, llm, monkeypatch, sandbox, tmp_path):
     monkeypatch.setenv(variable, key)
     panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=sandbox))
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"))
-    llm.queue(spec_reply(WRITTEN))
+    llm.queue(spec_reply(ONE_SENTENCE_SPEC))
     panel.send_prompt("a flow that answers in one sentence with a language model")
     panel.wait(180)
     card = panel.messages[-1]
@@ -83,12 +68,12 @@ def test_run_for_real_asks_once_per_session_then_answers_with_the_users_model(pr
     assert key not in _state(panel)
 
     # The user allows the variable (the view's Run on the plan): the run answers with the model.
-    llm.queue(Reply(ANSWER))
+    llm.queue(Reply(ONE_SENTENCE_ANSWER))
     view(panel, {"type": "run_for_real", "id": card, "text": "what is Langflow?", "allow": [variable]})
     panel._real_job.result(180)
     answer = panel.messages[-1]
-    assert answer["kind"] == "run" and answer["validated"] and answer["text"] == ANSWER, answer
-    assert answer["lines"][0] == {"text": f"Real run on 'what is Langflow?': {ANSWER!r}", "ok": True}
+    assert answer["kind"] == "run" and answer["validated"] and answer["text"] == ONE_SENTENCE_ANSWER, answer
+    assert answer["lines"][0] == {"text": f"Real run on 'what is Langflow?': {ONE_SENTENCE_ANSWER!r}", "ok": True}
     assert any(f"variables given: {variable}" in line["text"] for line in answer["lines"])
     request = llm.requests[-1]
     assert request.path == path and request.headers[header] == value
@@ -111,7 +96,7 @@ def test_a_variable_the_kernel_lacks_is_named_and_nothing_runs(llm, monkeypatch,
     monkeypatch.setenv("OPENAI_API_KEY", "sk-assistant-only-0123456789")
     panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=sandbox))
     llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent", "ChatOutput"))
-    llm.queue(spec_reply(WRITTEN))
+    llm.queue(spec_reply(ONE_SENTENCE_SPEC))
     panel.send_prompt("a flow that answers in one sentence with a language model")
     panel.wait(180)
     card = panel.messages[-1]["id"]
@@ -171,7 +156,7 @@ def test_a_session_consent_does_not_send_a_key_to_hosts_that_plan_never_showed(l
     cards = {}
     for label, model in (("openai", "my-local-model"), ("elsewhere", "claude-haiku-4-5")):
         provider = "OpenAI" if label == "openai" else "Anthropic"
-        spec = WRITTEN + f'  M.model: {{"name": "{model}", "provider": "{provider}"}}\n' + key_line
+        spec = ONE_SENTENCE_SPEC + f'  M.model: {{"name": "{model}", "provider": "{provider}"}}\n' + key_line
         built = build_flow(spec)
         assert built.ok, built.errors
         card = flow_message(flow=built.flow, spec=spec, validated=True)
@@ -181,10 +166,12 @@ def test_a_session_consent_does_not_send_a_key_to_hosts_that_plan_never_showed(l
 
     assert panel.run_for_real(cards["openai"], "hi") is None  # the plan first
     assert not any("anthropic" in h for h in panel.real_run["hosts"])
-    llm.queue(Reply(ANSWER))
+    llm.queue(Reply(ONE_SENTENCE_ANSWER))
     view(panel, {"type": "run_for_real", "id": cards["openai"], "text": "hi", "allow": ["OPENAI_API_KEY"]})
     panel._real_job.result(180)
-    assert panel.messages[-1]["kind"] == "run" and panel.messages[-1]["text"] == ANSWER  # control: consent runs
+    assert (
+        panel.messages[-1]["kind"] == "run" and panel.messages[-1]["text"] == ONE_SENTENCE_ANSWER
+    )  # control: consent runs
     runs = len(panel.messages)
 
     # The other flow wants the key already allowed, but reaches a host the consent never showed.
