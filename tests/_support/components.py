@@ -293,23 +293,6 @@ config:
 """
 """A flow with a language model: valid, but it needs a model and a key before it can run."""
 
-ONE_SENTENCE_SPEC = """\
-name: One Sentence
-nodes:
-  A: ChatInput
-  B: Prompt Template
-  M: LanguageModelComponent
-  C: ChatOutput
-edges:
-  A.message -> B.question
-  B.prompt -> M.input_value
-  M.text_output -> C.input_value
-config:
-  B.template: Answer in one sentence: {question}
-"""
-"""What a model writes for "a flow that answers in one sentence with a language model": the model
-node left open, as the write prompt asks (the assistant configures it for the user's model)."""
-
 ONE_SENTENCE_ANSWER = "Langflow is a visual builder for AI flows."
 """What the fake model answers a real run of that flow."""
 
@@ -317,6 +300,13 @@ ONE_SENTENCE_ANSWER = "Langflow is a visual builder for AI flows."
 def named(spec: str, name: str) -> str:
     """``spec`` with a flow name (the name Langflow shows)."""
     return f"name: {name}\n{spec}"
+
+
+ONE_SENTENCE_SPEC = named(
+    LLM_SPEC.replace("Be brief. {question}", "Answer in one sentence: {question}"), "One Sentence"
+)
+"""What a model writes for "a flow that answers in one sentence with a language model": the model
+node left open, as the write prompt asks (the assistant configures it for the user's model)."""
 
 
 def plan(*names: str, new: list | None = None) -> str:
