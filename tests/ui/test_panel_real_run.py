@@ -18,8 +18,8 @@ from lfassist_jupyter.ui.workspace import Workspace
 PROVIDERS = {
     # provider: (its variables, the key's variable, the key, the path the model is asked on, the auth header)
     "openai": ({"OPENAI_BASE_URL": "{openai}", "LFASSIST_MODEL": "my-local-model"}, "OPENAI_API_KEY",
-               "sk-panel-real-run-0123456789", "/v1/chat/completions", ("authorization", "Bearer {key}")),
-    "anthropic": ({"ANTHROPIC_BASE_URL": "{url}"}, "ANTHROPIC_API_KEY", "sk-ant-panel-real-0123456789",
+               "fake-openai-key-panel-0123456789", "/v1/chat/completions", ("authorization", "Bearer {key}")),
+    "anthropic": ({"ANTHROPIC_BASE_URL": "{url}"}, "ANTHROPIC_API_KEY", "fake-anthropic-key-panel-0123456789",
                   "/v1/messages", ("x-api-key", "{key}")),
 }  # fmt: skip
 
