@@ -9,6 +9,8 @@ sends the top errors, each naming its node and field with a suggested fix.
 
 from __future__ import annotations
 
+import json
+
 MAX_PROMPT_CHARS = 16_000
 """The budget of one call's prompt (system + messages): the issue's goal is at most 16 KB."""
 LIGHT_BUDGET = 12_500
@@ -179,8 +181,6 @@ def plan_catalogues(
         return light_catalogue(light, own_names, budget), ""
     if len(light) + len(added) <= budget:
         return light, added
-    import json
-
     names = ", ".join(json.dumps(name) for name in added_names)
     room = max(budget - len(", ".join(own_names)), budget // 3)  # lfx's own names keep their room
     if len(names) > room:
