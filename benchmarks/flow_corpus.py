@@ -330,8 +330,8 @@ def measure(half: str, out: Path | None = None) -> dict:
     """Agreement of ``validate_flow`` with lfx, full round trips (load -> spec -> rebuild with no
     change) and ``validate_flow``'s time per flow, on one half of the corpus."""
     from lfassist_jupyter import Assistant, ScriptedProvider
+    from lfassist_jupyter.flows import build as spec_module
     from lfassist_jupyter.flows import default_catalog, flow_to_spec, validate_flow
-    from lfassist_jupyter.flows import spec as spec_module
     from lfassist_jupyter.sandbox.client import default_validator
 
     stored = json.loads(VERDICTS.read_text())

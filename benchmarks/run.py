@@ -363,7 +363,7 @@ def timed_each(fn, items) -> list[float]:
     return out
 
 
-# -- real runs (flows.local + sandbox.local_run + sandbox.egress) vs probe runs and a cold `lfx run` ---------------
+# -- real runs (flows.real_run + sandbox.local_run + sandbox.egress) vs probe runs and a cold `lfx run` ---------------
 
 
 _BENCH_KNOCK = """
@@ -407,7 +407,7 @@ def real_runs(validator: SandboxValidator, n: int) -> dict:
     from _support.fakellm import FakeLLM, Reply
 
     from lfassist_jupyter.flows import build_flow, default_catalog
-    from lfassist_jupyter.flows.local import run_flow_for_real
+    from lfassist_jupyter.flows.real_run import run_flow_for_real
 
     catalog = default_catalog()
     catalog.add("ChatModel", validator.component_template(OPENAI_CHAT_MODEL).template)

@@ -40,9 +40,9 @@ _LAZY = {
     "ValidationReport": "lfassist_jupyter.validation.report",
     "validate_component": "lfassist_jupyter.sandbox.client",
     "avalidate_component": "lfassist_jupyter.sandbox.client",
-    "build_flow": "lfassist_jupyter.flows.spec",
+    "build_flow": "lfassist_jupyter.flows.build",
     "validate_flow": "lfassist_jupyter.flows.validate",
-    "run_flow_for_real": "lfassist_jupyter.flows.local",  # the probe run is SandboxValidator.probe_run
+    "run_flow_for_real": "lfassist_jupyter.flows.real_run",  # the probe run is SandboxValidator.probe_run
     "FlowRun": "lfassist_jupyter.sandbox.answers",
     "RealRun": "lfassist_jupyter.sandbox.answers",
     "SandboxValidator": "lfassist_jupyter.sandbox.client",

@@ -160,7 +160,7 @@ def _outgoing(the_flow: dict[str, Any], what: str) -> None:
     a registration): built-in code is known from the sandbox's catalogue (issue 30)."""
     from lfassist_jupyter.errors import ConfigError
     from lfassist_jupyter.flows.catalog import default_catalog
-    from lfassist_jupyter.flows.checks import outgoing_flow_problem
+    from lfassist_jupyter.flows.code_checks import outgoing_flow_problem
     from lfassist_jupyter.sandbox.client import default_validator
 
     try:
@@ -354,7 +354,7 @@ def _file_tools(tool: Register, base: Path) -> None:
         fields cleared): Langflow's Upload imports it, `lfx validate` checks it, `lfx push` upserts
         it. path is relative to the server's root (".json" is added). The id is the flow's own,
         else the overwritten file's, else new. Returns {path, id, id_source}."""
-        from lfassist_jupyter.flows.flowfile import flow_file_path, write_flow_file
+        from lfassist_jupyter.flows.save import flow_file_path, write_flow_file
 
         the_flow = _flow(flow)
         target = _inside(base, path, "path")

@@ -325,7 +325,7 @@ class Assistant:
         from lfassist_jupyter.core.flow.pipeline import custom_templates, without_secrets
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows import FlowSpecError, build_flow, default_catalog, flow_to_spec
-        from lfassist_jupyter.flows.files import is_flow_path, read_flow_file, require_flow
+        from lfassist_jupyter.flows.load import is_flow_path, read_flow_file, require_flow
 
         data: Any = flow
         if is_flow_path(flow):

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lfassist_jupyter.core.intent import GENERATE_COMPONENT, QUESTION
 from lfassist_jupyter.core.wire import CompleteData
-from lfassist_jupyter.flows.models import FlowReport
+from lfassist_jupyter.flows.results import FlowReport
 from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.validation.report import ValidationReport
 

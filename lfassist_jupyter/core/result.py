@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from lfassist_jupyter.core.events import Event
 from lfassist_jupyter.core.intent import INTENT_KIND, ResultKind
 from lfassist_jupyter.core.outcome import AnswerOutcome, BuiltinComponent, ComponentOutcome, FlowOutcome
-from lfassist_jupyter.flows.models import FlowReport
+from lfassist_jupyter.flows.results import FlowReport
 from lfassist_jupyter.sandbox.answers import FlowRun
 from lfassist_jupyter.validation.report import ValidationReport
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .models import BuildResult, Change, FlowProblem, FlowReport, FlowSpecError, Need, RepairResult
+from .results import BuildResult, Change, FlowProblem, FlowReport, FlowSpecError, Need, RepairResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from .catalog import Catalog
@@ -51,13 +51,13 @@ __all__ = [
 _LAZY = {
     "Catalog": "catalog",
     "default_catalog": "catalog",
-    "build_flow": "spec",
+    "build_flow": "build",
     "extract_spec": "spec_text",
-    "flow_to_spec": "spec",
-    "edit_flow": "spec",
+    "flow_to_spec": "build",
+    "edit_flow": "build",
     "validate_flow": "validate",
     "repair_flow": "repair",
-    "run_flow_for_real": "local",
+    "run_flow_for_real": "real_run",
 }
 
 

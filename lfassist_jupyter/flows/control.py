@@ -32,7 +32,7 @@ from typing import Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import input_ports, loop_port, output_ports, types_compatible
 
-from .models import Change, FlowProblem
+from .results import Change, FlowProblem
 
 __all__ = ["ControlResult", "branch_ports", "control_flow_json", "infer_control_flow"]
 

@@ -4,7 +4,7 @@ A flow's id is its file name (``echo_qa.json``) and its listed name the file's s
 (``echo_qa``), so listing a folder reads no file: a folder holding big data files is as cheap
 to list as an empty one.  ``aget_flow`` also takes a path (``~/flows/qa.json``, relative to the
 folder or absolute), as a user types it.  A file is data from elsewhere: it is read by
-``flows/files.py``, the one reader of flow files (only a regular file, at most ``MAX_FLOW_FILE``
+``flows/load.py``, the one reader of flow files (only a regular file, at most ``MAX_FLOW_FILE``
 bytes, shape-checked); anything else is one ``FlowFileError`` line naming the file and the field.
 """
 
@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from lfassist_jupyter.flows.files import read_flow_file
+from lfassist_jupyter.flows.load import read_flow_file
 from lfassist_jupyter.ports import FlowEntry
 
 MAX_ENTRIES = 1000

@@ -19,7 +19,7 @@ from typing import Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.validation.report import MissingPackage
 
-from .models import Need
+from .results import Need
 
 log = logging.getLogger("lfassist_jupyter")
 

@@ -14,8 +14,8 @@ from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import coerce_value, node_name
 
 from .catalog import Catalog, default_catalog
-from .files import require_flow
-from .models import Change, RepairResult
+from .load import require_flow
+from .results import Change, RepairResult
 
 __all__ = ["coerce_value", "fix_component_name", "fix_edge_ports", "repair_flow"]
 

@@ -1,8 +1,8 @@
 """A spec's text, read as a person reads it: the spec inside a model reply (``extract_spec``) and
 the lines of its ``nodes:`` section (``spec_nodes``).
 
-Plain text work (``re`` only), below both the builder (``spec.py``: it builds what it finds
-here) and the checks (``checks.py``: a duplicated id is found in these lines, before lfx's
+Plain text work (``re`` only), below both the builder (``build.py``: it builds what it finds
+here) and the checks (``code_checks.py``: a duplicated id is found in these lines, before lfx's
 parser keeps only the last of it), so that neither imports the other.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .models import FlowSpecError
+from .results import FlowSpecError
 
 __all__ = ["extract_spec", "spec_nodes"]
 

@@ -17,10 +17,10 @@ from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import conversion_hint, node_name, types_compatible
 
 from .catalog import Catalog, default_catalog
-from .checks import check as check_flow
-from .files import is_flow_path, load_flow_file
+from .code_checks import check as check_flow
 from .groups import ungroup
-from .models import FlowProblem, FlowReport, FlowSpecError, MissingPackage, Need
+from .load import is_flow_path, load_flow_file
+from .results import FlowProblem, FlowReport, FlowSpecError, MissingPackage, Need
 
 # Inputs that only an edge can fill (a handle); empty and unconnected, they are wiring errors.
 _HANDLE_INPUTS = {"HandleInput", "DataInput", "DataFrameInput", "MessageInput", "ToolsInput", "LinkInput"}
@@ -48,7 +48,7 @@ def _load(
             return None, [FlowProblem(code="structure", message=f"Cannot read {flow}: {why}.")], []
         return _shaped(data, str(flow))
     if isinstance(flow, str):
-        from .spec import build_flow
+        from .build import build_flow
 
         try:
             built = build_flow(flow, catalog=catalog, repair=False)
@@ -105,7 +105,7 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
     if len(nodes) > 1:
         touched = {e.get("source") for e in raw_edges} | {e.get("target") for e in raw_edges}
         warnings += [f"{node_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
-    from .flow_model import model_nodes
+    from .model_nodes import model_nodes
 
     return FlowReport(
         missing_packages=_packages(loaded, catalog, needs),

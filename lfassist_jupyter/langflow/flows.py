@@ -3,7 +3,7 @@
 What the Langflow UI does, through its HTTP API (checked against Langflow 1.13's
 ``api/v1/flows.py`` and ``api/v1/endpoints.py``):
 
-- A flow's ``id`` is its identity (``flows/flowfile.py``: given when it is first saved or
+- A flow's ``id`` is its identity (``flows/save.py``: given when it is first saved or
   registered, then kept). Registering a flow whose id the server has updates that flow in place
   with ``PATCH /api/v1/flows/{id}`` (a ``FlowUpdate``: name, description, data); so does
   registering one without an id when a flow of ours (found by our tag) has its name.  A new
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.errors import LangflowError
-from lfassist_jupyter.flows.flowfile import FLOW_TAGS, is_flow_id
+from lfassist_jupyter.flows.save import FLOW_TAGS, is_flow_id
 from lfassist_jupyter.langflow.client import TAG
 from lfassist_jupyter.redaction import redact
 

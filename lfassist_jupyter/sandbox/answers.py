@@ -156,7 +156,9 @@ class ComponentTemplate(BaseModel):
         return cls(ok=False, error=str(error), **why)
 
 
-class BuildError(BaseModel):
+class BuildProblem(BaseModel):
+    """One problem lfx found while building a flow from a spec (data, not an exception)."""
+
     code: str = Field(max_length=40)
     node: str | None = Field(default=None, max_length=500)
     node_id: str | None = Field(default=None, max_length=500)
@@ -182,7 +184,7 @@ class FlowBuild(BaseModel):
     ok: bool
     flow: dict[str, Any] | None = None
     spec: str = ""
-    errors: list[BuildError] = Field(default_factory=list, max_length=5_000)
+    errors: list[BuildProblem] = Field(default_factory=list, max_length=5_000)
     warnings: list[str] = Field(default_factory=list, max_length=5_000)
     changes: list[BuildChange] = Field(default_factory=list, max_length=5_000)
     node_ids: dict[str, str] = Field(default_factory=dict)

@@ -168,7 +168,7 @@ class SandboxValidator(ZygoteProcess):
         ``ok=False`` with the reason.  (A *real* run, models called with the keys the user
         allowed, is ``lfassist_jupyter.run_flow_for_real``.)
         """
-        from lfassist_jupyter.flows.run import stub_flow
+        from lfassist_jupyter.flows.probe import stub_flow
 
         timeout = self.timeout if timeout is None else timeout
         if not isinstance(flow, dict):
@@ -351,7 +351,7 @@ class SandboxValidator(ZygoteProcess):
         beyond lfx's bundled ones (generated components, a Langflow server's); their code runs
         only for the spec ids in ``refresh`` (a build whose answer is read for those nodes
         alone), and ``templates`` gives such nodes' refreshed templates to a build that runs
-        none of it (see ``flows.spec.build_flow``). Returns a ``FlowBuild`` (schema-checked;
+        none of it (see ``flows.build.build_flow``). Returns a ``FlowBuild`` (schema-checked;
         texts redacted; ``refused``: what the sandbox refused meanwhile); never raises: a
         failure of the sandbox itself is ``ok=False`` with ``error``.
         """

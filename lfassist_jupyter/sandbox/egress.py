@@ -1,6 +1,6 @@
 """The network fence of a real flow run: a small HTTP proxy on the kernel's side, on a Unix socket.
 
-A real run (``flows.local``, started by ``local_run.py``) has a network namespace of its own with
+A real run (``flows.real_run``, started by ``local_run.py``) has a network namespace of its own with
 loopback only; the one way out is this proxy's Unix socket, bound into the sandbox (the runner
 forwards a loopback port to it and points ``HTTPS_PROXY`` at that port). The proxy speaks
 ``CONNECT host:port`` (TLS, what the provider SDKs use) and plain-HTTP absolute-URI requests, and

@@ -1,6 +1,6 @@
 """The real run's process: a warm runner, under bubblewrap, behind the egress fence.
 
-``flows.local`` decides what a run may have (the plan: allowed variables and hosts); this module
+``flows.real_run`` decides what a run may have (the plan: allowed variables and hosts); this module
 runs it. ``RealRunner`` keeps one process warm (``_local_runner.py``: lfx imported once, a
 confined child forked per run, see there), starts the run's egress proxy (``egress.EgressProxy``,
 on a Unix socket in a *fence* directory that is bound into the sandbox), hands the run over and
@@ -53,7 +53,7 @@ user namespace of its own, which cannot map the sandbox's root without a capabil
 class RunPlan:
     """What a real run of a flow would be given and reach, shown before it runs.
 
-    ``flows.local.run_plan`` makes it from the flow and what the user allowed; this module's runner
+    ``flows.real_run.run_plan`` makes it from the flow and what the user allowed; this module's runner
     takes it: the one value that crosses from the deciding side to the running side."""
 
     variables: list[tuple[str, str]] = field(default_factory=list)
@@ -351,7 +351,7 @@ def warm_up() -> RealRunner:
 def run(flow: dict[str, Any], input_text: str, plan: RunPlan, timeout: float) -> RealRun:
     """Run the prepared ``flow`` in the warm runner with only ``plan``'s variables and hosts.
 
-    The caller (``flows.local.run_flow_for_real``) has loaded, validated and planned the flow."""
+    The caller (``flows.real_run.run_flow_for_real``) has loaded, validated and planned the flow."""
     return real_runner().run(flow, input_text, plan, timeout)
 
 

@@ -84,7 +84,7 @@ def build_view(body: str) -> FlowView:
         raise ConfigError("The cell is empty: write a flow spec (nodes:, edges:, config:) or a path to a flow JSON.")
     notes: list[Note] = []
     if _looks_like_path(body):
-        from lfassist_jupyter.flows.files import read_flow_file
+        from lfassist_jupyter.flows.load import read_flow_file
 
         flow = read_flow_file(body.strip())  # FlowFileError (a ConfigError): one line naming what is wrong
         try:
@@ -122,7 +122,7 @@ def local_run(
     ``env_names`` (from the kernel's environment) and the network of ``allow_hosts`` plus its
     providers'.  What it wants and reaches is printed first; a wanted variable the user did not
     name stops it, with the ``--env`` to add."""
-    from lfassist_jupyter.flows.local import run_flow_for_real, run_plan
+    from lfassist_jupyter.flows.real_run import run_flow_for_real, run_plan
 
     view.run_input = text
     if view.flow is None or not view.ok:
@@ -213,7 +213,7 @@ def register(workspace: Workspace, view: FlowView, *, name: str | None = None, r
         view.notes.append((f"Not registered: {exc}", False))
         return
     view.notes.append((str(view.registered), True))
-    from lfassist_jupyter.flows.local import flow_variables, prepare_flow
+    from lfassist_jupyter.flows.real_run import flow_variables, prepare_flow
 
     named = flow_variables(prepare_flow(view.flow)[0])
     needs = _blocking_needs(view.report, {(nid, field) for _, _, nid, field in named})
@@ -256,7 +256,7 @@ def assist_flow(
 ) -> FlowView:
     """The whole of ``%%assist_flow``: build + validate, then the requested actions: a run, the
     registration, the file (which then holds the id Langflow keeps the flow under)."""
-    from lfassist_jupyter.flows.flowfile import file_flow_id, flow_file_path, is_flow_id
+    from lfassist_jupyter.flows.save import file_flow_id, flow_file_path, is_flow_id
 
     view = build_view(body)
     if run is not None and run_local is not None:

@@ -27,7 +27,7 @@ FORMATS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("lfassist_jupyter.validation.report", "ValidationReport"): ("component:report_html", "component:report_text"),
     ("lfassist_jupyter.core.component.repair", "FixResult"): ("component:fix_html", "component:fix_text"),
     ("lfassist_jupyter.core.result", "AssistResult"): ("result:result_html", "result:result_text"),
-    ("lfassist_jupyter.flows.models", "FlowReport"): ("flow:flow_report_html", "flow:flow_report_text"),
+    ("lfassist_jupyter.flows.results", "FlowReport"): ("flow:flow_report_html", "flow:flow_report_text"),
     # Its text is its own aligned table (the CLI prints the same), so only the HTML is a view's.
     ("lfassist_jupyter.eval", "SuiteResult"): ("eval:suite_html", None),
 }

@@ -138,7 +138,7 @@ class RealRunPlan(BaseModel):
 
 
 def real_run_plan(message_id: str, plan: Any, allowed: set[str], extra_hosts: list[str]) -> RealRunPlan:
-    """A ``flows.local.RunPlan`` as the consent shows it: each wanted variable with whether this session
+    """A ``flows.real_run.RunPlan`` as the consent shows it: each wanted variable with whether this session
     allowed it and whether the kernel has it -- never its value."""
     import os
 

@@ -543,7 +543,7 @@ class ChatPanel(anywidget.AnyWidget):
         session allowed), the hosts it may reach; nothing runs. Also starts the warm real runner in
         the background, so the run that follows does not wait for lfx's import."""
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.flows.local import run_plan
+        from lfassist_jupyter.flows.real_run import run_plan
         from lfassist_jupyter.sandbox import local_run
         from lfassist_jupyter.ui.messages import real_run_plan
 
@@ -581,7 +581,7 @@ class ChatPanel(anywidget.AnyWidget):
         later flow handing the allowed key to another provider), shows its plan again. Returns the
         background run, or None when nothing runs."""
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.flows.local import run_plan
+        from lfassist_jupyter.flows.real_run import run_plan
         from lfassist_jupyter.sandbox.egress import parse_host
         from lfassist_jupyter.ui.flow_cell import PROBE_INPUT
 
@@ -632,7 +632,7 @@ class ChatPanel(anywidget.AnyWidget):
         self.real_run = {**(self.real_run_plan(message_id) or {}), "running": True}
 
         async def go() -> None:
-            from lfassist_jupyter.flows.local import run_flow_for_real
+            from lfassist_jupyter.flows.real_run import run_flow_for_real
             from lfassist_jupyter.ui.messages import run_message
 
             try:

@@ -216,7 +216,7 @@ class Workspace:
     def _outgoing_component(code: str) -> None:
         """Only code the security scan passes in reject mode leaves for Langflow (``LangflowError``)."""
         from lfassist_jupyter.errors import LangflowError
-        from lfassist_jupyter.flows.checks import code_refusal
+        from lfassist_jupyter.flows.code_checks import code_refusal
 
         why = code_refusal(code)
         if why is not None:
@@ -248,7 +248,7 @@ class Workspace:
         anything.  Built-in code is known from the sandbox's catalogue (the zygote's facts)."""
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows.catalog import default_catalog
-        from lfassist_jupyter.flows.checks import outgoing_flow_problem
+        from lfassist_jupyter.flows.code_checks import outgoing_flow_problem
 
         try:
             catalog = default_catalog(self.local_validator())
@@ -296,7 +296,7 @@ class Workspace:
         return explain_run(flow, runner(flow, input_text))  # a file, key or service to provide, not "failed"
 
     def save_flow(self, flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
-        """Write ``flow`` as a Langflow 1.13 flow file (``flows/flowfile.py``): Langflow's UI
+        """Write ``flow`` as a Langflow 1.13 flow file (``flows/save.py``): Langflow's UI
         imports it, ``lfx validate`` checks it, ``lfx push`` upserts it by its stable id.
 
         The flow keeps the id it was saved with (its own, the overwritten file's, or a new one),
@@ -304,7 +304,7 @@ class Workspace:
         line when it is not a flow, the file cannot be written, or custom code in it does not pass
         the security scan (``outgoing_flow_problem``): the file is for Langflow."""
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.flows.flowfile import write_flow_file
+        from lfassist_jupyter.flows.save import write_flow_file
 
         problem = self.outgoing_flow_problem(flow) if isinstance(flow, dict) else None
         if problem is not None:

@@ -2,7 +2,7 @@
 and edge the edit did not name comes back byte for byte, and the edit is applied.
 
 "Byte for byte" as a saved flow file has it: the file is normalised as ``lfx export`` does (keys
-sorted, drag-state keys and key values dropped: issue 35, ``flows/flowfile.py``), so each original
+sorted, drag-state keys and key values dropped: issue 35, ``flows/save.py``), so each original
 node and edge is compared in that form, what ``lfx export`` would make of the export itself.
 
 Through ``Assistant`` (what ``%assist flow load`` and the next ``%%assist`` call) with the fake
@@ -18,7 +18,7 @@ from _support.components import intent, plan, spec_reply
 from _support.corpus import corpus_file, corpus_flow
 
 from lfassist_jupyter.flows import default_catalog, flow_to_spec
-from lfassist_jupyter.flows.flowfile import flow_file, normal_node
+from lfassist_jupyter.flows.save import flow_file, normal_node
 from lfassist_jupyter.ui.workspace import Workspace
 
 

@@ -19,7 +19,7 @@ from _support.components import COMBINE_SPEC, LLM_SPEC, QA_SPEC, UPPER_SPEC, nam
 from _support.lfxcli import known_lfx_false_positive, lfx, lfx_validate
 
 from lfassist_jupyter.flows import build_flow
-from lfassist_jupyter.flows.flowfile import FLOW_TAGS, file_flow_id, flow_file, is_flow_id, write_flow_file
+from lfassist_jupyter.flows.save import FLOW_TAGS, file_flow_id, flow_file, is_flow_id, write_flow_file
 
 ECHO_QA = named(QA_SPEC, "Echo QA")
 

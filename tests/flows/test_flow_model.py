@@ -19,7 +19,7 @@ from _support.fakellm import Reply
 
 import lfassist_jupyter
 from lfassist_jupyter.flows import build_flow, flow_to_spec, validate_flow
-from lfassist_jupyter.flows.local import run_plan
+from lfassist_jupyter.flows.real_run import run_plan
 
 
 def _node(flow: dict, kind: str = "LanguageModelComponent") -> dict:

@@ -212,7 +212,7 @@ def test_the_issue_s_examples_name_the_field(tmp_path):
     """``{"data": []}``, a handle that is a string or a list, a node id that is a list: one line each."""
     from lfassist_jupyter import validate_flow
     from lfassist_jupyter.errors import FlowFileError
-    from lfassist_jupyter.flows.files import read_flow_file
+    from lfassist_jupyter.flows.load import read_flow_file
 
     edge = {"source": "A-1", "target": "B-1", "data": {"sourceHandle": "A-1|out", "targetHandle": {"fieldName": "x"}}}
     examples = {
@@ -266,8 +266,8 @@ def test_a_deeply_nested_value_is_one_line_at_every_door(flow_ip, tmp_path):
     traceback: it is refused where it enters, in one line, and a value 50 deep is still a flow
     (the second control)."""
     from lfassist_jupyter import validate_flow
-    from lfassist_jupyter.flows.files import read_flow_file
-    from lfassist_jupyter.flows.flowfile import write_flow_file
+    from lfassist_jupyter.flows.load import read_flow_file
+    from lfassist_jupyter.flows.save import write_flow_file
 
     deep = _deep_flow(tmp_path, 900)
     assert json.loads(deep.read_text())  # control: it is JSON

@@ -58,11 +58,11 @@ def test_lfx_builder_alone_fails_on_prompt_variables():
 
 def test_built_flow_passes_lfx_structural_validation(tmp_path):
     """A build has no identity yet (no top-level ``id``: lfx's level 1 asks for one); the file it
-    is saved as has one (flows/flowfile.py), and passes. tests/flows/test_flow_files.py runs the
+    is saved as has one (flows/save.py), and passes. tests/flows/test_flow_files.py runs the
     lfx CLI on what every save path writes."""
     from lfx.cli.validation.core import validate_flow_file
 
-    from lfassist_jupyter.flows.flowfile import write_flow_file
+    from lfassist_jupyter.flows.save import write_flow_file
 
     flow = build_flow(QA_SPEC).flow
     assert "id" not in flow
@@ -337,7 +337,7 @@ def test_probe_run_module_imports_only_stdlib():
     import sys
     from pathlib import Path
 
-    import lfassist_jupyter.flows.run as run
+    import lfassist_jupyter.flows.probe as run
 
     tree = ast.parse(Path(run.__file__).read_text(encoding="utf-8"))
     roots = set()

@@ -174,7 +174,7 @@ def test_a_flow_s_node_code_is_loaded_in_one_sandbox_child_not_one_per_node(sand
     for the whole flow, and remembers each by its hash.  Counted at the sandbox client."""
     from _support.langflow_env import starter_projects
 
-    import lfassist_jupyter.flows.checks as checks
+    import lfassist_jupyter.flows.code_checks as checks
 
     flow = json.loads(next(p for p in starter_projects() if p.stem == "Basic Prompting").read_text())
     nodes = [n for n in flow["data"]["nodes"] if n["data"]["node"]["template"].get("code")]

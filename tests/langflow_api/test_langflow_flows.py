@@ -98,7 +98,7 @@ def test_a_saved_file_its_registration_and_lfx_push_are_one_flow(client, langflo
     installed lfx's own `lfx push` of that file updates the same flow: no second one appears."""
     from _support.lfxcli import lfx
 
-    from lfassist_jupyter.flows.flowfile import file_flow_id
+    from lfassist_jupyter.flows.save import file_flow_id
     from lfassist_jupyter.ui.workspace import Workspace
 
     workspace = Workspace(data_dir=tmp_path / "data", langflow=client)

@@ -28,7 +28,7 @@ from IPython.core.error import UsageError
 import lfassist_jupyter
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.flows import build_flow, default_catalog
-from lfassist_jupyter.flows.local import run_plan
+from lfassist_jupyter.flows.real_run import run_plan
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.settings import NO_KEY
 

@@ -25,7 +25,7 @@ from _support.pong import pong_server
 
 import lfassist_jupyter
 from lfassist_jupyter.flows import build_flow, default_catalog
-from lfassist_jupyter.flows.local import run_plan
+from lfassist_jupyter.flows.real_run import run_plan
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.egress import Allowed, EgressProxy, is_public
 

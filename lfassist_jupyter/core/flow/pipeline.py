@@ -36,8 +36,8 @@ from lfassist_jupyter.core.outcome import ComponentOutcome, FlowOutcome, flow_re
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.errors import ProviderError
-from lfassist_jupyter.flows.flow_model import FlowModel, spec_node_ids
-from lfassist_jupyter.flows.models import FlowReport, Need
+from lfassist_jupyter.flows.model_nodes import FlowModel, spec_node_ids
+from lfassist_jupyter.flows.results import FlowReport, Need
 from lfassist_jupyter.ports import NAME_CAP, ComponentValidator, FlowLibrary, FlowSandbox, one_line
 from lfassist_jupyter.sandbox.answers import FlowRun
 
@@ -207,7 +207,7 @@ class FlowPipeline:
         probe_timeout: seconds the probe run may take.
         flow_model: the model the flow's model nodes call (``provider:model`` or a model of the
             request's provider); default: the request's own provider and model
-            (``flows.flow_model``: set in the spec, the key as its variable's name).
+            (``flows.model_nodes``: set in the spec, the key as its variable's name).
     """
 
     def __init__(
@@ -529,7 +529,7 @@ class FlowPipeline:
     def _flow_model(self, request: Request) -> FlowModel | None:
         """The model the flow's model nodes call: ``flow_model``, else the request's own."""
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.flows.flow_model import flow_model_for
+        from lfassist_jupyter.flows.model_nodes import flow_model_for
         from lfassist_jupyter.providers import available_providers
 
         provider = request.provider
@@ -547,12 +547,12 @@ class FlowPipeline:
 
     def _build(self, reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
         """lfx's builder with our deterministic repairs, the model nodes set to the user's model
-        first (``flows.flow_model``); (result, blocking problems, notes).
+        first (``flows.model_nodes``); (result, blocking problems, notes).
         An edit of a flow (``current_flow``) is applied to that flow's JSON (``edit_flow``):
         what the edit does not name comes back as it was, its model nodes included (only the
         nodes the edit adds get the user's model)."""
         from lfassist_jupyter.flows import FlowSpecError, build_flow, edit_flow, extract_spec
-        from lfassist_jupyter.flows.flow_model import configure_model_nodes
+        from lfassist_jupyter.flows.model_nodes import configure_model_nodes
 
         editing = bool(self.current_flow and not self._reused)
         try:

@@ -18,7 +18,7 @@ from .style import badge as badge_html
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.result import AssistResult
-    from lfassist_jupyter.flows.models import FlowReport
+    from lfassist_jupyter.flows.results import FlowReport
     from lfassist_jupyter.validation.report import MissingPackage
 
 

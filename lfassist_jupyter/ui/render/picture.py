@@ -80,7 +80,7 @@ class FlowPicture:
 def flow_picture(flow: dict[str, Any] | str | Path) -> FlowPicture:
     """Draw a Langflow flow (flow JSON or a flow file): nodes as boxes with their display names,
     edges labelled with their type. ``FlowFileError`` (one line) when it is not a flow."""
-    from lfassist_jupyter.flows.files import flow_argument
+    from lfassist_jupyter.flows.load import flow_argument
 
     flow = flow_argument(flow)
     nodes = facts.components(flow)

@@ -1,7 +1,7 @@
 """A real run of a flow on this machine: the user's explicit choice, with only the keys and hosts
 the user allowed.
 
-The probe run (``flows.run``) proves the wiring with models stubbed, no keys and no network.
+The probe run (``flows.probe``) proves the wiring with models stubbed, no keys and no network.
 A real run calls the models, so it needs keys and the network -- and a flow file may come from
 anyone, so neither is the flow's to decide:
 

@@ -103,7 +103,7 @@ class FlowReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
     models: list[ModelUse] = Field(default_factory=list)
-    """What each model node calls (``flows.flow_model.model_nodes``)."""
+    """What each model node calls (``flows.model_nodes.model_nodes``)."""
     missing_packages: list[MissingPackage] = Field(default_factory=list)
     """Packages the flow needs that the sandbox's environment lacks (lfx's own requirements logic,
     ``flows.packages``): a run fails without them, whatever the wiring."""

@@ -23,8 +23,8 @@ from typing import Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import node_name
 
-from .models import FlowProblem, Need
 from .packages import package_need
+from .results import FlowProblem, Need
 from .spec_text import spec_nodes
 
 # How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).

@@ -31,7 +31,7 @@ from typing import Any
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import without_credentials
 
-from .models import Change, ModelUse
+from .results import Change, ModelUse
 
 # Our providers -> lfx's provider name, the variable of its key, the variable of its base URL.
 _OURS: dict[str, tuple[str, str | None, str | None]] = {

@@ -9,7 +9,7 @@ and reads the typed answer. What the op adds to lfx: a spec inside a model reply
 (a malformed line is dropped with a warning); quoted values; dynamic prompt fields; every
 problem collected (lfx stops at the first). A built flow has no top-level ``id``: an id is the
 flow's identity, given when it is first saved or registered and kept from then on
-(``flows/flowfile.py``), not a new one per build.
+(``flows/save.py``), not a new one per build.
 
 `flow_to_spec` (flow JSON -> spec text) is pure data work and runs here.
 """
@@ -25,9 +25,9 @@ from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable, spec_scalar
 
 from .catalog import Catalog, default_catalog
-from .files import require_flow
+from .load import require_flow
 from .merge import components, merge_flow, spec_ids, spec_kinds
-from .models import BuildResult, Change, ErrorCode, FlowProblem
+from .results import BuildResult, Change, ErrorCode, FlowProblem
 from .spec_text import extract_spec, spec_nodes
 
 __all__ = ["VARIABLE_REF", "build_flow", "extract_spec", "flow_to_spec", "is_key_field", "name_variable"]
