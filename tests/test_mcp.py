@@ -521,12 +521,18 @@ def test_messages_the_sdk_cannot_parse_are_answered(tmp_path):
 
 
 RACE = """
-import importlib.machinery, sys, threading, time
-in_package, in_static = threading.Event(), threading.Event()
+import importlib._bootstrap, importlib.machinery, sys, threading, time
+in_package, in_static, tool_thread = threading.Event(), threading.Event(), []
+
+def tool_waits_for_a_lock():
+    '''Until the tool's thread waits for a module lock (the one the warm-up thread holds).'''
+    deadline = time.monotonic() + 60
+    while tool_thread[0] not in importlib._bootstrap._blocking_on and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 class Pause:
     '''Holds the warm-up thread inside the validation package's __init__ until the tool's thread
-    is inside validation.static: the interleaving that happened now and then under load.'''
+    is inside validation.static and waits there: the interleaving that happened now and then.'''
     def find_spec(self, name, path=None, target=None):
         if name not in ("lfassist_jupyter.validation", "lfassist_jupyter.validation.static"):
             return None
@@ -534,7 +540,7 @@ class Pause:
         run = spec.loader.exec_module
         def exec_module(module):
             if name == "lfassist_jupyter.validation":
-                in_package.set(); in_static.wait(5); time.sleep(0.3)
+                in_package.set(); in_static.wait(60); tool_waits_for_a_lock()
             else:
                 in_static.set()
             run(module)
@@ -552,12 +558,13 @@ def warm_up():
     except BaseException as exc:
         errors.append(f"{type(exc).__name__}: {exc}")
 def tool():
-    in_package.wait(2)
+    tool_thread.append(threading.get_ident())
+    in_package.wait(60 if sys.argv[1] == "lazy" else 1)
     try:
         from lfassist_jupyter.validation.static import validate_static  # register_component's
     except BaseException as exc:
         errors.append(f"{type(exc).__name__}: {exc}")
-threads = [threading.Thread(target=warm_up), threading.Thread(target=tool)]
+threads = [threading.Thread(target=tool), threading.Thread(target=warm_up)]
 for t in threads: t.start()
 for t in threads: t.join()
 print(errors)
