@@ -155,6 +155,16 @@ class ComponentTemplate(BaseModel):
     def failed(cls, error: str, **why: Any) -> ComponentTemplate:
         return cls(ok=False, error=str(error), **why)
 
+    @property
+    def judged(self) -> bool:
+        """Whether this is lfx's verdict on the code, not the sandbox failing to ask lfx at all
+        (unavailable, crashed, out of time: ``NO_VERDICT``)."""
+        return self.ok or not str(self.error or "").startswith(NO_VERDICT)
+
+
+NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
+"""How a sandbox says it could not ask lfx (the beginning of its error): no verdict on the code."""
+
 
 class BuildProblem(BaseModel):
     """One problem lfx found while building a flow from a spec (data, not an exception)."""
