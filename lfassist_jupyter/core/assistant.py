@@ -664,13 +664,10 @@ class Assistant:
             if unsaved := self._save_session():
                 job.warnings.append(unsaved)
         job.emit(CompleteEvent(data=outcome.complete_data(job.warnings or None), outcome=outcome))
-        answered = isinstance(outcome, AnswerOutcome)
-        self._log_completed(
-            job.request_id,
-            job.t0,
-            validated=False if answered else outcome.validated,
-            attempts=0 if answered else outcome.attempts,
-        )
+        if isinstance(outcome, AnswerOutcome):
+            self._log_completed(job.request_id, job.t0, validated=False, attempts=0)
+        else:
+            self._log_completed(job.request_id, job.t0, validated=outcome.validated, attempts=outcome.attempts)
 
     def _record(self, session: Session, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome) -> None:
         """The assistant's turn of the conversation, written from the outcome (only here)."""
@@ -705,7 +702,9 @@ class Assistant:
             return  # the provider failed before any flow: nothing was said
         else:  # an answer; an offered built-in keeps its name, so "generate anyway" knows what was offered
             builtin = outcome.builtin if isinstance(outcome, AnswerOutcome) else None
-            turn = Turn(role="assistant", content=outcome.result, kind="answer", class_name=builtin and builtin.name)
+            turn = Turn(
+                role="assistant", content=outcome.result, kind="answer", class_name=builtin.name if builtin else None
+            )
         session.add(turn, window=self.history_window)
 
     async def _classify(

@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 MAX_WORKER_BYTES = 2 << 30
@@ -163,7 +164,7 @@ def _static(code: str) -> dict[str, Any]:
     return validate_static(code).model_dump(mode="json")
 
 
-_JOBS = {"repair": _repair, "extract": _extract, "static": _static}
+_JOBS: dict[str, Callable[..., Any]] = {"repair": _repair, "extract": _extract, "static": _static}
 
 
 def main() -> None:

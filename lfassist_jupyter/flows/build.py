@@ -148,7 +148,7 @@ def _refreshed_templates(
     errors: list[FlowProblem] = []
     for spec_id in ids:
         node = nodes.get(answer.node_ids.get(spec_id))
-        data = node.get("data") if isinstance(node, dict) and isinstance(node.get("data"), dict) else {}
+        data = facts.obj(facts.obj(node).get("data"))
         template = data.get("node")
         kind = _node_kind(data)
         sent = _code_of(catalog.added.get(kind)) if isinstance(kind, str) else None
@@ -197,12 +197,12 @@ def settle_nodes(flow: dict[str, Any] | None, catalog: Catalog) -> list[FlowProb
     sent with. Returns the nodes that do not (the build failed); changes ``flow`` in place."""
     if not isinstance(flow, dict):
         return []
-    data = flow.get("data") if isinstance(flow.get("data"), dict) else {}
+    data = facts.obj(flow.get("data"))
     errors: list[FlowProblem] = []
     for node in data.get("nodes") or []:
         if not isinstance(node, dict) or (not facts.is_component(node) and facts.group_flow(node) is None):
             continue  # a canvas note, which lfx does not build (any other type it builds: so it is checked)
-        nd = node.get("data") if isinstance(node.get("data"), dict) else {}
+        nd = facts.obj(node.get("data"))
         kind, template = _node_kind(nd), nd.get("node")
         fields = template.get("template") if isinstance(template, dict) else None
         shown = template.get("display_name") if isinstance(template, dict) else None

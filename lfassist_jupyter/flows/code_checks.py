@@ -327,7 +327,7 @@ def _naming(node: dict[str, Any]) -> dict[str, Any]:
     """What of a node's ``data`` lfx reads to pick the class in its code (``_component_class_name``
     in ``lfx/interface/initialize/loading.py``, applied in the sandbox): its type, the flow
     builder's registry type, the class name in its metadata."""
-    data = node.get("data") if isinstance(node.get("data"), dict) else {}
+    data = facts.obj(node.get("data"))
     metadata = facts.frontend_node(node).get("metadata")
     class_name = metadata.get("component_class_name") if isinstance(metadata, dict) else None
     naming: dict[str, Any] = {"type": facts.node_type(node)}

@@ -152,7 +152,7 @@ class _Graph:
         change.message = f"{change.before} rewired to {change.after}: {reason}"
 
     def error(self, node: str, field: str | None, message: str, fix: str, code: str = "structure") -> None:
-        self.errors.append(FlowProblem(code=code, node=node, field=field, message=message, fix=fix))  # type: ignore[arg-type]
+        self.errors.append(FlowProblem(code=code, node=node, field=field, message=message, fix=fix))
 
 
 def _fix_branches(g: _Graph) -> None:

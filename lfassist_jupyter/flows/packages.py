@@ -30,7 +30,7 @@ log = logging.getLogger("lfassist_jupyter")
 def _node_parts(node: Mapping[str, Any]) -> tuple[str, str, str | None, list[str], str]:
     """``(name, type, code, providers, model field)`` of one node of flow JSON."""
     template = facts.fields(node)
-    code_field = template.get("code") if isinstance(template.get("code"), Mapping) else {}
+    code_field = facts.obj(template.get("code"))
     code = code_field.get("value") if isinstance(code_field.get("value"), str) else None
     providers: list[str] = []
     model_field = "code"
@@ -38,9 +38,9 @@ def _node_parts(node: Mapping[str, Any]) -> tuple[str, str, str | None, list[str
         if isinstance(field, Mapping) and field.get("type") == "model" and isinstance(field.get("value"), list):
             providers += [str(m["provider"]) for m in field["value"] if isinstance(m, Mapping) and m.get("provider")]
             model_field = str(fname)
-    override = template.get("provider") if isinstance(template.get("provider"), Mapping) else {}
-    if isinstance(override.get("value"), str) and override["value"].strip() and providers:
-        providers.append(override["value"].strip())
+    override = facts.obj(template.get("provider")).get("value")
+    if isinstance(override, str) and override.strip() and providers:
+        providers.append(override.strip())
     kind = facts.registry_type(node) or ""
     name = str(facts.frontend_node(node).get("display_name") or kind or node.get("id"))
     return name, kind, code, [p for p in dict.fromkeys(providers) if p not in ("", "Unknown")], model_field

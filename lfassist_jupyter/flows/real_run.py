@@ -216,9 +216,9 @@ def _plan(
         for host in known:
             add(Allowed(host, 443, False, f"{provider} for {node}", named=False))
         configured = (given.get(setting) or os.environ.get(setting, "")) if setting else ""
-        if configured:
+        if setting and configured:
             try:
-                entries, plan.config[setting] = _configured_hosts(setting, configured)  # type: ignore[index]
+                entries, plan.config[setting] = _configured_hosts(setting, configured)
             except ValueError:
                 plan.notes.append(f"{setting} is not a URL: {configured!r}")
             else:

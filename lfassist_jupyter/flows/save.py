@@ -152,7 +152,7 @@ def flow_file(flow: dict[str, Any], *, flow_id: str | None = None, name: str | N
         },
     }
     body["data"].setdefault("viewport", {"x": 0, "y": 0, "zoom": 1})
-    tags = body.get("tags") if isinstance(body.get("tags"), list) else []
+    tags = found if isinstance(found := body.get("tags"), list) else []
     body["tags"] = [*tags, *(t for t in FLOW_TAGS if t not in tags)]
     return _sorted(body)
 

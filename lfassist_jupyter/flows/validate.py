@@ -47,11 +47,12 @@ def _load(
         if why is not None:
             return None, [FlowProblem(code="structure", message=f"Cannot read {flow}: {why}.")], []
         return _shaped(data, str(flow))
-    if isinstance(flow, str) and catalog is None:
-        why = "spec text is built over a catalogue of components; give one (catalog=default_catalog(sandbox))"
-        return None, [FlowProblem(code="structure", message=f"Not built: {why}.")], []
     if isinstance(flow, str):
         from .build import build_flow
+
+        if catalog is None:
+            why = "spec text is built over a catalogue of components; give one (catalog=default_catalog(sandbox))"
+            return None, [FlowProblem(code="structure", message=f"Not built: {why}.")], []
 
         try:
             built = build_flow(flow, catalog=catalog, repair=False)
