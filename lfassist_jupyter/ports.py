@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from lfassist_jupyter.artifacts.flow import one_line  # text from elsewhere as one line (re-exported)
 
 if TYPE_CHECKING:
-    from lfassist_jupyter.sandbox.answers import ComponentTemplate, FlowBuild, FlowRun, Reference
+    from lfassist_jupyter.sandbox.answers import (
+        ComponentTemplate,
+        FlowBuild,
+        FlowRun,
+        NodeCode,
+        PackageNeeds,
+        Reference,
+    )
     from lfassist_jupyter.validation.report import ValidationReport
 
 # -- checking and running ---------------------------------------------------------------------
@@ -94,17 +101,17 @@ class FlowSandbox(Protocol):
         ...
 
     def component_verdicts(
-        self, builds: list[tuple[str, list[str], dict[str, Any] | None]], timeout: float | None = None
+        self, builds: list[NodeCode], timeout: float | None = None
     ) -> list[ComponentTemplate | None]:
-        """lfx's verdict on each ``(code, methods, naming)`` of a flow's node codes, loaded as lfx
-        loads a flow's nodes (None: no time was left for it); remembered by the sandbox."""
+        """lfx's verdict on each node code of a flow, loaded as lfx loads a flow's nodes (None: no
+        time was left for it); remembered by the sandbox."""
         ...
 
     def flow_packages(
         self, types: list[str], codes: list[str], providers: list[str], timeout: float | None = None
-    ) -> dict[str, dict[str, list[str]]] | None:
+    ) -> PackageNeeds | None:
         """What built-in types, node codes and model providers need that the sandbox's interpreter
-        lacks (``{"types": {...}, "codes": {...}, "providers": {...}}``), None when it cannot tell."""
+        lacks, None when it cannot tell."""
         ...
 
 

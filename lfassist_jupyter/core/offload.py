@@ -70,8 +70,9 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(Exception):
         proc.wait(5)
     for stream in (proc.stdin, proc.stdout):
-        with contextlib.suppress(Exception):
-            stream.close()  # type: ignore[union-attr]
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.close()
 
 
 def _checkout() -> subprocess.Popen[bytes] | None:

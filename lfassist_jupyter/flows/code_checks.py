@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import node_name
-from lfassist_jupyter.sandbox.answers import ComponentTemplate
+from lfassist_jupyter.sandbox.answers import ComponentTemplate, NodeCode
 
 from .packages import package_need
 from .results import FlowProblem, Need
@@ -230,7 +230,8 @@ def custom_code_errors(
         code = node_code(node)
         if isinstance(code, str) and code not in builtin_codes:
             todo.append((node, code, _called_methods(node, used.get(node.get("id"), set()))))
-    answers = _verdicts([(code, sorted({m for _, m in called}), _naming(node)) for node, code, called in todo], sandbox)
+    asked = [NodeCode(code, tuple(sorted({m for _, m in called})), _naming(node)) for node, code, called in todo]
+    answers = _verdicts(asked, sandbox)
     errors: list[FlowProblem] = []
     warnings: list[str] = []
     needs: list[Need] = []
@@ -342,10 +343,8 @@ _NOT_BUILT = "Validation did not finish for this node: the sandbox's time for th
 _NO_SANDBOX = "Validation did not finish for this node: its catalogue has no sandbox to build it in."
 
 
-def _verdicts(
-    builds: list[tuple[str, list[str], dict[str, Any]]], sandbox: FlowSandbox | None
-) -> list[ComponentTemplate]:
-    """lfx's verdict on each ``(code, methods, naming)``, loaded in ``sandbox`` as lfx loads a
+def _verdicts(builds: list[NodeCode], sandbox: FlowSandbox | None) -> list[ComponentTemplate]:
+    """lfx's verdict on each node code, loaded in ``sandbox`` as lfx loads a
     flow's node (never in this process): whether lfx loads the code and which of ``methods`` it
     lacks.  The sandbox remembers what its lfx judged before; a code it had no time for is a
     failure to give a verdict (``ComponentTemplate.judged`` is False), as is every code without
@@ -354,5 +353,5 @@ def _verdicts(
         return []
     if sandbox is None:
         return [ComponentTemplate.failed(_NO_SANDBOX)] * len(builds)
-    answers = sandbox.component_verdicts([(code, list(methods), naming) for code, methods, naming in builds])
+    answers = sandbox.component_verdicts(builds)
     return [answer if answer is not None else ComponentTemplate.failed(_NOT_BUILT) for answer in answers]

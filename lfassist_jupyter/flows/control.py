@@ -365,7 +365,8 @@ def infer_control_flow(spec: str, catalog: Any) -> ControlResult:
     indent = "  "
     for edge in g.edges:
         if edge.line is not None:
-            indent = _EDGE.match(lines[edge.line]).group(1)  # type: ignore[union-attr]
+            written = _EDGE.match(lines[edge.line])
+            indent = written.group(1) if written else indent
             lines[edge.line] = f"{indent}{edge.src}.{edge.out} -> {edge.tgt}.{edge.port}"
     added = [f"{indent}{e.src}.{e.out} -> {e.tgt}.{e.port}" for e in g.edges if e.line is None]
     if added:

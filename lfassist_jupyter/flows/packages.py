@@ -101,10 +101,10 @@ def packages_needed(flow: Mapping[str, Any] | None, catalog: Catalog) -> tuple[l
     needed: dict[str, list[str]] = {}
     needs: list[Need] = []
     for node, (name, kind, code, used, model_field) in zip(nodes, parts, strict=True):
-        own = answer["types"].get(kind, []) if builtin(kind, code) else answer["codes"].get(code or "", [])
+        own = answer.types.get(kind, []) if builtin(kind, code) else answer.codes.get(code or "", [])
         found = [(dist, "code") for dist in own]
         for provider in used:
-            found += [(dist, model_field) for dist in answer["providers"].get(provider, [])]
+            found += [(dist, model_field) for dist in answer.providers.get(provider, [])]
         for dist, field in dict.fromkeys(found):
             if name not in needed.setdefault(dist, []):
                 needed[dist].append(name)

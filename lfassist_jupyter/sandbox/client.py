@@ -39,6 +39,8 @@ from lfassist_jupyter.sandbox.answers import (
     FlowBuild,
     FlowRun,
     MissingPackage,
+    NodeCode,
+    PackageNeeds,
     Reference,
     Stubbed,
     check_catalog,
@@ -232,10 +234,10 @@ class SandboxValidator(ZygoteProcess):
         return ComponentTemplate.failed(str(failure))
 
     def component_verdicts(
-        self, builds: list[tuple[str, list[str], dict[str, Any] | None]], timeout: float | None = None
+        self, builds: list[NodeCode], timeout: float | None = None
     ) -> list[ComponentTemplate | None]:
-        """lfx's verdict on each ``(code, methods, node)`` of ``builds`` (a flow's node codes, each
-        with the output methods it will be asked for and the node's ``data`` naming its class), all
+        """lfx's verdict on each ``NodeCode(code, methods, naming)`` of ``builds`` (a flow's node
+        codes, each with the output methods it will be asked for and the node's ``data`` naming its class), all
         loaded in one sandboxed child as lfx loads a flow's nodes: a ``ComponentTemplate`` without
         a template per code (``ok`` and ``missing_methods``, or the error and its environmental
         cause), or None for a code the time left no room for.  Each code has this validator's
@@ -258,9 +260,7 @@ class SandboxValidator(ZygoteProcess):
                 self._verdicts[key] = verdict
         return [found[key] if key in found else self._verdicts.get(key) for key in keys]
 
-    def _judge(
-        self, builds: list[tuple[str, list[str], dict[str, Any] | None]], timeout: float | None = None
-    ) -> list[ComponentTemplate | None]:
+    def _judge(self, builds: list[NodeCode], timeout: float | None = None) -> list[ComponentTemplate | None]:
         """``component_verdicts`` without the memory: one child for all of ``builds``."""
         if not builds:
             return []
@@ -321,12 +321,12 @@ class SandboxValidator(ZygoteProcess):
 
     def flow_packages(
         self, types: list[str], codes: list[str], providers: list[str], timeout: float | None = None
-    ) -> dict[str, dict[str, list[str]]] | None:
+    ) -> PackageNeeds | None:
         """What each built-in component type, node code and model provider needs that the
         worker's interpreter lacks (PyPI names), found by lfx's own requirements logic in a
-        sandboxed child (``_packages.py``): ``{"types": {t: [...]}, "codes": {code: [...]},
-        "providers": {p: [...]}}`` for the ones asked.  Cached per validator (what was missing is
-        asked again after an install), so a child runs only for what is new.  None when the sandbox
+        sandboxed child (``_packages.py``): a ``PackageNeeds`` for the ones asked.  Cached per
+        validator (what was missing is asked again after an install), so a child runs only for
+        what is new.  None when the sandbox
         could not tell (never raises)."""
         stamp = _packages_stamp()
         with self._lock:
@@ -354,7 +354,9 @@ class SandboxValidator(ZygoteProcess):
             with self._lock:
                 for kind in self._needs:
                     self._needs[kind].update({k: known[kind][k] for k in new[kind] if k in known[kind]})
-        return {kind: {k: known[kind][k] for k in items if k in known[kind]} for kind, items in asked.items()}
+        return PackageNeeds.model_validate(
+            {kind: {k: known[kind][k] for k in items if k in known[kind]} for kind, items in asked.items()}
+        )
 
     def build_flow(
         self,
