@@ -9,7 +9,7 @@
 - ``probe``: a flow made ready for a probe run (models stubbed): data work before the door.
 - ``_isolation``: bubblewrap command lines and the probe that says full or reduced isolation.
 - ``local_run``: the real run of a flow: ``RealRunner``, a warm process of its own (its script is
-  ``_local_runner.py``: a child per run, in namespaces of its own, under Landlock) behind ``egress``,
+  ``worker/_runner.py``: a child per run, in namespaces of its own, under Landlock) behind ``egress``,
   the kernel-side network fence; used by ``flows.real_run`` once the plan is allowed.
 - ``worker/``: what runs *inside* the sandbox (stdlib + lfx only, bound read-only as one
   directory and loaded there as a package of its own): the zygote's script ``_worker.py``, its
