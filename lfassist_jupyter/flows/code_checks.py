@@ -338,6 +338,11 @@ def _imports_refusal(text: str) -> str | None:
     return None
 
 
+GATE_SECONDS = 60.0
+"""How long the outgoing gate may judge one flow's code (each text's scan is bounded too,
+``validation/security.py``): past it, what is left is not judged and the flow does not leave."""
+
+
 def outgoing_code_problems(flow: object, catalog: Any) -> list[FlowProblem]:
     """What of ``flow`` may not leave for Langflow (Save, Register, a run on the server, a real
     run), one problem per field: every text lfx executes when it builds the flow, found as lfx
@@ -357,11 +362,24 @@ def outgoing_code_problems(flow: object, catalog: Any) -> list[FlowProblem]:
                 fix="Save or register a flow Langflow's editor wrote, or rebuild it with build_flow.",
             )
         ]
+    import time
+
     builtin = catalog_codes(catalog)
     problems = []
+    deadline = time.monotonic() + GATE_SECONDS
     for executed in fields:
         if executed.text in builtin:
             continue
+        if time.monotonic() > deadline:
+            problems.append(
+                FlowProblem(
+                    code="unsafe_code",
+                    message=f"Its code cannot be judged as lfx would run it: judging it took more than "
+                    f"{GATE_SECONDS:g} s (from {executed.where} on, nothing was judged).",
+                    fix="A flow carries a few KB of code per custom node; remove what makes it this large.",
+                )
+            )
+            break
         why = _imports_refusal(executed.text) if executed.kind == "imports" else code_refusal(executed.text)
         if why is None:
             continue

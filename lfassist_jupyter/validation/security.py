@@ -61,13 +61,13 @@ class ScanLimit(Exception):
 
 
 class _Budget:
-    def __init__(self, steps: int = SCAN_STEPS, seconds: float = SCAN_SECONDS) -> None:
+    def __init__(self) -> None:
         import time
 
-        self.left = steps
+        self.left = SCAN_STEPS
         self.clock = time.monotonic
-        self.deadline = self.clock() + seconds
-        self.seconds = seconds
+        self.seconds = SCAN_SECONDS
+        self.deadline = self.clock() + self.seconds
 
     def spend(self, steps: int = 1) -> None:
         before = self.left
