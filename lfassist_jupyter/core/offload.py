@@ -147,6 +147,18 @@ async def call(job: str, *args: Any, deadline: float) -> Any:
     return answer.get("value")
 
 
+async def repair_round(code: str, report: Any, reference: dict[str, Any] | None, *, deadline: float) -> Any:
+    """One round of the repair pass (``repair_component``) in the worker: a ``Repair`` or None;
+    ``Skipped`` past ``deadline``.  LibCST never parses in the kernel."""
+    from lfassist_jupyter.core.component.repair import Repair
+
+    answer = await call("repair", code, report.model_dump(mode="json"), reference, deadline=deadline)
+    if not isinstance(answer, dict) or not isinstance(answer.get("code"), str):
+        return None
+    changes = answer.get("changes")
+    return Repair(code=answer["code"], changes=[str(c) for c in changes]) if isinstance(changes, list) else None
+
+
 # -- the worker's side ---------------------------------------------------------------------
 
 

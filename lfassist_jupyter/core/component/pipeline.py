@@ -32,9 +32,9 @@ from lfassist_jupyter import settings
 from lfassist_jupyter.artifacts.component import MAX_CODE_CHARS
 from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
 from lfassist_jupyter.core.component.prompts import generation_system_prompt, retry_message
-from lfassist_jupyter.core.component.repair import REPAIR_DEADLINE, Repaired, arepair_until_valid, repair_in_worker
+from lfassist_jupyter.core.component.repair import REPAIR_DEADLINE, Repaired, arepair_until_valid
 from lfassist_jupyter.core.events import ProgressEvent
-from lfassist_jupyter.core.offload import Skipped, call
+from lfassist_jupyter.core.offload import Skipped, call, repair_round
 from lfassist_jupyter.core.outcome import ComponentOutcome
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
@@ -297,7 +297,7 @@ class ComponentPipeline:
             progress("repairing", attempt, f"Repairing {len(changes)} mistake{plural} without a model call...",
                      changes=changes)  # fmt: skip
 
-        in_worker = functools.partial(repair_in_worker, deadline=self.repair_deadline)
+        in_worker = functools.partial(repair_round, deadline=self.repair_deadline)
         try:
             return await arepair_until_valid(
                 code, report, reference, self._validate, on_repair=announce, repair=in_worker

@@ -234,22 +234,9 @@ async def arepair_until_valid(
 
 
 REPAIR_DEADLINE = 5.0
-"""Seconds one round of the repair pass may take in the worker process.  A component's repair
-takes milliseconds; a hostile reply (211 KB of deep expressions) took LibCST 10-75 s."""
-
-
-async def repair_in_worker(
-    code: str, report: ValidationReport, reference: Facts | None, *, deadline: float = REPAIR_DEADLINE
-) -> Repair | None:
-    """One round of the repair pass in the worker process (``core/offload.py``): LibCST never
-    parses in the kernel, and past ``deadline`` the worker is killed (``Skipped``)."""
-    from lfassist_jupyter.core.offload import call
-
-    answer = await call("repair", code, report.model_dump(mode="json"), reference, deadline=deadline)
-    if not isinstance(answer, dict) or not isinstance(answer.get("code"), str):
-        return None
-    changes = answer.get("changes")
-    return Repair(code=answer["code"], changes=[str(c) for c in changes]) if isinstance(changes, list) else None
+"""Seconds one round of the repair pass may take in the worker process (``core/offload.py``).
+A component's repair takes milliseconds; a hostile reply (211 KB of deep expressions) took
+LibCST 10-75 s."""
 
 
 def repair_until_valid(
@@ -258,21 +245,16 @@ def repair_until_valid(
     reference: Reference | Facts | None,
     validate: Callable[[str], ValidationReport],
     *,
-    deadline: float | None = None,
+    repair: Callable[[str, ValidationReport, Facts | None], Repair | None] | None = None,
 ) -> Repaired | None:
     """``arepair_until_valid`` for a blocking caller (``%%assist_validate --fix``, the benchmark).
-    With ``deadline``, each round runs in the worker process (``repair_in_worker``: ``Skipped``
-    past it); without, here."""
+    ``repair`` runs one round where the caller wants it (the magic: the worker process, with its
+    deadline); without it, here."""
     reference = facts_of(reference)
     changes: list[str] = []
     current = code
     for _ in range(MAX_ROUNDS):
-        if deadline is not None:
-            from lfassist_jupyter.runtime import run_sync
-
-            fix = run_sync(repair_in_worker(current, report, reference, deadline=deadline))
-        else:
-            fix = repair_component(current, report, reference)
+        fix = repair(current, report, reference) if repair else repair_component(current, report, reference)
         if fix is None:
             return None
         current, changes = fix.code, [*changes, *fix.changes]
@@ -320,19 +302,14 @@ def fix_component(
     report: ValidationReport,
     validate: Callable[[str], ValidationReport],
     reference: Reference | Facts | None,
+    repair: Callable[[str, ValidationReport, Facts | None], Repair | None] | None = None,
 ) -> FixResult:
     """The repair pass for a user's own component (``%%assist_validate --fix``); ``report`` is
-    the cell's validation, ``validate`` checks the repaired code the same way.  Each round runs in
-    the worker process with ``REPAIR_DEADLINE``: a cell LibCST would chew on for minutes ends in
-    one line, and the kernel stays free."""
-    from lfassist_jupyter.core.offload import Skipped
-
+    the cell's validation, ``validate`` checks the repaired code the same way, ``repair`` runs
+    one round (``repair_until_valid``)."""
     if report.is_valid:
         return FixResult(code=code, changes=[], report=report)
-    try:
-        repaired = repair_until_valid(code, report, reference, validate, deadline=REPAIR_DEADLINE)
-    except Skipped as exc:
-        return FixResult(code=code, changes=[], report=report, stopped=str(exc))
+    repaired = repair_until_valid(code, report, reference, validate, repair=repair)
     if repaired is None:
         return FixResult(code=code, changes=[], report=report)
     return FixResult(code=repaired.code, changes=repaired.changes, report=repaired.report, repaired=True)
