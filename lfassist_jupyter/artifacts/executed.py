@@ -169,7 +169,8 @@ def _check_bounds(graph: dict[str, Any]) -> None:
             count += 1
             for field in facts.fields(node).values():
                 value = field.get("value") if isinstance(field, dict) else None
-                chars += len(value) if isinstance(value, str) else 0
+                lines = value if isinstance(value, list) else [value]
+                chars += sum(len(line) for line in lines if isinstance(line, str))
             sub = facts.frontend_node(node).get("flow")
             if isinstance(sub, dict):
                 todo.append((facts.graph(sub), depth + 1))

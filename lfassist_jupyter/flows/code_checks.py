@@ -331,7 +331,7 @@ def _imports_refusal(text: str) -> str | None:
     not leave: a module the deny list refuses, judged as an ``import`` of it."""
     from lfassist_jupyter.artifacts import policy
 
-    for module in (m.strip() for m in text.split(",")):
+    for module in (m.strip() for m in text.replace("\n", ",").split(",")):  # a list of modules was joined by lines
         why = policy.why(module) if module else None
         if why:
             return f"it imports `{facts.one_line(module, 80)}` ({why})"

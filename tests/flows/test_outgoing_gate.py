@@ -289,3 +289,14 @@ def test_what_cannot_be_judged_is_refused(flows):
     for bad, words in ((not_text, "not text"), (dangling, "Nowhere-1"), (deep, "nest more than")):
         report = validate_flow(bad)
         assert not report.is_valid and any(e.code == "unsafe_code" and words in e.message for e in report.errors)
+
+
+@pytest.mark.parametrize("modules", ["math, subprocess", ["math", "subprocess"]])
+def test_a_module_list_lfx_imports_is_judged_as_imports(flows, modules):
+    """The Python Interpreter's ``global_imports`` puts modules into the namespace of the code it
+    runs: a refused module there is refused as its ``import`` is, as text or as a list."""
+    flow = copy.deepcopy(flows["plain"][0])
+    node = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "ChatOutput")
+    node["data"]["node"]["template"]["global_imports"] = {"type": "str", "value": modules, "show": True}
+    unsafe = [e for e in validate_flow(flow).errors if e.code == "unsafe_code"]
+    assert unsafe and unsafe[0].field == "global_imports" and "`subprocess`" in unsafe[0].message, unsafe
