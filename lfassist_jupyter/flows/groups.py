@@ -57,19 +57,19 @@ def _replace(group: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]
     by_id = facts.by_id(g_nodes)
     # The group's field values go to the inner fields, as lfx's update_template puts them (one
     # implementation: the outgoing gate's, which judges the code they carry; lenient here).
-    inner = [n for n in g_nodes if "id" in n and isinstance(facts.frontend_node(n).get("template"), dict)]
-    apply_proxies(facts.fields(group), inner, strict=False)
+    openable = [n for n in g_nodes if "id" in n and isinstance(facts.frontend_node(n).get("template"), dict)]
+    apply_proxies(facts.fields(group), openable, strict=False)
     touches = [e for e in facts.edges(base) if gid in (e.get("source"), e.get("target"))]
     moved = []
     for edge in touches:
         new = copy.deepcopy(edge)
         if new.get("target") == gid:
             th = facts.handles(new)[1]
-            proxy = th.get("proxy")
-            if isinstance(proxy, dict) and proxy.get("id") in by_id:
-                new["target"] = proxy["id"]
+            to = th.get("proxy")
+            if isinstance(to, dict) and to.get("id") in by_id:
+                new["target"] = to["id"]
                 handle = {k: v for k, v in th.items() if k != "proxy"}
-                facts.set_handle(new, "targetHandle", {**handle, "fieldName": proxy.get("field"), "id": proxy["id"]})
+                facts.set_handle(new, "targetHandle", {**handle, "fieldName": to.get("field"), "id": to["id"]})
         if new.get("source") == gid:
             _retarget_source(new, group, g_nodes, g_edges)
         moved.append(new)
