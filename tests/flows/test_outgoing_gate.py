@@ -29,7 +29,7 @@ import pytest
 from _support.fakelangflow import FakeLangflow
 
 from lfassist_jupyter.errors import ConfigError, LangflowError
-from lfassist_jupyter.flows import validate_flow
+from lfassist_jupyter import validate_flow
 
 PLAIN_SPEC = "name: Plain\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n"
 PF_SPEC = "name: PF\nnodes:\n  P: PythonFunction\n  C: ChatOutput\nedges:\n  P.function_output_str -> C.input_value\n"
@@ -97,7 +97,7 @@ for path in sys.argv[1:]:
 @pytest.fixture(scope="module")
 def flows(sandbox, tmp_path_factory):
     """{"plain", "group", "function"}: (flow, its file); the hostile ones' markers in ``markers``."""
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
 
     folder = tmp_path_factory.mktemp("gate")
     markers = folder / "markers"
@@ -254,7 +254,7 @@ def test_the_mcp_server_neither_saves_nor_registers(flows, sandbox, tmp_path, mo
 
 @pytest.mark.parametrize("kind", sorted(WHERE))
 def test_a_real_run_does_not_start(flows, kind):
-    from lfassist_jupyter.flows import run_flow_for_real
+    from lfassist_jupyter import run_flow_for_real
 
     with pytest.raises(ConfigError) as refused:
         run_flow_for_real(copy.deepcopy(flows[kind][0]), "hi", timeout=60)

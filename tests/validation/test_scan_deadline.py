@@ -78,7 +78,7 @@ async def test_generated_code_past_the_budget_is_retried(llm, make_assistant, mo
 def test_a_flow_carrying_it_does_not_leave(sandbox, monkeypatch):
     """The outgoing gate: a custom node whose code the scan cannot judge is refused, by name."""
     monkeypatch.setattr(security, "SCAN_STEPS", 20_000)
-    from lfassist_jupyter.flows import build_flow, validate_flow
+    from lfassist_jupyter import build_flow, validate_flow
 
     flow = build_flow(
         "name: Plain\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n"
