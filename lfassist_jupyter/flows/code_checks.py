@@ -283,13 +283,35 @@ def custom_code_errors(
 
 def code_refusal(code: object) -> str | None:
     """Why code may not leave for Langflow: it does not parse, or the security scan refuses it in
-    reject mode (the mode generated code is held to); None when it passes."""
+    reject mode (the mode generated code is held to), or cannot judge it; None when it passes.
+    Remembered by the code's hash: a flow's codes come back with every save and registration."""
+    if not isinstance(code, str):
+        return f"it is a {type(code).__name__}, not code"
+    key = _digest("refusal", code)
+    if key not in _REFUSED:
+        _remember(_REFUSED, key, _refusal(code))
+    return _REFUSED[key]
+
+
+_REFUSED: dict[bytes, str | None] = {}
+
+
+def _refusal(code: str) -> str | None:
+    from lfassist_jupyter.artifacts.component import MAX_CODE_CHARS
+    from lfassist_jupyter.validation.security import ScanLimit
     from lfassist_jupyter.validation.static import security_findings
 
+    if len(code) > MAX_CODE_CHARS:
+        return f"it is {len(code):,} characters, more than the scan judges ({MAX_CODE_CHARS:,})"
     problem = code_problem(code)
     if problem is not None:
-        return f"its code does not parse ({problem})"
-    findings = security_findings(ast.parse(str(code)))
+        return f"it does not parse ({problem})"
+    try:
+        findings = security_findings(ast.parse(code))
+    except ScanLimit as exc:
+        return f"the security scan cannot judge it (it gave up after {exc})"
+    except (RecursionError, MemoryError) as exc:
+        return f"the security scan cannot judge it ({type(exc).__name__})"
     if not findings:
         return None
     line, text = findings[0]
@@ -297,31 +319,89 @@ def code_refusal(code: object) -> str | None:
     return f"line {line}: {text}{more}"
 
 
-def outgoing_code_problems(flow: object, catalog: Catalog) -> list[str]:
-    """The custom code a flow would take to Langflow (Save, Register, a run on the server) that
-    the security scan refuses in reject mode: "<node>: line N: ...", one per node.  Code a
-    built-in of the catalogue carries (the zygote's facts) is lfx's own and not scanned."""
+def _imports_refusal(text: str) -> str | None:
+    """Why a module list (the Python Interpreter's ``global_imports``, split as lfx splits it) may
+    not leave: a module the deny list refuses, judged as an ``import`` of it."""
+    from lfassist_jupyter.artifacts import policy
+
+    for module in (m.strip() for m in text.replace("\n", ",").split(",")):  # a list of modules was joined by lines
+        why = policy.why(module) if module else None
+        if why:
+            return f"it imports `{facts.one_line(module, 80)}` ({why})"
+    return None
+
+
+GATE_SECONDS = 60.0
+"""How long the outgoing gate may judge one flow's code (each text's scan is bounded too,
+``validation/security.py``): past it, what is left is not judged and the flow does not leave."""
+
+
+def outgoing_code_problems(flow: object, catalog: Catalog) -> list[FlowProblem]:
+    """What of ``flow`` may not leave for Langflow (Save, Register, a run on the server, a real
+    run), one problem per field: every text lfx executes when it builds the flow, found as lfx
+    finds it (``artifacts/executed.py``: groups opened with their proxies applied, fields of type
+    ``code``, lfx's code-execution fields such as Python Function's ``function_code``), must pass
+    the scan generated code is held to.  A text one of the catalogue's built-ins carries as its
+    class code (the zygote's facts) is lfx's own and not scanned; what cannot be judged is refused."""
+    from lfassist_jupyter.artifacts.executed import Unjudged, executed_fields
+
+    try:
+        fields = executed_fields(flow)
+    except Unjudged as exc:
+        return [
+            FlowProblem(
+                code="unsafe_code",
+                message=f"Its code cannot be judged as lfx would run it: {exc}.",
+                fix="Save or register a flow Langflow's editor wrote, or rebuild it with build_flow.",
+            )
+        ]
+    import time
+
     builtin = catalog.builtin_codes
     problems = []
-    for node in facts.built_nodes(flow):  # any type lfx builds, and the nodes inside groups
-        code = node_code(node)
-        if code is None or (isinstance(code, str) and code in builtin):
+    deadline = time.monotonic() + GATE_SECONDS
+    for executed in fields:
+        if executed.text in builtin:
             continue
-        why = code_refusal(code)
-        if why is not None:
-            problems.append(f"{node_name(node)}: {why}")
+        if time.monotonic() > deadline:
+            problems.append(
+                FlowProblem(
+                    code="unsafe_code",
+                    message=f"Its code cannot be judged as lfx would run it: judging it took more than "
+                    f"{GATE_SECONDS:g} s (from {executed.where} on, nothing was judged).",
+                    fix="A flow carries a few KB of code per custom node; remove what makes it this large.",
+                )
+            )
+            break
+        why = _imports_refusal(executed.text) if executed.kind == "imports" else code_refusal(executed.text)
+        if why is None:
+            continue
+        what = "class code" if executed.kind == "class" else "code" if executed.kind == "python" else "module list"
+        origin = f" (put there by the group field {executed.via})" if executed.via else ""
+        problems.append(
+            FlowProblem(
+                code="unsafe_code",
+                node=executed.node,
+                node_id=executed.node_id,
+                field=executed.field,
+                message=f"the security scan refuses the {what} lfx would run{origin}: {why}.",
+                fix="Remove or rewrite that code (validate a component with %%assist_validate), or replace the node.",
+            )
+        )
     return problems
 
 
 def outgoing_flow_problem(flow: object, catalog: Catalog) -> str | None:
     """Why ``flow`` may not leave for Langflow (a saved file, a registration), in one line, or None:
     Langflow builds every node from its code, unsandboxed, and a flow file or a server's flow can
-    carry any code, so custom code must pass the scan generated code is held to."""
+    carry any code, so what lfx would execute must pass the scan generated code is held to."""
     problems = outgoing_code_problems(flow, catalog)
     if not problems:
         return None
-    more = f" (and {len(problems) - 1} more node(s))" if len(problems) > 1 else ""
-    return f"the security scan refuses custom code in it: {problems[0]}{more}"
+    first = problems[0]
+    where = f"{first.node}.{first.field}: " if first.node and first.field else ""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{where}{first.message.rstrip('.')}{more}"
 
 
 def _naming(node: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ ErrorCode = Literal[
     "bad_value",
     "bad_prompt",
     "structure",
+    "unsafe_code",
 ]
 
 

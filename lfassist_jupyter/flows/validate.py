@@ -18,6 +18,7 @@ from lfassist_jupyter.artifacts.flow import conversion_hint, node_name, types_co
 
 from .catalog import Catalog
 from .code_checks import check as check_flow
+from .code_checks import outgoing_code_problems
 from .groups import ungroup
 from .load import is_flow_path, load_flow_file
 from .results import FlowProblem, FlowReport, FlowSpecError, MissingPackage, Need
@@ -80,15 +81,19 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog) -> Flo
     loaded, errors, warnings = _load(flow, catalog)
     if loaded is None:
         return FlowReport(is_valid=False, errors=errors, warnings=warnings + notes)
+    # What lfx would execute, judged as it leaves for Langflow: the gate of Save, Register and a
+    # real run, so that validate_flow says what they will.
+    unsafe = outgoing_code_problems(loaded, catalog)
     if not spec_text:
         # Grouped sub-flows, opened as lfx opens them before it builds (their nodes are checked too).
         loaded, errors, warnings = _shaped(ungroup(loaded), str(flow) if is_flow_path(flow) else None)
         if loaded is None:
-            return FlowReport(is_valid=False, errors=errors, warnings=warnings)
+            return FlowReport(is_valid=False, errors=unsafe + errors, warnings=warnings)
         # The same checks on the JSON: duplicate ids, an empty flow, node code.
         blocking, notes, code_needs = check_flow(loaded, catalog)
         if blocking:
-            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
+            return FlowReport(is_valid=False, errors=_besides(unsafe, blocking), warnings=notes, needs=code_needs)
+    errors = _besides(unsafe, errors)
     warnings += notes
     raw_edges = facts.edges(loaded)
     # Notes (noteNode) are canvas decorations, not components.
@@ -122,6 +127,13 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog) -> Flo
         node_count=len(nodes),
         edge_count=len(raw_edges),
     )
+
+
+def _besides(unsafe: list[FlowProblem], others: list[FlowProblem]) -> list[FlowProblem]:
+    """The gate's problems, then the others; a field the gate names (code that does not parse,
+    or that the sandbox refused to build) is named once, by the gate."""
+    named = {(u.node_id, u.field) for u in unsafe if u.node_id}
+    return unsafe + [e for e in others if not (e.node_id and (e.node_id, e.field) in named)]
 
 
 def _packages(flow: dict[str, Any], catalog: Catalog, needs: list[Need]) -> list[MissingPackage]:

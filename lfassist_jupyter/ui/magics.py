@@ -573,10 +573,18 @@ class AssistMagics(Magics):
             raise UsageError(f"%%assist_validate: {exc}") from None
         if not args.fix:
             return report
-        from lfassist_jupyter.core.component.repair import fix_component
+        from lfassist_jupyter.core.component.repair import REPAIR_DEADLINE, FixResult, fix_component
+        from lfassist_jupyter.core.offload import Skipped, repair_round
+        from lfassist_jupyter.runtime import run_sync
+
+        def in_worker(code: str, found: Any, facts: Any) -> Any:  # LibCST in the worker, with its deadline
+            return run_sync(repair_round(code, found, facts, deadline=REPAIR_DEADLINE))
 
         reference = sandbox.reference() if not report.is_valid else None
-        return fix_component(cell, report, validate, reference)
+        try:
+            return fix_component(cell, report, validate, reference, repair=in_worker)
+        except Skipped as exc:
+            return FixResult(code=cell, changes=[], report=report, stopped=str(exc))
 
     # -- flows -------------------------------------------------------------------------------
 
