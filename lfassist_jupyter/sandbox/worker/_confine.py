@@ -108,25 +108,39 @@ _SECCOMP_SAME = {"pidfd_send_signal": 424, "pidfd_open": 434, "pidfd_getfd": 438
                  "process_mrelease": 448, "io_uring_setup": 425, "open_tree": 428, "move_mount": 429,
                  "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435,
                  "mount_setattr": 442}  # fmt: skip
-_SECCOMP_DENY = ("tkill", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "perf_event_open",
-                 "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_madvise", "process_mrelease",
-                 "memfd_create",
-                 # System V IPC and POSIX message queues: they outlive the request
-                 "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
-                 "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
-                 "mq_timedreceive", "mq_notify", "mq_getsetattr",
-                 # namespaces, mounts, keyrings, io_uring (its operations bypass this filter)
-                 "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
-                 "fsconfig", "fsmount", "fspick", "mount_setattr", "add_key", "request_key", "keyctl",
-                 "io_uring_setup")  # fmt: skip
-_SECCOMP_SELF = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: our own pid only
-_SECCOMP_SELF_OR_0 = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
-                      "migrate_pages", "move_pages")  # fmt: skip  # first argument: 0 (= the caller) or our pid
-# setpriority(which, who, ...) / ioprio_set(which, who, ...): only PRIO_PROCESS / IOPRIO_WHO_PROCESS
-# (a process group or a user would include the zygote), and ``who`` 0 or our own pid.
-_SECCOMP_WHO = {"setpriority": 0, "ioprio_set": 1}
-# clone with a CLONE_NEW* flag (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET): refused;
-# clone3 (whose flags live in memory a filter cannot read) answers ENOSYS, so libc falls back to clone.
+# The filter's one table: every rule, by system call.  The validation's children and the real
+# run's processes install the same filter (``install_seccomp``), made from this table only, so the
+# two cannot drift apart; a real run stacks one more rule on it later (``deny_unix_sockets``).
+#   deny       refused (EPERM) whatever the arguments
+#   self       the first argument (a pid) must be the caller's own
+#   self_or_0  the first argument must be 0 (the caller) or its own pid
+#   who        setpriority / ioprio_set: PRIO_PROCESS / IOPRIO_WHO_PROCESS only (a process group
+#              or a user would include the zygote), on 0 or the caller's own pid
+#   no_new_ns  clone without any CLONE_NEW* flag
+#   enosys     answers ENOSYS (clone3, whose flags live in memory a filter cannot read: libc then
+#              falls back to clone, which the filter reads)
+SECCOMP_RULES: dict[str, str] = {
+    **dict.fromkeys(("tkill", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "perf_event_open",
+                     "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_madvise", "process_mrelease",
+                     "memfd_create"), "deny"),
+    # System V IPC and POSIX message queues: they outlive the request (or the run), for the next to read
+    **dict.fromkeys(("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+                     "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+                     "mq_timedreceive", "mq_notify", "mq_getsetattr"), "deny"),
+    # namespaces, mounts, keyrings, io_uring (its operations bypass this filter)
+    **dict.fromkeys(("unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
+                     "fsconfig", "fsmount", "fspick", "mount_setattr", "add_key", "request_key", "keyctl",
+                     "io_uring_setup"), "deny"),
+    **dict.fromkeys(("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"), "self"),
+    **dict.fromkeys(("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+                     "migrate_pages", "move_pages"), "self_or_0"),
+    "setpriority": "who",
+    "ioprio_set": "who",
+    "clone": "no_new_ns",
+    "clone3": "enosys",
+}  # fmt: skip
+_SECCOMP_WHO = {"setpriority": 0, "ioprio_set": 1}  # the ``which`` naming one process (PRIO_PROCESS...)
+# clone with a CLONE_NEW* flag (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET): refused.
 _CLONE_NEW = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 
 # Landlock: the file-system rights it handles (denied unless a rule allows them).
@@ -165,12 +179,10 @@ def _seccomp_program(me: int) -> bytes | None:
     # ("jne": when false; "jset": when a bit of k is set; "ja": always).
     code: list[tuple] = [("ld", 4, None), ("jne", audit_arch, "deny"), ("ld", 0, None)]
     code.append(("jge", 0x40000000, "deny"))  # x32 system calls
-    code += [("jeq", nr[name], "deny") for name in _SECCOMP_DENY]
-    code += [("jeq", nr["clone3"], "enosys")]
-    code += [("jeq", nr[name], "self") for name in _SECCOMP_SELF]
-    code += [("jeq", nr[name], "self_or_0") for name in _SECCOMP_SELF_OR_0]
-    code += [("jeq", nr[name], f"who_{name}") for name in _SECCOMP_WHO]
-    code += [("jeq", nr["clone"], "clone"), ("ret", allow, None)]
+    rules = sorted(SECCOMP_RULES.items(), key=lambda item: (item[1] != "deny", item[1]))  # the common case first
+    code += [("jeq", nr[name], "deny" if rule == "deny" else "clone" if rule == "no_new_ns" else
+              f"who_{name}" if rule == "who" else rule) for name, rule in rules]  # fmt: skip
+    code += [("ret", allow, None)]
     code += [("label", 0, "clone"), ("ld", 16, None), ("jset", _CLONE_NEW, "deny"), ("ret", allow, None)]
     for name, which in _SECCOMP_WHO.items():
         code += [("label", 0, f"who_{name}"), ("ld", 16, None), ("jeq", which, "who"), ("ja", 0, "deny")]
@@ -214,34 +226,30 @@ def _assemble(code: list[tuple]) -> bytes:
 
 
 _AF_UNIX = 1
-_UNIX_DENY = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "io_uring_setup")
 
 
 def _unix_program() -> bytes | None:
-    """A filter refusing new Unix sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays) and the
-    ways into another process of the same user (ptrace, process_vm_*, pidfd_getfd) or around the
-    filter (io_uring); None on an unknown machine."""
+    """A filter refusing new Unix sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays), stacked
+    on the one ``install_seccomp`` put in place; None on an unknown machine."""
     import platform
 
     arch = _SECCOMP_ARCH.get(platform.machine())
     if arch is None:
         return None
     audit_arch, _nr, table = arch
-    nr = {**table, **_SECCOMP_SAME}
     allow, eperm = 0x7FFF0000, 0x00050000 | 1
     code: list[tuple] = [("ld", 4, None), ("jne", audit_arch, "deny"), ("ld", 0, None), ("jge", 0x40000000, "deny")]
-    code += [("jeq", nr[name], "deny") for name in _UNIX_DENY]
-    code += [("jeq", nr["socket"], "socket"), ("ret", allow, None)]
+    code += [("jeq", table["socket"], "socket"), ("ret", allow, None)]
     code += [("label", 0, "socket"), ("ld", 16, None), ("jeq", _AF_UNIX, "deny"), ("ret", allow, None)]
     code += [("label", 0, "deny"), ("ret", eperm, None)]
     return _assemble(code)
 
 
 def deny_unix_sockets() -> bool:
-    """From now on this process opens no new Unix socket and reaches into no other process (see
-    ``_unix_program``): a path names a host's socket (an ssh-agent, Docker, a session bus) that no
-    network namespace hides and Landlock does not fence.  False on an unknown machine; raises
-    ``OSError`` when the kernel refuses the filter."""
+    """From now on this process opens no new Unix socket (see ``_unix_program``): a path names a
+    host's socket (an ssh-agent, Docker, a session bus) that no network namespace hides and
+    Landlock does not fence.  False on an unknown machine; raises ``OSError`` when the kernel
+    refuses the filter."""
     program = _unix_program()
     if program is None:
         return False
@@ -249,10 +257,13 @@ def deny_unix_sockets() -> bool:
     return True
 
 
-def _install_seccomp() -> None:
+def install_seccomp(me: int | None = None) -> None:
+    """This process's filter (``SECCOMP_RULES``), for it and all it starts, with ``me`` (default:
+    its pid) as the one process the ``self`` rules let it aim at.  Raises ``OSError`` on an unknown
+    machine or when the kernel refuses it."""
     import platform
 
-    program = _seccomp_program(os.getpid())
+    program = _seccomp_program(os.getpid() if me is None else me)
     if program is None:
         raise OSError(f"no seccomp filter for {platform.machine()}")
     _load_filter(program)
@@ -468,7 +479,7 @@ CONFINE = {"seccomp": False, "landlock": 0, "noexec": False}
 def confine(scratch: str) -> None:
     """Apply ``CONFINE`` to this (child) process; raises when a layer that worked before fails."""
     if CONFINE["seccomp"]:
-        _install_seccomp()
+        install_seccomp()
     if CONFINE["landlock"]:
         _install_landlock(CONFINE["landlock"], scratch)
 
@@ -487,7 +498,7 @@ def confinement(probe_dir: str) -> dict:
             ok = False
             try:
                 if layer == "seccomp":
-                    _install_seccomp()
+                    install_seccomp()
                     ok = True
                     with contextlib.suppress(OSError):  # the filter must answer EPERM, not let it through
                         os.kill(os.getppid(), 0)
