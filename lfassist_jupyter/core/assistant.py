@@ -38,6 +38,7 @@ from lfassist_jupyter.core.hygiene import (
 from lfassist_jupyter.core.intent import (
     FLOW_INTENTS,
     GENERATE_COMPONENT,
+    INTENT_KIND,
     INTENT_METRIC,
     OFF_TOPIC,
     OFF_TOPIC_REFUSAL,
@@ -55,7 +56,7 @@ from lfassist_jupyter.core.session import Session, SessionStore, Turn, new_sessi
 from lfassist_jupyter.errors import LfAssistError, ProviderError
 from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
 from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox
-from lfassist_jupyter.providers.base import Provider
+from lfassist_jupyter.providers.base import ModelCall, Provider
 from lfassist_jupyter.redaction import redact
 from lfassist_jupyter.validation.chain import ChainValidator
 
@@ -240,6 +241,18 @@ class Assistant:
         if isinstance(validator, ChainValidator):
             return validator.flow_sandbox
         return validator if isinstance(validator, FlowSandbox) else None
+
+    def _sandbox_unusable(self) -> str | None:
+        """Why this assistant's sandbox cannot validate anything (its interpreter has no lfx: the
+        ``[lfx]`` extra is not installed), or None; asked before a request spends a model call.
+        A validator that is not a sandbox, or validation turned off (``max_retries=0``), needs none."""
+        sandbox = self._validator_sandbox()
+        python = getattr(sandbox, "python", None)
+        if not isinstance(python, str) or self.max_retries == 0:
+            return None
+        from lfassist_jupyter.sandbox.lfx_check import lfx_missing
+
+        return lfx_missing(python)
 
     def _flow_sandbox(self) -> FlowSandbox:
         """The sandbox that builds and probe-runs flows: the validators', else the default one
@@ -511,9 +524,13 @@ class Assistant:
             record.kind, record.error_type = "refused", "InjectionRefused"
             emit(ErrorEvent(message=INJECTION_REFUSAL.format(kind=kind)))
             return
+        if missing := await asyncio.to_thread(self._sandbox_unusable):  # before any model call is spent
+            record.kind, record.error_type = "refused", "SandboxUnavailable"
+            emit(ErrorEvent(message=missing))
+            return
         real_provider = self.provider
-        model = self.model or real_provider.default_model
-        record.provider, record.model = real_provider.name, model
+        models = real_provider.task_models(self.model, self.intent_model)  # the one place a model is chosen
+        record.provider, record.model = real_provider.name, models.intent
         provider = MeteredProvider(real_provider, record)  # type: ignore[assignment]  # a Provider in all but name
         session = self.session
 
@@ -529,11 +546,15 @@ class Assistant:
             text = clean.text.replace("--generate", " ").strip() if generate else clean.text
             intent = await self._classify(
                 provider,
+                models.intent,
                 text,
                 has_component=session.last_component is not None,
                 has_flow=session.last_flow is not None,
                 builtins=builtin_lines(catalog),
             )
+        task = INTENT_KIND.get(intent.intent, "answer")  # component, flow or answer: the model's task
+        model = models[task]
+        record.model = provider.model_in_use(model, task)
         builtin = describe_builtin(catalog, intent.builtin) if intent.builtin and catalog is not None else None
         if intent.intent == GENERATE_COMPONENT and builtin is not None:
             record.kind = INTENT_METRIC[USE_BUILTIN]
@@ -565,6 +586,7 @@ class Assistant:
             request_id=request_id,
             max_tokens=self.max_tokens,
             warnings=list(clean.warnings),
+            task=task,
         )
         if intent.intent == GENERATE_COMPONENT and builtin is not None:
             outcome = builtin_outcome(builtin)  # reuse before generate: no generation call
@@ -641,13 +663,20 @@ class Assistant:
         emit(CompleteEvent(data=outcome.complete_data(warnings or None), outcome=outcome))
 
     async def _classify(
-        self, provider: Provider, text: str, *, has_component: bool, has_flow: bool = False, builtins: str | None = None
+        self,
+        provider: Provider,
+        model: str,
+        text: str,
+        *,
+        has_component: bool,
+        has_flow: bool = False,
+        builtins: str | None = None,
     ) -> IntentResult:
         system, messages = build_intent_messages(
             text, has_component=has_component, has_flow=has_flow, builtins=builtins
         )
-        model = self.intent_model or provider.fast_model or self.model or provider.default_model
-        reply = await provider.complete(system=system, messages=messages, model=model, max_tokens=400, temperature=0)
+        call = ModelCall(system=system, messages=messages, model=model, task="intent", max_tokens=400, temperature=0)
+        reply = await provider.complete(call)
         return await asyncio.to_thread(parse_intent, reply, text)  # lenient JSON of any size: off the loop
 
     @staticmethod

@@ -197,7 +197,7 @@ def register(workspace: Workspace, view: FlowView, *, name: str | None = None, r
     """Create or update the flow in the connected Langflow, then prove it there with a run.
 
     A model node carries its selection and its key field names a global variable
-    (``OPENAI_API_KEY``), so the flow runs on the server as it runs here.  The proof run is made
+    (the provider's key variable), so the flow runs on the server as it runs here.  The proof run is made
     when the server has every variable the flow's key fields name (its global variables, by
     name only); otherwise the note says which one to create there.  A flow with no model chosen,
     or an empty key field, is not run (it could not answer)."""
