@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lfassist_jupyter.errors import ConfigError, LfAssistError
+from lfassist_jupyter.providers import check_environment
+from lfassist_jupyter.providers.table import setup_variables
 from lfassist_jupyter.runtime import blocking_twin
 from lfassist_jupyter.settings import Settings, check, help_text
 
@@ -357,7 +359,7 @@ async def arun_suite(
     chosen = first.provider  # raises ConfigError with the fix when nothing is configured
     suite = SuiteResult(
         provider=chosen.name,
-        model=model or chosen.default_model,
+        model=chosen.task_models(model, intent_model).main or "(the server's first model)",
         started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     suite.versions = _versions(suite.model)
@@ -406,8 +408,8 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lfassist_jupyter.eval",
         description="Run eval cases through the assistant and check each result by running it in the sandbox.",
-        epilog="Providers are configured as for %%assist (OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENAI_BASE_URL, "
-        "OLLAMA_HOST). Exit status: 0 all cases ran, 1 a case errored (or failed, with --strict), 2 usage error.",
+        epilog=f"Providers are configured as for %%assist ({', '.join(setup_variables())}). "
+        "Exit status: 0 all cases ran, 1 a case errored (or failed, with --strict), 2 usage error.",
     )
     parser.add_argument("cases", help="a TOML file of [[case]] tables (see evals/ for the shipped suites)")
     parser.add_argument("--provider", default=settings.provider, help=setting("provider"))
@@ -441,6 +443,7 @@ def write_json(suite: SuiteResult, path: str | Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        check_environment()  # every LFASSIST_* variable: a bad one is its one line, as everywhere
         parser = build_parser()
     except ConfigError as exc:  # a bad LFASSIST_* variable
         print(f"error: {exc}", file=sys.stderr)

@@ -45,6 +45,8 @@ from typing import Any
 from mcp.server.fastmcp import Context, FastMCP  # the official MCP SDK (not this module)
 from mcp.server.fastmcp.exceptions import ToolError
 
+from lfassist_jupyter.providers.table import setup_variables
+
 NAME = "lfassist"
 MAX_REQUEST = 8_000  # the notebook's prompt limit (core/hygiene.py)
 MAX_CODE = 200_000
@@ -67,7 +69,7 @@ options:
   --max-retries N   validation attempts of generate_component, 0..10 (default: LFASSIST_MAX_RETRIES or 3)
   -h, --help        show this help and exit
 
-environment: OPENAI_API_KEY / ANTHROPIC_API_KEY / OPENAI_BASE_URL / OLLAMA_HOST (the model provider,
+environment: {" / ".join(setup_variables())} (the model provider,
 as in the notebook; LFASSIST_PROVIDER, LFASSIST_MODEL), LANGFLOW_URL and LANGFLOW_API_KEY (offer the
 register tools), LFASSIST_SANDBOX, LFASSIST_VALIDATOR_TIMEOUT (the sandbox).
 
@@ -484,6 +486,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.max_retries is not None and not 0 <= args.max_retries <= 10:
         sys.stderr.write("--max-retries must be between 0 and 10.\n")
+        return 2
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.providers import check_environment
+
+    try:  # a bad LFASSIST_* variable: its one line before serving, as every entry point says it
+        check_environment()
+    except ConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
         return 2
     server = build_server(root, max_retries=args.max_retries)
     _warm_up()

@@ -173,6 +173,7 @@ class AssistMagics(Magics):
         from lfassist_jupyter.errors import ConfigError
 
         try:  # a bad LFASSIST_* variable: one line
+            _check_environment()
             # Before the configuration loads: ipython_config.py's values notify _on_config_change.
             self.workspace = current_workspace()
             super().__init__(shell=shell, **kwargs)
@@ -197,11 +198,12 @@ class AssistMagics(Magics):
     def _check_setting(self, proposal: Any) -> Any:
         """``%config AssistMagics.<name> = value`` is checked against the setting's bounds."""
         from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.providers.table import PREFERRED_ORDER
         from lfassist_jupyter.settings import check
 
         name = proposal.trait.name
         try:
-            return check(name, proposal.value, source=f"{type(self).__name__}.{name}")
+            return check(name, proposal.value, source=f"{type(self).__name__}.{name}", providers=PREFERRED_ORDER)
         except ConfigError as exc:
             raise TraitError(str(exc)) from None
 
@@ -279,6 +281,7 @@ class AssistMagics(Magics):
         """
         if cell is None:
             return self._subcommand(line)
+        _check_environment()
         args = _parse(self.assist, line)
         if args is None:
             return Lines([help_for("%%assist")]).show()
@@ -293,6 +296,9 @@ class AssistMagics(Magics):
                 prompt = string.Formatter().vformat(cell, (), _Namespace(self.shell.user_ns))
             except (ValueError, IndexError, AttributeError, KeyError) as exc:
                 raise UsageError(f"--interpolate could not fill the request: {exc}") from exc
+        connecting = self.workspace.auto_connect()  # LANGFLOW_URL, as `%assist connect URL` would
+        if connecting:
+            Lines([connecting]).show()
         assistant = self._get_assistant(args)
         progress = LiveProgress(rich=self._rich, quiet=args.quiet)
         reuse = assistant.reuse
@@ -393,44 +399,57 @@ class AssistMagics(Magics):
         return suite
 
     def _models(self, words: list[str], rest: str) -> Lines:
-        providers = self.workspace.configured_providers()
+        """Each configured provider's models: a server of your own is asked for its list (its
+        ``/v1/models``, Ollama's ``/api/tags``), the vendor's API shows its catalogue; with the
+        model each task uses."""
+        _check_environment()
+        providers = self.workspace.configured_providers(
+            provider=self.provider, model=self.model, intent_model=self.intent_model
+        )
         lines = []
         if not providers:
             from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             lines.append(NO_PROVIDER_MESSAGE)
-        lines += [
-            f"{p.name}: {', '.join(name for name, _ in p.models)}  (default {p.default_model})" for p in providers
-        ]
+        for p in providers:
+            where = f" at {p.base_url}" if p.base_url else ""
+            if p.error:
+                lines.append(f"{p.name}{where}: {p.error}")
+                continue
+            names = ", ".join(name for name, _ in p.models) or "(none)"
+            lines.append(f"{p.name}{where}: {names}  ({p.uses})")
         return Lines(lines)
 
     def _status(self, words: list[str], rest: str) -> Lines:
+        """Providers and the model of each task, the validator (lfx, isolation), the session and
+        Langflow; a bad setting is its one line instead (``UsageError``), never a traceback."""
+        _check_environment()
         from lfassist_jupyter.providers import check_config
-        from lfassist_jupyter.sandbox.client import default_validator
 
         lines: list[str] = []
         cfg = check_config()
         if cfg["configured"]:
+            (chosen,) = self.workspace.configured_providers(
+                provider=self.provider,
+                model=self.model,
+                intent_model=self.intent_model,
+                only=cfg["default_provider"],
+                ask=False,
+            )
+            where = f" at {chosen.base_url}" if chosen.base_url else ""
             lines.append(
-                f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}, "
-                f"model {self.model or cfg['default_model']})"
+                f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}{where}, "
+                f"{chosen.uses})"
             )
         else:
             from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             lines.append(f"Providers: none. {NO_PROVIDER_MESSAGE}")
-        if _warmup is not None:
-            _warmup.join(2)  # the spawn itself takes milliseconds; do not report "stopped" while it runs
-        info = default_validator().info()
-        version = f", lfx {info['lfx_version']}" if info["lfx_version"] else ""
-        lines.append(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
-        if info["error"]:
-            lines.append(f"  {info['error']}")
-        if info.get("isolation") == "reduced":  # never silent: see sandbox/_isolation.py
-            lines.append(f"  reduced isolation: {info['isolation_reason']}")
+        lines += self._validator_lines()
         lines.append(f"Session: {self._session_id or 'new on first request'}")
+        connecting = self.workspace.auto_connect()
         if self.langflow is None:
-            lines.append("Langflow: not connected (%assist connect URL)")
+            lines.append(connecting or "Langflow: not connected (%assist connect URL, or LANGFLOW_URL)")
         else:
             checks = "server validation on" if self.server_validation else "server validation off"
             lines.append(
@@ -438,6 +457,27 @@ class AssistMagics(Magics):
                 f"{self.langflow.auth}, {checks})"
             )
         return Lines(lines)
+
+    def _validator_lines(self) -> list[str]:
+        """The sandbox's state, and a warning when its interpreter has no lfx (the ``[lfx]`` extra)."""
+        from lfassist_jupyter.sandbox.lfx_check import lfx_missing
+
+        if _warmup is not None:
+            _warmup.join(2)  # the spawn itself takes milliseconds; do not report "stopped" while it runs
+        validator = self.workspace.local_validator()
+        info = validator.info() if hasattr(validator, "info") else None
+        if info is None:
+            return [f"Validator: {type(validator).__name__}"]
+        version = f", lfx {info['lfx_version']}" if info["lfx_version"] else ""
+        lines = [f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)"]
+        missing = lfx_missing(info["python"])
+        if missing:
+            lines.append(f"  Warning: {missing}")
+        elif info["error"]:
+            lines.append(f"  {info['error']}")
+        if info.get("isolation") == "reduced":  # never silent: see sandbox/_isolation.py
+            lines.append(f"  reduced isolation: {info['isolation_reason']}")
+        return lines
 
     def _connect(self, words: list[str], rest: str) -> Lines:
         import argparse
@@ -704,6 +744,18 @@ class AssistMagics(Magics):
 
 
 _warmup: threading.Thread | None = None
+
+
+def _check_environment() -> None:
+    """Every ``LFASSIST_*`` variable checked (``settings.check_all`` with the provider table's names):
+    a bad one is its one line, as a ``UsageError`` (no traceback), the same line every entry point gives."""
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.providers import check_environment
+
+    try:
+        check_environment()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 Handler = Callable[[AssistMagics, list[str], str], Any]
