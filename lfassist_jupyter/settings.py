@@ -252,7 +252,7 @@ def _provider_problem(value: str, providers: Collection[str]) -> str | None:
 def _flow_model_problem(value: str, providers: Collection[str]) -> str | None:
     head, sep, tail = value.partition(":")
     if sep and head.strip().lower() in providers and not tail.strip():
-        return "input should name the model after the provider (provider:model)"
+        return "input should be provider:model, with the model named after the colon"
     return _model_problem(tail.strip() if sep and head.strip().lower() in providers else value)
 
 

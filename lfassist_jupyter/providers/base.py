@@ -336,6 +336,8 @@ class Provider(ABC):
         models when it runs on one of the user's, and the setting that fixes it."""
         also = f" Also tried {', '.join(tried[1:])}: none of them was found." if len(tried) > 1 else ""
         setting = model_setting(task)
+        if task == "intent":  # classification runs on the model unless an intent model is named
+            setting = f"{model_setting('component')} (or {setting}, the model that classifies requests)"
         listed = await self._fallback_list() if self.own_server else []
         if listed:
             shown = ", ".join(listed[:8]) + (f" (and {len(listed) - 8} more)" if len(listed) > 8 else "")

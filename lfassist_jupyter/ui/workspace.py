@@ -84,7 +84,8 @@ class Workspace:
         self.config = config or Settings.from_env()
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         self._local_validator = local_validator
-        self.langflow = langflow
+        self._langflow = langflow
+        self._auto = True  # LANGFLOW_URL may connect it, until an explicit disconnect
         self._store: SessionStore | None = None
         self._factory = assistant_factory
         self._assistants: OrderedDict[_AssistantKey, Assistant] = OrderedDict()
@@ -134,15 +135,28 @@ class Workspace:
     # -- validation and Langflow ----------------------------------------------------------------
 
     @property
+    def langflow(self) -> LangflowClient | None:
+        """The connected Langflow; with ``LANGFLOW_URL`` set, the first view that asks connects to it
+        (``auto_connect``), as ``%assist connect URL`` would."""
+        if self._langflow is None:
+            self.auto_connect()
+        return self._langflow
+
+    @langflow.setter
+    def langflow(self, client: LangflowClient | None) -> None:
+        self._langflow = client
+
+    @property
     def connected(self) -> bool:
         return self.langflow is not None and self.langflow.connected
 
     def connect(self, client: LangflowClient, *, server_validation: bool = True) -> None:
-        self.langflow = client
+        self._langflow = client
         self.config.server_validation = server_validation
 
     def disconnect(self) -> None:
-        self.langflow = None
+        self._langflow = None
+        self._auto = False  # stays disconnected: LANGFLOW_URL does not connect it again
 
     @property
     def _server(self) -> LangflowClient | None:
@@ -401,7 +415,7 @@ class Workspace:
         import os
 
         url = os.environ.get("LANGFLOW_URL", "").strip()
-        if self.langflow is not None or not url:
+        if self._langflow is not None or not url or not self._auto:
             return None
         if self._auto_error is not None and self._auto_error[0] == url:
             return self._auto_error[1]

@@ -135,3 +135,27 @@ def test_no_model_named_takes_the_servers_own_and_says_so(own, flow_ip, monkeypa
     assert own.listings == 1  # the server was asked, once
     shown = text_of(result, flow_ip)
     assert "No model is named" in shown and "'fake-gpt'" in shown and "LFASSIST_MODEL" in shown
+
+
+@pytest.mark.parametrize("has_it", [False, True])
+def test_registering_says_when_langflow_lacks_your_servers_url(own, flow_ip, monkeypatch, has_it):
+    """lfx 1.13's OpenAI node has no base-URL field: in Langflow it reads OPENAI_BASE_URL, and a
+    Langflow without it would call the vendor.  Registering says so, naming the value to set."""
+    from _support.fakelangflow import FakeLangflow
+
+    variables = ["OPENAI_API_KEY", *(["OPENAI_BASE_URL"] if has_it else [])]
+    spec = ONE_SENTENCE_SPEC + '  M.model: {"name": "fake-gpt", "provider": "OpenAI"}\n  M.api_key: OPENAI_API_KEY\n'
+    with FakeLangflow(variables=variables) as langflow:
+        monkeypatch.setenv("LANGFLOW_URL", langflow.url)
+        monkeypatch.setenv("LANGFLOW_API_KEY", "fake-langflow-key-for-tests")
+        view = flow_ip.run_cell_magic("assist_flow", "--register --quiet", spec)
+    assert view.registered is not None, view.notes
+    said = [text for text, _ in view.notes if "OPENAI_BASE_URL" in text]
+    if has_it:
+        assert said == []  # the control: a Langflow that has it gets no such note
+    else:
+        assert said == [
+            "Langflow has no global variable OPENAI_BASE_URL: unless its own environment sets it, this flow's model "
+            f"node calls the provider's default API, not your server. Set OPENAI_BASE_URL to {own.openai_base_url} "
+            "there (Settings, Model Providers)."
+        ]
