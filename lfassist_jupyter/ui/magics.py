@@ -24,6 +24,7 @@ from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Float, Int, TraitError, TraitType, Unicode, observe, validate
 
+from lfassist_jupyter.providers.table import PREFERRED_ORDER
 from lfassist_jupyter.settings import FIELDS, NOTEBOOK, help_text
 from lfassist_jupyter.ui.render.progress import LiveProgress
 from lfassist_jupyter.ui.render.text import Lines
@@ -34,13 +35,15 @@ if TYPE_CHECKING:
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.langflow.client import LangflowClient
 
-HELP = """\
+_PROVIDERS = " | ".join(PREFERRED_ORDER)
+
+HELP = f"""\
 %%assist [options]       the cell body is your request: a component to build, or a question
-  --provider NAME        openai | anthropic | ollama | scripted (default: first configured)
+  --provider NAME        {_PROVIDERS} (default: first configured)
   --model NAME           the generation model
   --max-retries N        total validation attempts, 0..10 (0 skips validation)
   --session NAME         continue a named conversation;  --new-session starts a fresh one
-  --interpolate          replace {name} in the request with notebook variables (never done silently)
+  --interpolate          replace {{name}} in the request with notebook variables (never done silently)
   --no-insert            do not put the code in a new cell below
   --out VAR              bind the result (AssistResult) to VAR
   --register             also save the validated component in the connected Langflow
@@ -48,7 +51,7 @@ HELP = """\
   --quiet                no live progress, only the result
 
 %assist status           providers, models, validator and session
-%assist models           configured providers and their models
+%assist models           configured providers and their models (a server of your own: its own list)
 %assist new              start a new conversation
 %assist history          this conversation's turns and the stored sessions
 %assist connect URL [--api-key KEY | --ask-key] [--no-server-validation]
@@ -198,7 +201,6 @@ class AssistMagics(Magics):
     def _check_setting(self, proposal: Any) -> Any:
         """``%config AssistMagics.<name> = value`` is checked against the setting's bounds."""
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.providers.table import PREFERRED_ORDER
         from lfassist_jupyter.settings import check
 
         name = proposal.trait.name
@@ -261,7 +263,7 @@ class AssistMagics(Magics):
     # -- %%assist / %assist ----------------------------------------------------------------
 
     @magic_arguments()
-    @argument("--provider", default=None, help="openai | anthropic | ollama | scripted")
+    @argument("--provider", default=None, help=_PROVIDERS)
     @argument("--model", default=None, help="the generation model")
     @argument("--max-retries", type=int, default=None, help="total validation attempts, 0..10")
     @argument("--session", default=None, help="continue a named conversation")
@@ -424,23 +426,28 @@ class AssistMagics(Magics):
         """Providers and the model of each task, the validator (lfx, isolation), the session and
         Langflow; a bad setting is its one line instead (``UsageError``), never a traceback."""
         _check_environment()
+        from lfassist_jupyter.errors import LfAssistError
         from lfassist_jupyter.providers import check_config
 
         lines: list[str] = []
         cfg = check_config()
         if cfg["configured"]:
-            (chosen,) = self.workspace.configured_providers(
-                provider=self.provider,
-                model=self.model,
-                intent_model=self.intent_model,
-                only=cfg["default_provider"],
-                ask=False,
-            )
-            where = f" at {chosen.base_url}" if chosen.base_url else ""
-            lines.append(
-                f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}{where}, "
-                f"{chosen.uses})"
-            )
+            try:
+                (chosen,) = self.workspace.configured_providers(
+                    provider=self.provider,
+                    model=self.model,
+                    intent_model=self.intent_model,
+                    only=cfg["default_provider"],
+                    ask=False,
+                )
+            except LfAssistError as exc:  # e.g. a script file that is not JSON: its line, not a traceback
+                lines.append(f"Providers: {', '.join(cfg['configured_providers'])}: {exc}")
+            else:
+                where = f" at {chosen.base_url}" if chosen.base_url else ""
+                lines.append(
+                    f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}{where}, "
+                    f"{chosen.uses})"
+                )
         else:
             from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
