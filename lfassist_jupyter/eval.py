@@ -357,12 +357,12 @@ async def arun_suite(
     options = {"model": model, "max_retries": max_retries, "intent_model": intent_model, "session_store": False}
     first = factory(provider=provider, **options)
     chosen = first.provider  # raises ConfigError with the fix when nothing is configured
+    named = chosen.task_models(model, intent_model).main
     suite = SuiteResult(
         provider=chosen.name,
-        model=chosen.task_models(model, intent_model).main or "(the server's first model)",
+        model=named or "(the server's first model)",
         started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
-    suite.versions = _versions(suite.model)
     for i, case in enumerate(cases):
         if on_progress:
             on_progress(i, len(cases), None, case)
@@ -370,6 +370,10 @@ async def arun_suite(
         suite.cases.append(await run_case(case, assistant, runner))
         if on_progress:
             on_progress(i + 1, len(cases), suite.cases[-1], None)
+    in_use = getattr(chosen, "model_in_use", None)  # the model that wrote (after a fallback, or the server's pick)
+    if callable(in_use) and in_use(named, "component"):
+        suite.model = in_use(named, "component")
+    suite.versions = _versions(suite.model)
     return suite
 
 

@@ -96,7 +96,7 @@ def test_a_server_of_your_own_is_one_that_is_not_the_vendors_url():
     assert table.server_root(ollama, "http://gpu-box:11434/v1") == "http://gpu-box:11434"
 
 
-def test_a_provider_added_to_the_table_reaches_the_model_nodes_and_the_real_runs_plan(monkeypatch):
+def test_a_provider_added_to_the_table_reaches_the_model_nodes_and_the_real_runs_plan(monkeypatch, sandbox):
     """Adding a provider a flow can call is one entry: the model node of a spec naming it gets its
     key variable, and a real run's plan its hosts, with no other edit."""
     from lfassist_jupyter.flows import build_flow
