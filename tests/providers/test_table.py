@@ -60,10 +60,12 @@ def test_the_lfx_facts_of_the_table_are_the_installed_lfxs():
     assert set(MODEL_PROVIDER_METADATA) <= ours  # every provider lfx knows has an entry
 
 
-def test_lfxs_language_model_node_has_the_fields_the_table_names():
-    from lfx.components.models_and_agents.language_model import LanguageModelComponent
+def test_lfxs_language_model_node_has_the_fields_the_table_names(sandbox):
+    from lfassist_jupyter.flows.catalog import default_catalog
 
-    fields = {i.name for i in LanguageModelComponent.inputs}
+    catalog = default_catalog(sandbox)  # lfx's node as the sandbox's lfx builds it
+    fields = set(catalog.registry[catalog.resolve("LanguageModelComponent")]["template"])
+    assert {"model", "api_key"} <= fields  # the control: it is the node
     for spec in PROVIDERS:
         if spec.flow and spec.flow.base_url_field:
             assert spec.flow.base_url_field in fields, spec.name
