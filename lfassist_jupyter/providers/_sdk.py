@@ -24,6 +24,7 @@ from lfassist_jupyter.providers.base import (
     env_timeout,
 )
 from lfassist_jupyter.providers.table import server_root
+from lfassist_jupyter.redaction import without_credentials
 
 LIST_TIMEOUT = 10.0
 """Seconds a server may take to list its models (a local server answers at once)."""
@@ -67,7 +68,7 @@ class SDKProvider(Provider):
         return self._client
 
     def stream(self, call: ModelCall) -> AsyncIterator[str]:
-        where = f" at {self.base_url}" if self.base_url else ""
+        where = f" at {without_credentials(self.base_url)}" if self.base_url else ""
 
         def attempt(name: str) -> AsyncIterator[str]:
             return self._guarded(self._raw_stream(call, name), timeout=self.timeout, where=where)

@@ -460,7 +460,7 @@ class AssistMagics(Magics):
         else:
             checks = "server validation on" if self.server_validation else "server validation off"
             lines.append(
-                f"Langflow: connected to {self.langflow.url} (Langflow {self.langflow.version}, "
+                f"Langflow: connected to {self.langflow.public_url} (Langflow {self.langflow.version}, "
                 f"{self.langflow.auth}, {checks})"
             )
         return Lines(lines)
@@ -515,7 +515,7 @@ class AssistMagics(Magics):
             return Lines([*lines, f"Not connected: {exc}"])
         self.server_validation = not args.no_server_validation
         self.workspace.connect(client, server_validation=self.server_validation)
-        return Lines([*lines, f"Connected to Langflow {client.version} at {client.url} ({client.auth})."])
+        return Lines([*lines, f"Connected to Langflow {client.version} at {client.public_url} ({client.auth})."])
 
     def _components(self, words: list[str], rest: str) -> Lines:
         return self._list_registered("components", "%%assist --register", lambda lf: lf.list_components())
