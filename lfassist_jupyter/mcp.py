@@ -687,6 +687,8 @@ TOOL_MODULES = (
     "lfassist_jupyter.langflow",
     "lfassist_jupyter.langflow.extension",
     "lfassist_jupyter.langflow.flows",
+    "lfassist_jupyter.providers",  # the settings check before serving, and the provider table
+    "lfassist_jupyter.providers.table",
     "lfassist_jupyter.redaction",
     "lfassist_jupyter.sandbox.client",
     "lfassist_jupyter.settings",
