@@ -186,7 +186,8 @@ def _shape(name: str) -> tuple[type, bool, tuple[str, ...]]:
         return base, True, ()
     if typing.get_origin(kind) is Literal:
         return str, False, tuple(args)
-    return kind, False, ()
+    # A plain type: the annotations are evaluated (no ``from __future__ import annotations`` here).
+    return typing.cast(type, kind), False, ()
 
 
 def _convert(name: str, value: Any) -> Any:
@@ -276,7 +277,7 @@ def _directory_problem(value: str) -> str | None:
     )
 
 
-def _kind_problem(kind: str | None, value: Any, providers: Collection[str]) -> str | None:
+def _kind_problem(kind: str | None, value: object, providers: Collection[str]) -> str | None:
     """What is wrong with a text setting's value for what it names (``kind``), or None."""
     if kind is None or not isinstance(value, str):
         return None

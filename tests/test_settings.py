@@ -1,7 +1,7 @@
 """Every ``LFASSIST_*`` setting is declared once (``lfassist_jupyter/settings.py``) and read from
 there: no module reads one of its own, the docs' table (docs/configuration.md) and ``%config AssistMagics`` list them,
 and a bad value is the same one ``ConfigError`` line whichever surface reads it first -- the
-settings, ``default_validator()``, ``%load_ext``, ``%assist status``, ``%%assist``, the chat panel,
+settings, ``sandbox.shared()``, ``%load_ext``, ``%assist status``, ``%%assist``, the chat panel,
 the MCP server, the eval CLI -- for every setting (a provider name the table does not have too)."""
 
 from __future__ import annotations
@@ -188,11 +188,10 @@ def test_the_eval_command_line_says_the_same_line_and_exits_2(tmp_path):
     assert line.startswith("LFASSIST_PROVIDER='gemini': input should be 'openai' or 'anthropic'") and "\n" not in line
 
 
-def test_the_sandbox_reads_a_bad_value_as_the_same_line(monkeypatch):
-    from lfassist_jupyter.sandbox import client
+def test_the_sandbox_reads_a_bad_value_as_the_same_line(monkeypatch, no_shared_sandbox):
+    from lfassist_jupyter.sandbox import shared
 
     monkeypatch.setenv("LFASSIST_VALIDATOR_TIMEOUT", "ten")
-    monkeypatch.setattr(client, "_default", None)
     with pytest.raises(ConfigError) as caught:
-        client.default_validator()
+        shared()
     assert str(caught.value).startswith(BAD) and "\n" not in str(caught.value)

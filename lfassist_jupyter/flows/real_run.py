@@ -1,7 +1,7 @@
 """A real run of a flow on this machine: the user's explicit choice, with only the keys and hosts
 the user allowed.
 
-The probe run (``flows.probe``) proves the wiring with models stubbed, no keys and no network.
+The probe run (``sandbox.probe``) proves the wiring with models stubbed, no keys and no network.
 A real run calls the models, so it needs keys and the network -- and a flow file may come from
 anyone, so neither is the flow's to decide:
 
@@ -50,6 +50,8 @@ __all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun
+
+    from .catalog import Catalog
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -149,16 +151,18 @@ def _keyless(name: str, given: Mapping[str, str]) -> table.ProviderSpec | None:
 def run_plan(
     flow: dict[str, Any] | str | Path,
     *,
+    catalog: Catalog | None = None,
     env: Mapping[str, str] | Iterable[str] | None = None,
     allow_hosts: Iterable[str] = (),
 ) -> RunPlan:
     """Which variables a real run of ``flow`` wants and which hosts it may reach -- nothing runs.
 
     ``env`` and ``allow_hosts`` as for ``run_flow_for_real``: the plan says which wanted variables are
-    still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it."""
+    still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it.  Spec
+    text is built over ``catalog`` first (flow JSON and files need none)."""
     from .validate import _load
 
-    loaded, errors, _ = _load(flow)
+    loaded, errors, _ = _load(flow, catalog)
     if loaded is None:
         raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
     prepared, ignored = prepare_flow(loaded)
@@ -206,24 +210,23 @@ def _plan(
         for host in spec.hosts if spec else ():
             add(Allowed(host, 443, False, f"{provider} for {node}", named=False))
         configured = _configured_server(spec, given) if spec else None
-        if configured is not None:
-            variable, value = configured
+        if spec is not None and configured is not None:
+            setting, setting_value = configured
             try:
-                entries, run_value = _configured_hosts(spec, variable, value)  # type: ignore[arg-type]
+                entries, run_value = _configured_hosts(spec, setting, setting_value)
             except ValueError:
-                plan.notes.append(f"{variable} is not a URL: {value!r}")
+                plan.notes.append(f"{setting} is not a URL: {setting_value!r}")
             else:
-                plan.config[variable] = run_value
-                lfx_variable = spec.flow.base_url_variable if spec and spec.flow else None
-                if lfx_variable and lfx_variable != variable:  # what lfx reads when the node has no URL
+                plan.config[setting] = run_value
+                lfx_variable = spec.flow.base_url_variable if spec.flow else None
+                if lfx_variable and lfx_variable != setting:  # what lfx reads when the node has no URL
                     plan.config[lfx_variable] = run_value
                 for entry in entries:
                     add(entry)
         if not (spec and spec.hosts) and configured is None:
             hint = ""
             if spec and spec.url_form == "ollama":
-                port = table.ollama_host("")[2]
-                hint = f" (a local {spec.display_name}: --allow-host 127.0.0.1:{port})"
+                hint = f" (a local {spec.display_name}: --allow-host 127.0.0.1:{table.ollama_host('')[2]})"
             plan.notes.append(f"{node} uses {provider}: no known host; allow it with allow_hosts / --allow-host{hint}")
     for _node, name, _, template in _nodes(flow):
         for fname, fld in template.items():
@@ -320,6 +323,7 @@ def run_flow_for_real(
     flow: dict[str, Any] | str | Path,
     input_text: str = "",
     *,
+    catalog: Catalog,
     env: Mapping[str, str] | Iterable[str] | None = None,
     allow_hosts: Iterable[str] = (),
     timeout: float = 300.0,
@@ -339,9 +343,9 @@ def run_flow_for_real(
     run's fields (``ok``, ``text``, ``error``, ``seconds``) plus ``component``, ``variables`` (the
     names passed, never their values), ``hosts`` (the allow-list), ``refused`` (the connections
     the fence refused: host, port, reason, after_s) and ``isolation``.  A failing flow is
-    reported, not raised.
+    reported, not raised.  It is checked over ``catalog`` first, in its sandbox
+    (``lfassist_jupyter.run_flow_for_real`` is this over the shared sandbox's catalogue).
     """
-    from .catalog import default_catalog
     from .packages import install_line
     from .validate import _load, validate_flow
 
@@ -349,7 +353,6 @@ def run_flow_for_real(
         raise ConfigError(f"The input must be text, not {type(input_text).__name__}.")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not math.isfinite(timeout) or timeout <= 0:
         raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}.")
-    catalog = default_catalog()
     loaded, errors, _ = _load(flow, catalog)
     if loaded is None:
         raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
@@ -363,7 +366,7 @@ def run_flow_for_real(
     if report.missing_packages:
         lines = "; ".join(f"{p.distribution} ({', '.join(p.nodes)})" for p in report.missing_packages)
         names = [p.distribution for p in report.missing_packages]
-        install = install_line(names, getattr(catalog.sandbox, "python", None))
+        install = install_line(names, catalog.sandbox.python if catalog.sandbox is not None else None)
         raise ConfigError(f"Not run: the flow needs packages not installed here: {lines}. Install them: {install}")
     read_fields = {(nid, fname) for _, _, nid, fname in flow_variables(loaded)}
     unset = [

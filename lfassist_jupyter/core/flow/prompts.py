@@ -78,7 +78,8 @@ out their `model` and `api_key`, unless the request names a model or a provider;
 - A loop's body starts at `L.item`, and its last node feeds back into `L.item` (that edge \
 targets the loop's item handle); `L.done` gives the collected results to what comes after.
 """
-SPEC_SYNTAX = SPEC_SYNTAX.replace("{key_variable}", str(find("anthropic").key_variable))
+_EXAMPLE = find("anthropic")
+SPEC_SYNTAX = SPEC_SYNTAX.replace("{key_variable}", (_EXAMPLE and _EXAMPLE.key_variable) or "MY_SERVICE_KEY")
 """The example key variable comes from the provider table: no other module spells one."""
 
 LOOP_EXAMPLE = """\
