@@ -20,6 +20,10 @@ what is measured is our overhead, not a model's.
   model-less one and one whose model node calls the fake provider with the openai SDK, interleaved,
   and vs. a cold ``lfx run``; the first real run (the runner's start); how soon a connection to a
   port that is not allowed is refused (``python benchmarks/run.py --real-runs``: these rows only)
+- your own model server: model calls per validated component with a local OpenAI-compatible server
+  (its URL and ``LFASSIST_MODEL``; its URL only) and with Ollama, beside the vendor's API with its
+  defaults -- fake servers, the local ones answering 404 to a model they lack
+  (``python benchmarks/run.py --providers``: these rows only)
 - zero-call repairs: over the tests' broken replies and the demo script's recorded ones, the
   share of failed first replies the repair pass fixes with no model call, model calls per
   validated component with and without the pass, and the pass's own time; and over the
@@ -557,6 +561,83 @@ def hung_server_error_s() -> tuple[float, str] | None:
         return time.perf_counter() - t0, result.error or result.status
 
 
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "OLLAMA_HOST",
+                      "OLLAMA_BASE_URL", "LFASSIST_PROVIDER", "LFASSIST_MODEL", "LFASSIST_INTENT_MODEL")  # fmt: skip
+
+
+def own_server_calls(validator: SandboxValidator, n: int = 6) -> dict[str, dict]:
+    """Model calls per validated component, side by side, with the same replies: the vendor's API
+    with its defaults (a key; gpt-4o-mini classifies, gpt-4o writes), a local OpenAI-compatible
+    server with two settings (its URL and ``LFASSIST_MODEL``), the same server with its URL only (its
+    list is asked), and Ollama with two settings -- fake servers each (``tests/_support/fakellm.py``);
+    the local ones list their own models and answer 404 to any other.  Every other request's first
+    reply fails validation (a retry).  Counted: the HTTP calls to the model, those that named a model
+    the server does not have, and the requests for its list."""
+    from _support.components import DATA_LIST_BUG, intent
+    from _support.fakellm import FakeLLM, FakeOllama
+
+    setups = {
+        "vendor's API, its defaults": (FakeLLM(), lambda s: {"OPENAI_API_KEY": "bench-fake-key-0123456789",
+                                                             "OPENAI_BASE_URL": s.openai_base_url}),
+        "local server, URL + LFASSIST_MODEL": (FakeLLM(models=["fake-gpt", "fake-mini"]),
+                                               lambda s: {"OPENAI_BASE_URL": s.openai_base_url,
+                                                          "LFASSIST_MODEL": "fake-gpt"}),
+        "local server, URL only (its list asked)": (FakeLLM(models=["fake-gpt", "fake-mini"]),
+                                                    lambda s: {"OPENAI_BASE_URL": s.openai_base_url}),
+        "Ollama, OLLAMA_HOST + LFASSIST_MODEL": (FakeOllama(models=["qwen3:0.6b"]),
+                                                 lambda s: {"OLLAMA_HOST": s.url.removeprefix("http://"),
+                                                            "LFASSIST_MODEL": "qwen3:0.6b"}),
+    }  # fmt: skip
+    saved = {k: os.environ.pop(k) for k in PROVIDER_VARIABLES if k in os.environ}
+    out: dict[str, dict] = {}
+    try:
+        for name, (server, env) in setups.items():
+            with server:
+                os.environ.update(env(server))
+                validated = 0
+                t0 = time.perf_counter()
+                for i in range(n):
+                    server.queue(
+                        intent("generate_component"), *([fenced(DATA_LIST_BUG)] if i % 2 else []), fenced(GOOD)
+                    )
+                    assistant = Assistant(validator=validator, session_store=False)
+                    validated += bool(asyncio.run(assistant.arun("a component that uppercases text")).validated)
+                known = server.models
+                out[name] = {
+                    "calls": len(server.requests),
+                    "validated": validated,
+                    "unknown_model_calls": sum(
+                        known is not None and r.body.get("model") not in known for r in server.requests
+                    ),
+                    "listings": server.listings,
+                    "seconds": time.perf_counter() - t0,
+                }
+                for k in env(server):
+                    os.environ.pop(k, None)
+    finally:
+        os.environ.update(saved)
+    return out
+
+
+def own_server_rows(found: dict[str, dict]) -> list[tuple[str, str, str, str]]:
+    """The table's rows for ``own_server_calls``: calls per validated component, vs the vendor's."""
+    vendor = next(iter(found.values()))
+    base = vendor["calls"] / max(1, vendor["validated"])
+    rows = []
+    for name, r in found.items():
+        per = r["calls"] / max(1, r["validated"])
+        rows.append(
+            (
+                f"model calls per validated component, {name}",
+                f"{per:.2f}",
+                f"{per / base:.2f}x the vendor's API",
+                f"{r['validated']} validated; {r['unknown_model_calls']} calls to a model it lacks; "
+                f"{r['listings']} list requests",
+            )
+        )
+    return rows
+
+
 def _demo_replies() -> dict[str, str]:
     """The demo script's recorded component replies, by what their ``match`` asks for."""
     data = json.loads((ROOT / "notebooks" / "demo-script.json").read_text())
@@ -696,10 +777,13 @@ def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--real-runs"]:  # only the real-run rows (python benchmarks/run.py --real-runs)
+    if sys.argv[1:] in (["--real-runs"], ["--providers"]):  # only those rows (python benchmarks/run.py --providers)
         validator = SandboxValidator()
         validator.start()
-        rows = real_run_rows(real_runs(validator, 7))
+        if sys.argv[1] == "--providers":
+            rows = own_server_rows(own_server_calls(validator))
+        else:
+            rows = real_run_rows(real_runs(validator, 7))
         validator.close()
         width = max(len(r[0]) for r in rows)
         for name, value, ratio, note in rows:
@@ -727,6 +811,7 @@ def main() -> None:
     flow_calls, flow_kb, flow_ms = flow_first_valid(validator)
     control = control_flow_requests(validator)
     real = real_runs(validator, 7)
+    providers = own_server_calls(validator)
     starters = validate_starters()
     repairs = repair_savings(validator)
     mistakes = held_back_mistakes(validator)
@@ -847,6 +932,7 @@ def main() -> None:
         ),
     ]
     rows += real_run_rows(real)
+    rows += own_server_rows(providers)
     rows += [
         (
             "component repair: failed first replies fixed with no model call",
@@ -908,7 +994,7 @@ def main() -> None:
            "flow_ms": flow_ms, "real_runs": real, "validate_starters": starters,
            "repairs": repairs, "held_back_mistakes": mistakes,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
-           "real_flows": corpus}  # fmt: skip
+           "real_flows": corpus, "own_server_calls": providers}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

@@ -59,6 +59,8 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.fastmcp import Context, FastMCP  # the official MCP SDK (not this module)
 from mcp.server.fastmcp.exceptions import ToolError
 
+from lfassist_jupyter.providers.table import setup_variables
+
 if TYPE_CHECKING:
     from lfassist_jupyter.flows.catalog import Catalog
     from lfassist_jupyter.sandbox.client import SandboxValidator
@@ -90,7 +92,7 @@ options:
   --max-retries N   validation attempts of generate_component, 0..10 (default: LFASSIST_MAX_RETRIES or 3)
   -h, --help        show this help and exit
 
-environment: OPENAI_API_KEY / ANTHROPIC_API_KEY / OPENAI_BASE_URL / OLLAMA_HOST (the model provider,
+environment: {" / ".join(setup_variables())} (the model provider,
 as in the notebook; LFASSIST_PROVIDER, LFASSIST_MODEL), LANGFLOW_URL and LANGFLOW_API_KEY (offer the
 register tools), LFASSIST_SANDBOX, LFASSIST_VALIDATOR_TIMEOUT (the sandbox).
 
@@ -700,6 +702,8 @@ TOOL_MODULES = (
     "lfassist_jupyter.langflow",
     "lfassist_jupyter.langflow.extension",
     "lfassist_jupyter.langflow.flows",
+    "lfassist_jupyter.providers",  # the settings check before serving, and the provider table
+    "lfassist_jupyter.providers.table",
     "lfassist_jupyter.redaction",
     "lfassist_jupyter.sandbox",  # shared(): the server's one sandbox
     "lfassist_jupyter.sandbox.client",
@@ -779,6 +783,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.max_retries is not None and not 0 <= args.max_retries <= 10:
         sys.stderr.write("--max-retries must be between 0 and 10.\n")
+        return 2
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.providers import check_environment
+
+    try:  # a bad LFASSIST_* variable: its one line before serving, as every entry point says it
+        check_environment()
+    except ConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
         return 2
     server = build_server(root, max_retries=args.max_retries)
     _redact_logs()

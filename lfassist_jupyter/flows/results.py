@@ -86,7 +86,7 @@ class ModelUse(BaseModel):
     model: str
     provider: str
     key_variable: str | None = None
-    """The variable the key field names (``OPENAI_API_KEY``), never a key."""
+    """The variable the key field names (``MY_SERVICE_KEY``), never a key."""
     key_typed: bool = False
     """A key was typed into the node (shown as such, never its value)."""
 

@@ -118,7 +118,7 @@ def flow_body(flow: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     if problem is not None:
         raise LangflowError(f"Not a Langflow flow: {problem}.")
     nodes = copy.deepcopy(facts.nodes(flow))
-    for node in nodes:  # a key field naming OPENAI_API_KEY reads Langflow's global variable of that name
+    for node in nodes:  # a key field naming a variable (MY_SERVICE_KEY) reads Langflow's global variable of that name
         for value in facts.fields(node).values():
             if isinstance(value, dict):
                 facts.name_variable(value)

@@ -19,9 +19,8 @@ from lfassist_jupyter.errors import (
     ProviderRateLimitError,
     ProviderTimeoutError,
 )
+from lfassist_jupyter.providers.table import find
 from lfassist_jupyter.redaction import redact, without_credentials
-
-_KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
 def sdk_errors(api_error: type[BaseException]) -> tuple[type[BaseException], ...]:
@@ -86,7 +85,8 @@ def map_sdk_error(
             f"Could not reach {display}{where}. Check the URL and that the server is running.", **kw
         )
     if status in (401, 403):
-        var = _KEY_VARS.get(provider, "the API key")
+        spec = find(provider)
+        var = (spec.key_variable if spec else None) or "the API key"
         if not key_given:
             return ProviderAuthError(
                 f"{display}{where} wants an API key ({status}), and none is set: set {var} "
@@ -105,7 +105,7 @@ def map_sdk_error(
         return ProviderRateLimitError(f"Rate limit exceeded at {display}. Please wait a moment and try again.", **kw)
     if status == 404 or (status == 400 and _retired(lowered)):
         return ProviderModelNotFoundError(
-            f"Model '{model}' was not found at {display}{where}. Pick one from check_config(), or pass model=....",
+            f"Model '{model}' was not found at {display}{where}.",
             **kw,
         )
     if "content_policy" in lowered or "content_filter" in lowered or "safety" in lowered:

@@ -9,7 +9,7 @@ from typing import Any
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
 from lfassist_jupyter.providers._sdk import SDKProvider
-from lfassist_jupyter.providers.base import Usage, UsageSink
+from lfassist_jupyter.providers.base import ModelCall, Usage
 from lfassist_jupyter.settings import NO_KEY  # re-exported: the providers' errors name it
 
 
@@ -42,25 +42,17 @@ class OpenAIProvider(SDKProvider):
             params["max_tokens"] = max_tokens
         return params
 
-    async def _raw_stream(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        model: str,
-        max_tokens: int = 4096,
-        temperature: float = 0.2,
-        on_usage: UsageSink | None = None,
-    ) -> AsyncIterator[str]:
+    async def _raw_stream(self, call: ModelCall, model: str) -> AsyncIterator[str]:
         client = self._get_client()
         import openai
 
+        on_usage = call.on_usage
         try:
             response = await client.chat.completions.create(
                 model=model,
-                messages=[{"role": "system", "content": system}, *messages],
+                messages=[{"role": "system", "content": call.system}, *call.messages],
                 stream=True,
-                **self._params(model, max_tokens, temperature),
+                **self._params(model, call.max_tokens, call.temperature),
             )
             finished = False
             async with response:  # closes the HTTP stream on cancel or early exit

@@ -33,6 +33,7 @@ from lfassist_jupyter.redaction import redact_text
 from lfassist_jupyter.sandbox import _cgroups, _isolation
 from lfassist_jupyter.sandbox.answers import RealRun, Refused
 from lfassist_jupyter.sandbox.egress import Allowed, EgressProxy
+from lfassist_jupyter.sandbox.lfx_check import LFX_INSTALL
 from lfassist_jupyter.sandbox.worker._channel import descendants
 from lfassist_jupyter.sandbox.zygote import (
     STARTUP_TIMEOUT,
@@ -399,7 +400,7 @@ class RealRunner(ZygoteProcess):
 def _unavailable(python: str, why: str) -> str:
     return (
         f"the real runner could not start: {redact_text(why)[:500]}. It needs lfx in {python} "
-        "(`%pip install lfx`, or point LFASSIST_VALIDATOR_PYTHON at an environment that has it)."
+        f"(`{LFX_INSTALL}`, or point LFASSIST_VALIDATOR_PYTHON at an environment that has it)."
     )
 
 

@@ -202,11 +202,42 @@ def _server_lacks(workspace: Workspace, wanted: list[str]) -> list[str] | str:
     return [v for v in wanted if v not in have]
 
 
+def _server_url_notes(workspace: Workspace, flow: dict[str, Any]) -> list[tuple[str, bool | None]]:
+    """What Langflow lacks to call the user's own server: a model node with no base-URL field of
+    its own (lfx 1.13's OpenAI node) reads the provider's base-URL variable, and a Langflow
+    without it calls the vendor instead.  The configured servers come from the run's plan (the
+    provider table says which variable lfx reads); the server's variables are read by name."""
+    from lfassist_jupyter.flows.real_run import run_plan
+    from lfassist_jupyter.providers.table import PROVIDERS
+    from lfassist_jupyter.redaction import without_credentials
+
+    readers = {p.flow.base_url_variable for p in PROVIDERS if p.flow and p.flow.base_url_variable}
+    fielded = {p.flow.base_url_variable for p in PROVIDERS if p.flow and p.flow.base_url_field}
+    try:
+        config = run_plan(flow).config
+    except ConfigError:
+        return []
+    servers = {v: url for v, url in config.items() if v in readers - fielded}
+    lacking = _server_lacks(workspace, sorted(servers))
+    if isinstance(lacking, str):
+        return []
+    return [
+        (
+            f"Langflow has no global variable {variable}: unless its own environment sets it, this flow's model "
+            f"node calls the provider's default API, not your server. Set {variable} to {without_credentials(url)} "
+            "there (Settings, Model Providers).",
+            None,
+        )
+        for variable, url in servers.items()
+        if variable in lacking
+    ]
+
+
 def register(workspace: Workspace, view: FlowView, *, name: str | None = None, run_text: str | None = None) -> None:
     """Create or update the flow in the connected Langflow, then prove it there with a run.
 
     A model node carries its selection and its key field names a global variable
-    (``OPENAI_API_KEY``), so the flow runs on the server as it runs here.  The proof run is made
+    (the provider's key variable), so the flow runs on the server as it runs here.  The proof run is made
     when the server has every variable the flow's key fields name (its global variables, by
     name only); otherwise the note says which one to create there.  A flow with no model chosen,
     or an empty key field, is not run (it could not answer)."""
@@ -222,6 +253,7 @@ def register(workspace: Workspace, view: FlowView, *, name: str | None = None, r
         view.notes.append((f"Not registered: {exc}", False))
         return
     view.notes.append((str(view.registered), True))
+    view.notes += _server_url_notes(workspace, view.flow)
     from lfassist_jupyter.flows.real_run import flow_variables, prepare_flow
 
     named = flow_variables(prepare_flow(view.flow)[0])

@@ -328,7 +328,7 @@ def test_lfx_missing_in_the_worker_interpreter_is_a_clear_non_retryable_report(t
     try:
         report = validator.validate(GOOD)
         assert not report.is_valid and report.retryable is False
-        assert "pip install lfx" in report.error and str(fake_python) in report.error
+        assert 'pip install "lfassist-jupyter[lfx]"' in report.error and str(fake_python) in report.error
         assert validator.state == "unavailable"
     finally:
         validator.close()

@@ -268,9 +268,7 @@ class ComponentPipeline:
         job.messages = [*job.messages, {"role": "assistant", "content": reply}, {"role": "user", "content": retry}]
 
     async def _generate(self, request: Request, system: str, messages: list[dict[str, str]]) -> str:
-        chunks = request.provider.stream(
-            system=system, messages=messages, model=request.model, max_tokens=request.max_tokens
-        )
+        chunks = request.provider.stream(request.call(system, messages))
         return "".join([chunk async for chunk in chunks])
 
     async def _reference(self) -> Reference | None:

@@ -351,15 +351,18 @@ class FlowPipeline:
         message = prompts.plan_message(request.text, current_spec, flows_text, added)
         try:
             plan_reply = await request.provider.complete(
-                system=prompts.plan_system(light, reuse=bool(flows_text), added=bool(added)),
-                messages=[{"role": "user", "content": message}],
-                model=request.model,
-                max_tokens=PLAN_TOKENS,
-                temperature=0,
+                request.call(
+                    prompts.plan_system(light, reuse=bool(flows_text), added=bool(added)),
+                    [{"role": "user", "content": message}],
+                    max_tokens=PLAN_TOKENS,
+                    temperature=0,
+                )
             )
         except ProviderError as exc:
             log_request_error(request.request_id, exc)
             return FlowOutcome(result=str(exc), intent=self.intent, error=str(exc))
+        if self.choice is None:  # the model the plan was written by: known now, even if none was named
+            self.choice = self._flow_model(request)
         chosen, new = await asyncio.to_thread(_parse_plan, plan_reply, catalog)  # lenient JSON: off the loop
         plan = _Plan(chosen=chosen, new=new, current_spec=current_spec)
         await self._reuse(request, plan_reply, candidates, catalog, plan)
@@ -523,9 +526,7 @@ class FlowPipeline:
     # -- steps -------------------------------------------------------------------------------
 
     async def _generate(self, request: Request, messages: list[dict[str, str]]) -> str:
-        chunks = request.provider.stream(
-            system=prompts.WRITE_SYSTEM, messages=messages, model=request.model, max_tokens=request.max_tokens
-        )
+        chunks = request.provider.stream(request.call(prompts.WRITE_SYSTEM, messages))
         return "".join([chunk async for chunk in chunks])
 
     def _flow_model(self, request: Request) -> FlowModel | None:
@@ -535,10 +536,13 @@ class FlowPipeline:
         from lfassist_jupyter.providers import available_providers
 
         provider = request.provider
+        model = request.model_in_use
+        if not model and not self.flow_model:
+            return None  # none is named: known once the server is asked (the first call)
         try:
             return flow_model_for(
                 getattr(provider, "name", None),
-                request.model,
+                model,
                 base_url=getattr(provider, "base_url", None),
                 setting=self.flow_model,
                 base_urls={info.name: info.base_url for info in available_providers()},
@@ -617,6 +621,7 @@ class FlowPipeline:
             model=request.model,
             request_id=request.request_id,
             max_tokens=request.max_tokens,
+            task="component",
         )
         outcome = await ComponentPipeline(self.validator, self.max_retries).run(sub, sink)
         if not outcome.code or (self.max_retries > 0 and not outcome.validated):
