@@ -184,13 +184,13 @@ def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[st
         registry = getattr(catalog, "registry", {})
         kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
         nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
-        return custom_code_errors({"nodes": nodes}, builtin)
+        return custom_code_errors({"nodes": nodes}, builtin, getattr(catalog, "sandbox", None))
     if not isinstance(flow, dict):
         return [], [], []
     errors = json_errors(flow, builtin)
     if errors:
         return errors, [], []
-    return custom_code_errors(flow, builtin)
+    return custom_code_errors(flow, builtin, getattr(catalog, "sandbox", None))
 
 
 def _called_methods(node: dict[str, Any], used: set[Any]) -> list[tuple[str, str]]:
@@ -205,7 +205,7 @@ def _called_methods(node: dict[str, Any], used: set[Any]) -> list[tuple[str, str
 
 
 def custom_code_errors(
-    flow: dict[str, Any], builtin_codes: frozenset[str]
+    flow: dict[str, Any], builtin_codes: frozenset[str], sandbox: Any = None
 ) -> tuple[list[FlowProblem], list[str], list[Need]]:
     """Build each node whose code no built-in carries, in the sandbox; name the ones lfx refuses.
 
@@ -226,7 +226,8 @@ def custom_code_errors(
         code = node_code(node)
         if isinstance(code, str) and code not in builtin_codes:
             todo.append((node, code, _called_methods(node, used.get(node.get("id"), set()))))
-    answers = _verdicts([(code, tuple(sorted({m for _, m in called})), _naming(node)) for node, code, called in todo])
+    builds = [(code, tuple(sorted({m for _, m in called})), _naming(node)) for node, code, called in todo]
+    answers = _verdicts(builds, sandbox)
     errors: list[FlowProblem] = []
     warnings: list[str] = []
     needs: list[Need] = []
@@ -248,22 +249,23 @@ def custom_code_errors(
                     )
             continue
         message = str(answer.error or "")
-        package = answer.missing_package
+        packages = answer.missing_packages or ([answer.missing_package] if answer.missing_package else [])
         if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
             warnings.append(f"{name}: its code could not be built here ({message[:200]})")
-        elif package is not None:
-            needs.append(package_need(name, nid, "code", package.distribution, package.fix))
+        elif answer.retired is not None:
+            errors.append(retired_problem(name, nid, answer.retired.component, answer.retired.message))
         elif answer.stale_import:
-            module = answer.stale_import
-            errors.append(
-                FlowProblem(
-                    code="bad_value",
-                    **at,
-                    message=f"{name} imports {module}, which does not exist in the installed packages "
-                    "(code written for another Langflow version); lfx cannot load this node.",
-                    fix=f"Replace {name} with a fresh copy of its component, or change the import of {module}.",
-                )
-            )
+            errors.append(stale_problem(name, nid, answer.stale_import, answer.stale_name))
+        elif packages:
+            for package in packages:
+                need = package_need(name, nid, "code", package.distribution, package.fix)
+                if answer.provider:
+                    need.message = (
+                        f"{name} uses the model provider {answer.provider}, which lfx's registry lacks here: "
+                        f"it needs {package.distribution}, not installed in the sandbox's environment: "
+                        f"{package.fix} (then restart the kernel)."
+                    )
+                needs.append(need)
         else:
             errors.append(
                 FlowProblem(
@@ -274,6 +276,40 @@ def custom_code_errors(
                 )
             )
     return errors, warnings, needs
+
+
+def stale_problem(name: str, nid: str | None, module: str, gone: str | None) -> FlowProblem:
+    """A node whose code imports what the installed packages no longer have (a module, or a name
+    in a module): code written for another version; lfx cannot load the node."""
+    at = {"node": name, "node_id": nid, "field": "code"}
+    if gone:
+        return FlowProblem(
+            code="bad_value",
+            **at,
+            message=f"{name} imports {gone} from {module}, which no longer has it (code written for another "
+            "version of that package); lfx cannot load this node.",
+            fix=f"Replace {name} with a fresh copy of its component, or change the import of {gone}.",
+        )
+    return FlowProblem(
+        code="bad_value",
+        **at,
+        message=f"{name} imports {module}, which does not exist in the installed packages "
+        "(code written for another Langflow version); lfx cannot load this node.",
+        fix=f"Replace {name} with a fresh copy of its component, or change the import of {module}.",
+    )
+
+
+def retired_problem(name: str, nid: str | None, component: str, message: str) -> FlowProblem:
+    """A node of a component lfx retired, reported in lfx's words (they name the migration)."""
+    return FlowProblem(
+        code="retired",
+        node=name,
+        node_id=nid,
+        field="code",
+        message=f"{name} is a {component} node, a component Langflow 1.13 retired; lfx refuses it: {message}",
+        fix=f"Migrate {name}'s data as lfx says, then replace the node (a Knowledge Base component) and reconnect "
+        "the flow.",
+    )
 
 
 def catalog_codes(catalog: Any) -> frozenset[str]:
@@ -350,7 +386,7 @@ _BUILT: dict[bytes, Any] = {}  # sha256 of (code, methods) -> lfx's verdict (a C
 _NOT_BUILT = "Validation did not finish for this node: the sandbox's time for the flow ran out before it."
 
 
-def _verdicts(builds: list[tuple[str, tuple[str, ...], dict[str, Any]]]) -> list[Any]:
+def _verdicts(builds: list[tuple[str, tuple[str, ...], dict[str, Any]]], sandbox: Any = None) -> list[Any]:
     """lfx's verdict on each ``(code, methods, naming)``, loaded in the sandbox as lfx loads a
     flow's node (never in this process): whether lfx loads the code and which of ``methods`` it
     lacks.  What lfx judged before is remembered by the hash of all three; the rest is loaded in
@@ -358,14 +394,17 @@ def _verdicts(builds: list[tuple[str, tuple[str, ...], dict[str, Any]]]) -> list
     sandbox's failures to give one."""
     import json
 
-    from lfassist_jupyter.sandbox.client import default_validator
+    if getattr(sandbox, "component_verdicts", None) is None:  # a catalogue without one, a test's stub
+        from lfassist_jupyter.sandbox.client import default_validator
 
-    keys = [_digest(code, json.dumps(naming, sort_keys=True), *methods) for code, methods, naming in builds]
+        sandbox = default_validator()
+    where = str(getattr(sandbox, "python", ""))  # another interpreter has other packages: another verdict
+    keys = [_digest(where, code, json.dumps(naming, sort_keys=True), *methods) for code, methods, naming in builds]
     new = {key: (code, list(methods), naming) for key, (code, methods, naming) in zip(keys, builds, strict=True)}
     new = {key: build for key, build in new.items() if key not in _BUILT}
     found: dict[bytes, Any] = {}
     if new:
-        answers = default_validator().component_verdicts(list(new.values()))
+        answers = sandbox.component_verdicts(list(new.values()))
         for key, answer in zip(new, answers, strict=True):
             if answer is None:
                 found[key] = _failed(_NOT_BUILT)

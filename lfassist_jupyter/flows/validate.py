@@ -62,28 +62,55 @@ def _load(
     )
 
 
-def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None) -> FlowReport:
-    """Validate Langflow flow JSON (a dict), a flow file, or spec text. Never raises on bad input."""
+def validate_flow(
+    flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None, provision: bool | None = None
+) -> FlowReport:
+    """Validate Langflow flow JSON (a dict), a flow file, or spec text. Never raises on bad input.
+
+    Three answers (``report.verdict``): ``sound``, ``broken`` (each error names the node and the
+    reason), or ``not_judged`` when the sandbox's environment lacks what judging it takes (a
+    package, a model provider's bundle): never valid then.  Such a flow can be judged in a separate
+    environment with lfx and the packages it needs (``sandbox.provision``: built with uv, cached,
+    never the kernel's): ``provision=True`` builds it (or reuses it) and judges the flow there,
+    ``False`` never does, and None follows ``LFASSIST_PROVISION`` (``ask``, the default, shows what
+    would be installed and its size in ``report.provision``; ``yes`` builds; ``no`` neither).
+    ``report.judged_in`` says which environment gave the verdict."""
     catalog = catalog or default_catalog()
+    report, loaded = _judge(flow, catalog)
+    report.judged_in = _where(catalog)
+    if report.verdict != "not_judged" or loaded is None:
+        return report
+    from .provisioned import judge_elsewhere
+
+    return judge_elsewhere(loaded, report, catalog, provision, _judge)  # type: ignore[arg-type]
+
+
+def _where(catalog: Catalog) -> str | None:
+    python = getattr(getattr(catalog, "sandbox", None), "python", None)
+    return f"the sandbox's environment ({python})" if python else None
+
+
+def _judge(flow: dict[str, Any] | str | Path, catalog: Catalog) -> tuple[FlowReport, dict[str, Any] | None]:
+    """The report over ``catalog``'s sandbox, and the flow JSON it judged (None when there was none)."""
     spec_text = isinstance(flow, str) and not is_flow_path(flow)
     notes: list[str] = []
     code_needs: list[Need] = []
     if spec_text:  # before lfx reads it: duplicate ids, an empty spec, code that does not parse or build
         blocking, notes, code_needs = check_flow(flow, catalog)
         if blocking:
-            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
+            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs), None
     loaded, errors, warnings = _load(flow, catalog)
     if loaded is None:
-        return FlowReport(is_valid=False, errors=errors, warnings=warnings + notes)
+        return FlowReport(is_valid=False, errors=errors, warnings=warnings + notes), None
     if not spec_text:
         # Grouped sub-flows, opened as lfx opens them before it builds (their nodes are checked too).
         loaded, errors, warnings = _shaped(ungroup(loaded), str(flow) if is_flow_path(flow) else None)
         if loaded is None:
-            return FlowReport(is_valid=False, errors=errors, warnings=warnings)
+            return FlowReport(is_valid=False, errors=errors, warnings=warnings), None
         # The same checks on the JSON: duplicate ids, an empty flow, node code.
         blocking, notes, code_needs = check_flow(loaded, catalog)
         if blocking:
-            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
+            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs), loaded
     warnings += notes
     raw_edges = facts.edges(loaded)
     # Notes (noteNode) are canvas decorations, not components.
@@ -107,9 +134,10 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
         warnings += [f"{node_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
     from .model_nodes import model_nodes
 
-    return FlowReport(
-        missing_packages=_packages(loaded, catalog, needs),
-        is_valid=not errors,
+    missing = _packages(loaded, catalog, needs)
+    report = FlowReport(
+        missing_packages=missing,
+        is_valid=not errors and not missing,
         errors=errors,
         warnings=warnings,
         needs=needs,
@@ -117,6 +145,7 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None 
         node_count=len(nodes),
         edge_count=len(raw_edges),
     )
+    return report, loaded
 
 
 def _packages(flow: dict[str, Any], catalog: Catalog, needs: list[Need]) -> list[MissingPackage]:

@@ -136,6 +136,13 @@ class MissingPackage(BaseModel):
     fix: str = Field(max_length=200)
 
 
+class Retired(BaseModel):
+    """A component lfx retired, in lfx's words (the message names the migration)."""
+
+    component: str = Field(max_length=200)
+    message: str = Field(max_length=2000)
+
+
 class ComponentTemplate(BaseModel):
     """What ``component_template`` answers: the node template lfx built for a component's code
     (the frontend node a flow's custom node carries), or why it built none."""
@@ -149,7 +156,15 @@ class ComponentTemplate(BaseModel):
     """Why it built none, when that is a package this environment lacks (not the code)."""
     stale_import: str | None = Field(default=None, max_length=200)
     """Why it built none, when that is a module gone from an installed package (code written for
-    another version)."""
+    another version), or the module that no longer has ``stale_name``."""
+    stale_name: str | None = Field(default=None, max_length=200)
+    """The name ``stale_import`` no longer has (``Qdrant`` of ``langchain_community.vectorstores``)."""
+    missing_packages: list[MissingPackage] = Field(default_factory=list, max_length=20)
+    """Every distribution the environment lacks for it (a model provider: its bundle and SDK)."""
+    provider: str | None = Field(default=None, max_length=200)
+    """The model provider missing from lfx's registry, when that is why (``Groq``)."""
+    retired: Retired | None = None
+    """lfx recognised the code as a component it retired: its own message, with the migration."""
 
     @classmethod
     def failed(cls, error: str, **why: Any) -> ComponentTemplate:

@@ -165,6 +165,76 @@ def shim_bundle(module: str) -> str | None:
 _NAMESPACES = {"google", "azure"}
 
 
+def _provider_homes() -> dict[str, str]:
+    """Each model provider lfx 1.13 registers in ``MODEL_PROVIDERS_DICT`` -> the module its
+    component is imported from, read from lfx's own source (each provider is one ``try:`` that
+    imports its component and assigns ``MODEL_PROVIDERS_DICT["Name"]``; an ``ImportError`` leaves
+    it out).  Read once, in the zygote: without the module's bundle the provider is missing
+    from lfx's registry, and code that looks it up fails with ``KeyError('Groq')``."""
+    try:
+        spec = importlib.util.find_spec("lfx.base.models.model_input_constants")
+        with open(spec.origin, encoding="utf-8") as fh:  # type: ignore[union-attr]
+            tree = ast.parse(fh.read())
+    except (ImportError, ValueError, AttributeError, OSError, SyntaxError):
+        return {}
+    homes: dict[str, str] = {}
+    for block in tree.body:
+        if not isinstance(block, ast.Try):
+            continue
+        modules = [n.module for n in block.body if isinstance(n, ast.ImportFrom) and n.module]
+        for node in ast.walk(block):
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if (
+                modules
+                and isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "MODEL_PROVIDERS_DICT"
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
+            ):
+                homes[target.slice.value] = modules[0]
+    return homes
+
+
+_PROVIDER_HOMES = _provider_homes()
+
+
+def provider_bundle(provider: str) -> list[str]:
+    """What brings ``provider`` back into lfx's model registry when this interpreter lacks it:
+    the bundle its component lives in (``lfx-openai``; ``lfx-bundles`` behind a
+    ``lfx.components.groq`` shim) and the SDK lfx names for it (``langchain-groq``), those not
+    installed.  Empty when lfx does not know the provider."""
+    home = _PROVIDER_HOMES.get(provider)
+    needs: list[str] = []
+    if home:
+        top = home.split(".")[0]
+        if top.startswith("lfx_") and not _module_available(top):
+            needs.append(top.replace("_", "-"))
+        bundle = shim_bundle(home)
+        if bundle:
+            needs.append(bundle)
+    try:
+        from lfx.utils.flow_requirements import _PROVIDER_PACKAGE_FALLBACKS
+    except ImportError:
+        _PROVIDER_PACKAGE_FALLBACKS = {}
+    for dist in sorted(_PROVIDER_PACKAGE_FALLBACKS.get(provider, ())):
+        if not _dist_installed(dist):
+            needs.append(dist)
+    if not home and not needs:
+        return []
+    return list(dict.fromkeys(needs))
+
+
+def _dist_installed(dist: str) -> bool:
+    import importlib.metadata as md
+
+    try:
+        md.version(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
 def missing_packages(code: str, *, when: str = "build") -> list[dict]:
     """Packages the code imports that are not installed: ``when="build"`` for the imports lfx
     performs while building (module level), ``"run"`` for those inside methods."""
