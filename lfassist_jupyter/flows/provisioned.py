@@ -73,3 +73,15 @@ def judge_elsewhere(
         if planned.get("error"):
             return judged
     return judged
+
+
+def sandbox_that_judged(report: FlowReport | None) -> Any:
+    """The sandbox of the provisioned environment that judged ``report`` (a probe run of the flow
+    belongs there too), or None when the sandbox's own environment did."""
+    plan = getattr(report, "provision", None)
+    if report is None or plan is None or not plan.ready or report.verdict == "not_judged":
+        return None
+    from lfassist_jupyter.sandbox import provision as envs
+
+    stored = envs.ready(plan.path)
+    return envs.sandbox_for(stored) if stored is not None else None

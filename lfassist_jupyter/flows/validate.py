@@ -176,6 +176,23 @@ def _packages(flow: dict[str, Any], catalog: Catalog, needs: list[Need]) -> list
 def _check_components(nodes: dict[str, Any], catalog: Catalog, add, warnings: list[str]) -> None:
     for nid, node in nodes.items():
         kind = facts.node_type(node)
+        saved = facts.frontend_node(node)
+        lacking = [
+            part for part, shape in (("template", dict), ("outputs", list)) if not isinstance(saved.get(part), shape)
+        ]
+        if lacking:  # lfx refuses the whole flow ("Failed to load graph"): a line here, never a traceback
+            add(
+                FlowProblem(
+                    code="structure",
+                    node=node_name(node),
+                    node_id=nid,
+                    message=f"{node_name(node)}'s saved node has no {' and no '.join(map(repr, lacking))}; "
+                    "lfx cannot load the flow ('Failed to load graph').",
+                    fix=f"Replace {node_name(node)} with a fresh copy of its component (or re-export the flow "
+                    "from Langflow).",
+                )
+            )
+            continue
         code = facts.fields(node).get("code")
         has_code = isinstance(code, dict) and bool(code.get("value"))
         if kind in catalog:

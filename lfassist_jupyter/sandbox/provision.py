@@ -205,6 +205,16 @@ def plan(adds: list[str], python: str) -> dict[str, Any]:
             "pins": [f"{p['name']}=={p['version']}" for p in resolved]}  # fmt: skip
 
 
+def ready(path: str | Path) -> Environment | None:
+    """The environment kept at ``path``, when it is complete."""
+    stored = _stored(Path(path))
+    if stored is None:
+        return None
+    return Environment(
+        path=Path(path), adds=list(stored.get("adds", [])), requirements=list(stored.get("requirements", []))
+    )
+
+
 def _stored(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads((path / _READY).read_text())

@@ -76,8 +76,9 @@ def change_text(change: Any) -> str:
     return f"Repaired {change.node}: {change.message}"
 
 
-def build_view(body: str) -> FlowView:
-    """The cell body (spec text or a path to a flow JSON file) built and validated."""
+def build_view(body: str, *, provision: bool | None = None) -> FlowView:
+    """The cell body (spec text or a path to a flow JSON file) built and validated (``provision``:
+    a flow the sandbox cannot judge is judged in a separate environment, see ``validate_flow``)."""
     from lfassist_jupyter.flows import FlowReport, build_flow, flow_to_spec, validate_flow
 
     if not body.strip():
@@ -91,14 +92,14 @@ def build_view(body: str) -> FlowView:
             spec = flow_to_spec(flow)
         except Exception:  # a flow our spec cannot express still validates and draws
             spec = None
-        return FlowView(flow=flow, spec=spec, report=validate_flow(flow), notes=notes)
+        return FlowView(flow=flow, spec=spec, report=validate_flow(flow, provision=provision), notes=notes)
     built = build_flow(body)  # FlowSpecError (a ConfigError) when there is no spec at all
     notes += [(change_text(c), None) for c in built.changes]
     notes += [(w, None) for w in built.warnings]
     if built.flow is None:
         report = FlowReport(is_valid=False, errors=list(built.errors))
         return FlowView(flow=None, spec=built.spec or body, report=report, notes=notes)
-    report = validate_flow(built.flow)
+    report = validate_flow(built.flow, provision=provision)
     if built.errors:  # what the builder could not do (an edge it dropped) is an error of the flow too
         seen = {str(e) for e in report.errors}
         extra = [e for e in built.errors if str(e) not in seen]
@@ -253,12 +254,13 @@ def assist_flow(
     run_local: str | None = None,
     env_names: list[str] | None = None,
     allow_hosts: list[str] | None = None,
+    provision: bool | None = None,
 ) -> FlowView:
     """The whole of ``%%assist_flow``: build + validate, then the requested actions: a run, the
     registration, the file (which then holds the id Langflow keeps the flow under)."""
     from lfassist_jupyter.flows.save import file_flow_id, flow_file_path, is_flow_id
 
-    view = build_view(body)
+    view = build_view(body, provision=provision)
     if run is not None and run_local is not None:
         raise ConfigError("Use --run (a probe run, models stubbed) or --run-local (a real run), not both.")
     if run is not None:
