@@ -193,6 +193,8 @@ def plan(adds: list[str], python: str) -> dict[str, Any]:
         if stored is not None:
             return {**answer, "new": stored.get("new", []), "download_bytes": stored.get("download_bytes"),
                     "ready": True}  # fmt: skip
+        if str(path) in _PLANS:  # resolved before in this process: the same answer
+            return {**_PLANS[str(path)], **answer}
         resolved = _resolve(python, requirements)
     except ProvisionError as exc:
         return {**answer, "error": str(exc)}
@@ -201,8 +203,13 @@ def plan(adds: list[str], python: str) -> dict[str, Any]:
     base = _base(python)
     new = [p for p in resolved if base.get(_normal(p["name"])) != p["version"]]
     sizes = [p["size"] for p in new if isinstance(p.get("size"), int)]
-    return {**answer, "new": [f"{p['name']}=={p['version']}" for p in new], "download_bytes": sum(sizes) or None,
-            "pins": [f"{p['name']}=={p['version']}" for p in resolved]}  # fmt: skip
+    answer.update(new=[f"{p['name']}=={p['version']}" for p in new], download_bytes=sum(sizes) or None,
+                  pins=[f"{p['name']}=={p['version']}" for p in resolved])  # fmt: skip
+    _PLANS[str(path)] = dict(answer)
+    return answer
+
+
+_PLANS: dict[str, dict[str, Any]] = {}  # resolutions of this process, by environment path
 
 
 def ready(path: str | Path) -> Environment | None:
