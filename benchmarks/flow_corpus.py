@@ -16,6 +16,11 @@ for two environments:
   sandbox sees it: a node that builds in ``full`` and fails here for an absent module is a package the
   user's environment lacks, not a broken flow.
 
+- ``provisioned``: the environment ``validate_flow(provision=True)`` builds for the flow (lfx as the
+  sandbox has it, plus the distributions the flow needs: ``lfassist_jupyter.sandbox.provision``), the
+  environment a user who said yes judges the flow in; a flow that needs nothing keeps its ``sandbox``
+  verdict.  lfx's run there is the ground truth of the product with provisioning on.
+
 Per flow and environment it records ``lfx validate`` (all four levels: each issue with its level)
 and one ``lfx run`` (``lfx.run.base.run_flow``: the dependency preflight, loading the graph,
 ``graph.prepare()``, then the run) with no keys and no network (a fresh network namespace when
@@ -30,7 +35,8 @@ and one ``lfx run`` (``lfx.run.base.run_flow``: the dependency preflight, loadin
 
 Usage::
 
-    python benchmarks/flow_corpus.py verdicts [--env full|sandbox|both] [--only ID ...]
+    python benchmarks/flow_corpus.py verdicts [--env full|sandbox|both|provisioned] [--half H] [--only ID ...]
+    python benchmarks/flow_corpus.py measure [--half held_back] [--provision]
     python benchmarks/flow_corpus.py show [ID]
 """
 
@@ -199,7 +205,64 @@ def classify(run: dict) -> str:
 def lfx_python(env: str) -> Path:
     if env == "full":
         return FULL_VENV / "bin" / "python"
+    if env.startswith("/"):  # a provisioned environment's interpreter
+        return Path(env)
     return Path(sys.executable)
+
+
+BENCH_ENVS = Path(os.environ.get("LFASSIST_BENCH_ENVS", Path.home() / ".cache" / "lfassist-jupyter" / "bench-envs"))
+"""Where the benchmark keeps the provisioned environments (its own cache, bounded generously)."""
+
+
+def use_bench_envs() -> None:
+    os.environ.setdefault("LFASSIST_PROVISION_DIR", str(BENCH_ENVS))
+    os.environ.setdefault("LFASSIST_PROVISION_CACHE_MB", "80000")
+
+
+def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
+    """Each flow's provisioned interpreter (``validate_flow(provision=True)`` builds it, or finds it
+    built), ``"sandbox"`` for a flow that needs nothing, or ``{"error": ...}`` when none could be made."""
+    from lfassist_jupyter.flows import validate_flow
+
+    use_bench_envs()
+    found: dict[str, str | dict] = {}
+    with tempfile.TemporaryDirectory(prefix="lfassist-provision-") as tmp:
+        for i, fid in enumerate(fids, 1):
+            path = Path(tmp) / f"{fid}.json"
+            path.write_text(flow_text(fid), encoding="utf-8")
+            report = validate_flow(path, provision=True)
+            plan = report.provision
+            if plan is None:
+                found[fid] = "sandbox"
+            elif plan.ready and not plan.error:
+                found[fid] = str(Path(plan.path) / "bin" / "python")
+            else:
+                found[fid] = {"error": str(plan.error)[:600]}
+            print(f"[{i}/{len(fids)}] provisioned {fid}: {found[fid]}", flush=True)
+    return found
+
+
+def compute_provisioned(flows: list[dict], jobs: int) -> None:
+    """lfx's verdict on each flow in the environment provisioning builds for it."""
+    old = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
+    where = provisioned_envs([f["id"] for f in flows])
+    netns = _netns_prefix()
+    batches: dict[str, list[str]] = {}
+    for fid, env in where.items():
+        if env == "sandbox":
+            old.setdefault(fid, {})["provisioned"] = {**old.get(fid, {}).get("sandbox", {}), "env": "sandbox"}
+        elif isinstance(env, dict):
+            old.setdefault(fid, {})["provisioned"] = {"outcome": "provision_failed", "run_message": env["error"]}
+        else:
+            batches.setdefault(env, []).append(fid)
+    work = [(fids[i : i + BATCH], env) for env, fids in batches.items() for i in range(0, len(fids), BATCH)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for found, (_, env) in zip(pool.map(lambda b: verdicts(b[0], b[1], netns), work), work, strict=True):
+            for fid, answer in found.items():
+                item = summary(answer) | {"env": Path(env).parent.parent.name}
+                old.setdefault(fid, {})["provisioned"] = item
+                print(f"provisioned {item['outcome']:15} {fid}  {item['run_message'][:90]!r}", flush=True)
+    VERDICTS.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
 
 
 def _netns_prefix() -> list[str]:
@@ -278,8 +341,11 @@ def summary(v: dict) -> dict:
     }
 
 
-def compute(envs: list[str], only: list[str] | None, jobs: int) -> None:
-    flows = [f for f in load_manifest() if not only or f["id"] in only]
+def compute(envs: list[str], only: list[str] | None, jobs: int, half: str = "all") -> None:
+    flows = [f for f in load_manifest() if (not only or f["id"] in only) and half in ("all", f["half"])]
+    if envs == ["provisioned"]:
+        compute_provisioned(flows, jobs)
+        return
     old = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
     netns = _netns_prefix()
     if not netns:
@@ -302,33 +368,36 @@ def compute(envs: list[str], only: list[str] | None, jobs: int) -> None:
 
 
 _SOUND = {"ran", "needs_key", "needs_file", "needs_service"}
+_WORD = {"broken": "broken", "missing_package": "not_judged", "provision_failed": "not_judged"}
 
 
-def expected(verdict: dict) -> str | None:
+def expected(verdict: dict, provisioned: bool = False) -> str | None:
     """lfx's word on the flow: ``sound`` (it builds; a run stops only at what the user must
-    provide), ``broken``, or ``missing_package`` (it needs a package the sandbox's environment
-    lacks: it builds with every bundle and not here, or even the full environment lacks it).
-    None when lfx gave no answer (a timeout)."""
+    provide), ``broken``, or ``not_judged`` (it needs a package this environment lacks: it builds
+    with every bundle and not here, or even the full environment lacks it).  With ``provisioned``,
+    lfx's word in the environment provisioning builds for the flow (not judged: even there a package
+    is missing, or no environment could be made).  None when lfx gave no answer (a timeout)."""
+    if provisioned:
+        there = classify_stored(verdict.get("provisioned", {}))
+        return "sound" if there in _SOUND else _WORD.get(there)
     full, here = (classify_stored(verdict.get(env, {})) for env in ("full", "sandbox"))
     if full not in _SOUND | {"broken", "missing_package"}:
         return None
     if full in _SOUND:
-        return "sound" if here in _SOUND else "missing_package"
-    return full
+        return "sound" if here in _SOUND else "not_judged"
+    return _WORD[full]
 
 
 def ours(report) -> str:
-    """``validate_flow``'s word in the same terms."""
-    if not report.is_valid:
-        return "broken"
-    if any(n.kind == "package" for n in report.needs):
-        return "missing_package"
-    return "sound"
+    """``validate_flow``'s word in the same terms: its verdict."""
+    return report.verdict
 
 
-def measure(half: str, out: Path | None = None) -> dict:
+def measure(half: str, out: Path | None = None, provision: bool = False) -> dict:
     """Agreement of ``validate_flow`` with lfx, full round trips (load -> spec -> rebuild with no
-    change) and ``validate_flow``'s time per flow, on one half of the corpus."""
+    change) and ``validate_flow``'s time per flow, on one half of the corpus.  ``provision``: flows
+    the sandbox cannot judge are judged in their provisioned environment (built before, by
+    ``verdicts --env provisioned``), against lfx's verdict there; off, they are not judged."""
     from lfassist_jupyter import Assistant, ScriptedProvider
     from lfassist_jupyter.flows import build as spec_module
     from lfassist_jupyter.flows import default_catalog, flow_to_spec, validate_flow
@@ -346,6 +415,8 @@ def measure(half: str, out: Path | None = None) -> dict:
         return call(payload, timeout)
 
     sandbox._call = counted
+    if provision:
+        use_bench_envs()
     with tempfile.TemporaryDirectory(prefix="lfassist-measure-") as tmp:
         for flow in flows:
             path = Path(tmp) / f"{flow['id']}.json"
@@ -353,34 +424,38 @@ def measure(half: str, out: Path | None = None) -> dict:
             original = json.loads(path.read_text())
             ops.clear()
             t0 = time.perf_counter()
-            report = validate_flow(path)
+            report = validate_flow(path, provision=provision)
             ms = (time.perf_counter() - t0) * 1000
-            row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {})), "ours": ours(report), "ms": ms,
-                   "sandbox_ops": len(ops)}  # fmt: skip
+            row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {}), provision), "ours": ours(report),
+                   "ms": ms, "sandbox_ops": len(ops), "judged_in": report.judged_in}  # fmt: skip
             row["errors"] = [str(e)[:300] for e in report.errors]
             api = (Assistant, ScriptedProvider, spec_module, flow_to_spec, default_catalog)
-            row.update(round_trip(path, original, *api))
+            if not provision:  # the round trip does not depend on where the flow was judged
+                row.update(round_trip(path, original, *api))
             rows.append(row)
-            print(f"{row['id'][:50]:50} lfx={row['lfx']!s:16} ours={row['ours']:16} trip={row['trip']} {ms:7.0f} ms")
+            trip = row.get("trip", "-")
+            print(f"{row['id'][:50]:50} lfx={row['lfx']!s:11} ours={row['ours']:11} trip={trip!s:5} {ms:7.0f} ms")
     judged = [r for r in rows if r["lfx"] is not None]
     agree = sum(r["lfx"] == r["ours"] for r in judged)
     times = sorted(r["ms"] for r in rows)
+    classes = ("sound", "broken", "not_judged")
     summary_ = {
         "half": half,
+        "provision": provision,
         "flows": len(rows),
         "judged": len(judged),
         "agree": agree,
+        "not_judged": sum(r["ours"] == "not_judged" for r in rows),
+        "valid_when_lfx_not_sound": sum(r["ours"] == "sound" and r["lfx"] not in ("sound", None) for r in rows),
         "confusion": {
-            f"{a}->{b}": sum(1 for r in judged if r["lfx"] == a and r["ours"] == b)
-            for a in ("sound", "broken", "missing_package")
-            for b in ("sound", "broken", "missing_package")
+            f"{a}->{b}": sum(1 for r in judged if r["lfx"] == a and r["ours"] == b) for a in classes for b in classes
         },
-        "full_round_trips": sum(r["trip"] for r in rows),
-        "nodes_kept": sum(r["nodes_kept"] for r in rows),
-        "nodes": sum(r["nodes"] for r in rows),
-        "nodes_identical": sum(r["nodes_identical"] for r in rows),
-        "edges_kept": sum(r["edges_kept"] for r in rows),
-        "edges": sum(r["edges"] for r in rows),
+        "full_round_trips": sum(r.get("trip", False) for r in rows),
+        "nodes_kept": sum(r.get("nodes_kept", 0) for r in rows),
+        "nodes": sum(r.get("nodes", 0) for r in rows),
+        "nodes_identical": sum(r.get("nodes_identical", 0) for r in rows),
+        "edges_kept": sum(r.get("edges_kept", 0) for r in rows),
+        "edges": sum(r.get("edges", 0) for r in rows),
         "sandbox_ops_per_flow_max": max((r["sandbox_ops"] for r in rows), default=None),
         "sandbox_ops": sum(r["sandbox_ops"] for r in rows),
         "validate_ms_p50": times[len(times) // 2] if times else None,
@@ -456,19 +531,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     v = sub.add_parser("verdicts", help="compute lfx's verdicts (writes verdicts.json)")
-    v.add_argument("--env", choices=["full", "sandbox", "both"], default="both")
+    v.add_argument("--env", choices=["full", "sandbox", "both", "provisioned"], default="both")
+    v.add_argument("--half", choices=["dev", "held_back", "all"], default="all")
     v.add_argument("--only", nargs="*")
     v.add_argument("--jobs", type=int, default=2)
     m = sub.add_parser("measure", help="agreement with lfx and round trips on one half")
     m.add_argument("--half", choices=["dev", "held_back", "all"], default="dev")
     m.add_argument("--out", type=Path)
+    m.add_argument("--provision", action="store_true", help="judge what the sandbox cannot in provisioned envs")
     s = sub.add_parser("show", help="print the stored verdicts")
     s.add_argument("ids", nargs="*")
     args = parser.parse_args()
     if args.cmd == "verdicts":
-        compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs)
+        compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs, args.half)
     elif args.cmd == "measure":
-        found = measure(args.half, args.out)
+        found = measure(args.half, args.out, args.provision)
         print(json.dumps({k: v for k, v in found.items() if k != "rows"}, indent=1))
     else:
         stored = json.loads(VERDICTS.read_text())

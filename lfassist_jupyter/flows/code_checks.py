@@ -234,7 +234,9 @@ def custom_code_errors(
     for (node, _code, called), answer in zip(todo, answers, strict=True):
         name, nid = node_name(node), facts.node_id(node)
         at = {"node": name, "node_id": nid, "field": "code"}
-        if answer.ok:
+        if answer.ok or answer.retired is not None:
+            if answer.retired is not None:  # lfx loads it as the retired stand-in, whose build refuses
+                errors.append(retired_problem(name, nid, answer.retired.component, answer.retired.message))
             gone = set(answer.missing_methods)
             for output, method in called:
                 if method in gone:
@@ -252,8 +254,6 @@ def custom_code_errors(
         packages = answer.missing_packages or ([answer.missing_package] if answer.missing_package else [])
         if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
             warnings.append(f"{name}: its code could not be built here ({message[:200]})")
-        elif answer.retired is not None:
-            errors.append(retired_problem(name, nid, answer.retired.component, answer.retired.message))
         elif answer.stale_import:
             errors.append(stale_problem(name, nid, answer.stale_import, answer.stale_name))
         elif packages:
@@ -286,8 +286,8 @@ def stale_problem(name: str, nid: str | None, module: str, gone: str | None) -> 
         return FlowProblem(
             code="bad_value",
             **at,
-            message=f"{name} imports {gone} from {module}, which no longer has it (code written for another "
-            "version of that package); lfx cannot load this node.",
+            message=f"{name} imports {gone} from {module}, which does not have it (a wrong import, or code "
+            "written for another version of that package); lfx cannot load this node.",
             fix=f"Replace {name} with a fresh copy of its component, or change the import of {gone}.",
         )
     return FlowProblem(

@@ -269,7 +269,9 @@ class SandboxValidator(ZygoteProcess):
                 out.append(ComponentTemplate(ok=True, missing_methods=missing))
             else:
                 error = redact_text(str(verdict.get("error") or "lfx did not load the component.")[:2000])
-                out.append(ComponentTemplate.failed(error, **_environment_cause(verdict)))
+                asked = set(item["methods"])
+                missing = [m for m in verdict.get("missing_methods") or [] if isinstance(m, str) and m in asked]
+                out.append(ComponentTemplate.failed(error, missing_methods=missing, **_environment_cause(verdict)))
         return out + [None] * (len(builds) - len(out))
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:

@@ -126,12 +126,22 @@ def local_run(
     from lfassist_jupyter.flows.real_run import run_flow_for_real, run_plan
 
     view.run_input = text
+    if view.flow is not None and view.report is not None and view.report.missing_packages:
+        lacking = ", ".join(p.distribution for p in view.report.missing_packages)
+        view.notes.append((f"Not run: the flow needs packages not installed here: {lacking} (see above).", False))
+        return
     if view.flow is None or not view.ok:
         view.notes.append(("Not run: fix the flow's errors first.", False))
         return
-    if view.report is not None and view.report.missing_packages:
-        lacking = ", ".join(p.distribution for p in view.report.missing_packages)
-        view.notes.append((f"Not run: the flow needs packages not installed here: {lacking} (see above).", False))
+    plan = view.report.provision if view.report is not None else None
+    if plan is not None and plan.ready and plan.adds:  # judged elsewhere: a real run here would lack them
+        view.notes.append(
+            (
+                f"Not run: the flow was judged in a separate environment; a real run here needs "
+                f"{', '.join(plan.adds)} in the sandbox's own: %pip install {' '.join(plan.adds)}",
+                False,
+            )
+        )
         return
     names = [n.strip() for entry in env_names or [] for n in entry.split(",") if n.strip()]
     try:

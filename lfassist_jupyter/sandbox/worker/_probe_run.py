@@ -288,7 +288,8 @@ def _loaded(code: str, methods: object, node: object, deadline: float) -> dict:
         return _failure(exc, code, deadline)
     retired = _retired(type(instance))
     if retired:
-        return {"ok": False, "error": retired["message"], "retired": retired}
+        return {"ok": False, "error": retired["message"], "retired": retired,
+                "missing_methods": _lacking(instance, methods)}  # fmt: skip
     return {"ok": True, "missing_methods": _lacking(instance, methods)}
 
 
