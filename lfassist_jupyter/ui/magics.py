@@ -61,7 +61,9 @@ HELP = """\
                          extension bundle in DIR (lfx extension layout, a test per component; validated
                          again first): `lfx extension validate DIR`, then `pip install DIR` into Langflow
 %assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
-                         conversation: the next %%assist request edits it ("add a summariser before the output")
+                         conversation: the next %%assist request edits it ("add a summariser before the output");
+                         --provision: a flow the sandbox cannot judge (it lacks a package) is judged in a
+                         separate environment with lfx and those packages (uv, cached; the kernel's untouched)
 %assist flows            the flows registered in Langflow from notebooks
 %assist undo             restore the flow before the last edit (each edit keeps a restore point)
 %assist panel [--main]   the chat panel, docked in JupyterLab's right sidebar (--main: a tab); again: focus it.
