@@ -59,6 +59,65 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "benchmarks" / "flows_corpus"
 MANIFEST = CORPUS / "manifest.json"
 VERDICTS = CORPUS / "verdicts.json"
+FLOWS = CORPUS / "flows"
+
+# A second set, unseen while the rules were written: Langflow's own starter projects as older
+# releases shipped them (langflow-base 0.4-0.11 is Langflow 1.4-1.11), split by project name (every
+# version of a project on one side).  The wheels come from the package index with pip; only the
+# manifest (with each file's hash) and lfx's verdicts are kept in the repository, the flows in the
+# user cache (``starters fetch`` makes them again).
+STARTERS = ROOT / "benchmarks" / "starters_corpus"
+STARTERS_CACHE = Path.home() / ".cache" / "lfassist-jupyter" / "starters"
+STARTER_RELEASES = {"0.4.3": "1.4", "0.7.3": "1.7", "0.11.6": "1.11"}
+
+
+def select(which: str) -> None:
+    """Point the module at a set: ``corpus`` (other authors' exports) or ``starters``."""
+    global CORPUS, MANIFEST, VERDICTS, FLOWS
+    CORPUS = STARTERS if which == "starters" else ROOT / "benchmarks" / "flows_corpus"
+    MANIFEST, VERDICTS = CORPUS / "manifest.json", CORPUS / "verdicts.json"
+    FLOWS = STARTERS_CACHE / "flows" if which == "starters" else CORPUS / "flows"
+
+
+def fetch_starters() -> None:
+    """Download langflow-base wheels (``pip download --no-deps``), keep their starter projects
+    (one file per project and release, identical files once), write the manifest."""
+    import hashlib
+    import zipfile
+
+    wheels = STARTERS_CACHE / "wheels"
+    (STARTERS_CACHE / "flows").mkdir(parents=True, exist_ok=True)
+    flows, seen = [], set()
+    for base, release in STARTER_RELEASES.items():
+        found = list(wheels.glob(f"langflow_base-{base}-*.whl"))
+        if not found:
+            pip = [shutil.which("pip3") or shutil.which("pip") or "pip"]  # the project's venv has uv, not pip
+            subprocess.run([*pip, "download", "--quiet", "--no-deps", "--only-binary=:all:", f"langflow-base=={base}",
+                            "-d", str(wheels)], check=True, timeout=600)  # fmt: skip
+            found = list(wheels.glob(f"langflow_base-{base}-*.whl"))
+        with zipfile.ZipFile(found[0]) as zf:
+            for name in sorted(n for n in zf.namelist() if "/starter_projects/" in n and n.endswith(".json")):
+                data = zf.read(name)
+                digest = hashlib.sha256(data).hexdigest()
+                if digest in seen:
+                    continue
+                seen.add(digest)
+                project = Path(name).stem
+                fid = f"{re.sub(r'[^A-Za-z0-9]+', '_', project)}__{release}"
+                with gzip.open(STARTERS_CACHE / "flows" / f"{fid}.json.gz", "wb") as fh:
+                    fh.write(data)
+                half = "held_back" if int(hashlib.sha256(project.encode()).hexdigest(), 16) % 2 else "dev"
+                flows.append({"id": fid, "project": project, "langflow_version": release,
+                              "source": f"langflow-base {base}", "sha256": digest, "half": half})  # fmt: skip
+    STARTERS.mkdir(exist_ok=True)
+    about = (
+        "Langflow's starter projects as langflow-base 0.4.3, 0.7.3 and 0.11.6 (Langflow 1.4, 1.7, 1.11) shipped "
+        "them; split by project name; `flow_corpus.py --set starters fetch` makes the files again."
+    )
+    MANIFEST.write_text(json.dumps({"about": about, "flows": flows}, indent=1) + "\n")
+    print(f"{len(flows)} flows, held back {sum(f['half'] == 'held_back' for f in flows)}")
+
+
 FULL_VENV = Path(
     os.environ.get("LFASSIST_LANGFLOW_VENV", Path.home() / ".cache" / "lfassist-jupyter" / "langflow-venv")
 )
@@ -274,7 +333,7 @@ def _netns_prefix() -> list[str]:
 
 
 def flow_text(fid: str) -> str:
-    with gzip.open(CORPUS / "flows" / f"{fid}.json.gz", "rt", encoding="utf-8") as fh:
+    with gzip.open(FLOWS / f"{fid}.json.gz", "rt", encoding="utf-8") as fh:
         return fh.read()
 
 
@@ -529,7 +588,9 @@ def round_trip(path, original, assistant_cls, provider_cls, spec_module, flow_to
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", choices=["corpus", "starters"], default="corpus")
     sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("fetch", help="starters: download the wheels, extract the starter projects, write the manifest")
     v = sub.add_parser("verdicts", help="compute lfx's verdicts (writes verdicts.json)")
     v.add_argument("--env", choices=["full", "sandbox", "both", "provisioned"], default="both")
     v.add_argument("--half", choices=["dev", "held_back", "all"], default="all")
@@ -542,7 +603,10 @@ def main() -> None:
     s = sub.add_parser("show", help="print the stored verdicts")
     s.add_argument("ids", nargs="*")
     args = parser.parse_args()
-    if args.cmd == "verdicts":
+    select(args.set)
+    if args.cmd == "fetch":
+        fetch_starters()
+    elif args.cmd == "verdicts":
         compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs, args.half)
     elif args.cmd == "measure":
         found = measure(args.half, args.out, args.provision)

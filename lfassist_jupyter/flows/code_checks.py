@@ -261,8 +261,9 @@ def custom_code_errors(
                 need = package_need(name, nid, "code", package.distribution, package.fix)
                 if answer.provider:
                     need.message = (
-                        f"{name} uses the model provider {answer.provider}, which lfx's registry lacks here: "
-                        f"it needs {package.distribution}, not installed in the sandbox's environment: "
+                        f"{name} lists the model provider(s) {answer.provider}, missing from lfx's registry here "
+                        f"(lfx fails with KeyError loading it): it needs {package.distribution}, not installed in "
+                        "the sandbox's environment: "
                         f"{package.fix} (then restart the kernel)."
                     )
                 needs.append(need)

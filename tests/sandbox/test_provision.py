@@ -125,8 +125,12 @@ def test_the_cache_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
         (env / ".last-used").write_text("")
         stamp = time.time() - 100 + i
         os.utime(env / ".last-used", (stamp, stamp))
-    removed = provision.prune(keep=tmp_path / "old", limit_mb=500)
+    removed = provision.prune(keep=tmp_path / "old", limit_mb=900)
     assert [p.name for p in removed] == ["mid"] and not (tmp_path / "mid").exists()  # "old" is in use
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "old"]
+    # Past the bound, even the most recently used goes; the one in use stays.
+    assert [p.name for p in provision.prune(keep=tmp_path / "old", limit_mb=500)] == ["new"]
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "lfassist-env.json").write_text(json.dumps({"size_bytes": 400_000_000}))
     # Control: within the bound nothing goes.
     assert provision.prune(limit_mb=10_000) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["new", "old"]

@@ -225,6 +225,21 @@ def provider_bundle(provider: str) -> list[str]:
     return list(dict.fromkeys(needs))
 
 
+def missing_providers(code: str, first: str) -> list[str]:
+    """The model providers ``code`` names (its string constants: ``MODEL_PROVIDERS_LIST = [...]``)
+    that lfx's registry lacks here, ``first`` (the one its load failed at) first: lfx would stop at
+    each in turn, so every one is named at once."""
+    try:
+        from lfx.base.models.model_input_constants import MODEL_PROVIDERS_DICT
+    except ImportError:
+        return [first]
+    named = []
+    with contextlib.suppress(SyntaxError, ValueError, MemoryError, RecursionError):
+        named = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    known = set(_PROVIDER_HOMES)
+    return list(dict.fromkeys([first, *(n for n in named if n in known and n not in MODEL_PROVIDERS_DICT)]))
+
+
 def _dist_installed(dist: str) -> bool:
     import importlib.metadata as md
 

@@ -58,12 +58,17 @@ def _why(exc: BaseException, code: str = "") -> dict:
                 }
             return {"stale_import": seen.name}
         if isinstance(seen, KeyError) and len(seen.args) == 1 and isinstance(seen.args[0], str):
-            from ._packages import provider_bundle
+            from ._packages import missing_providers, provider_bundle
 
-            dists = provider_bundle(seen.args[0])
-            if dists:
-                found = [{"module": seen.args[0], "distribution": d, "fix": f"%pip install {d}"} for d in dists]
-                return {"missing_package": found[0], "missing_packages": found, "provider": seen.args[0]}
+            if provider_bundle(seen.args[0]):
+                providers = missing_providers(code, seen.args[0])
+                found = [
+                    {"module": provider, "distribution": d, "fix": f"%pip install {d}"}
+                    for provider in providers
+                    for d in provider_bundle(provider)
+                ]
+                unique = list({f["distribution"]: f for f in found}.values())
+                return {"missing_package": unique[0], "missing_packages": unique, "provider": ", ".join(providers)}
         seen = seen.__cause__ or seen.__context__
     return {}
 
