@@ -29,6 +29,8 @@ from .spec_text import spec_nodes
 
 # How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).
 _NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
+# How the worker says a code's load or build ran out of its time: no verdict either (a busy machine).
+_NO_TIME = ("Loading the component did not finish in time", "Building the component did not finish in time")
 
 
 def spec_errors(text: str, catalog: Any = None) -> list[FlowProblem]:
@@ -172,24 +174,26 @@ def _remember(cache: dict, key: bytes, value: Any, size: int = 1024) -> None:
     cache[key] = value
 
 
-def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[str], list[Need]]:
-    """(errors, warnings, needs) of the whole-flow checks on spec text or on flow JSON (a dict
-    that passed the shape check).  Code no lfx built-in carries is built in the sandbox when
-    everything parses (for spec text: the custom components of ``catalog`` it uses)."""
+def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[str], list[Need], list[str]]:
+    """(errors, warnings, needs, unjudged) of the whole-flow checks on spec text or on flow JSON (a
+    dict that passed the shape check); ``unjudged``: the nodes whose code the sandbox could not
+    judge (it gave no verdict in time, or could not ask lfx), each as a line.  Code no lfx built-in
+    carries is built in the sandbox when everything parses (for spec text: the custom components of
+    ``catalog`` it uses)."""
     builtin = catalog_codes(catalog)
     if isinstance(flow, str):
         errors = spec_errors(flow, catalog)
         if errors:
-            return errors, [], []
+            return errors, [], [], []
         registry = getattr(catalog, "registry", {})
         kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
         nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
         return custom_code_errors({"nodes": nodes}, builtin, getattr(catalog, "sandbox", None))
     if not isinstance(flow, dict):
-        return [], [], []
+        return [], [], [], []
     errors = json_errors(flow, builtin)
     if errors:
-        return errors, [], []
+        return errors, [], [], []
     return custom_code_errors(flow, builtin, getattr(catalog, "sandbox", None))
 
 
@@ -206,8 +210,9 @@ def _called_methods(node: dict[str, Any], used: set[Any]) -> list[tuple[str, str
 
 def custom_code_errors(
     flow: dict[str, Any], builtin_codes: frozenset[str], sandbox: Any = None
-) -> tuple[list[FlowProblem], list[str], list[Need]]:
-    """Build each node whose code no built-in carries, in the sandbox; name the ones lfx refuses.
+) -> tuple[list[FlowProblem], list[str], list[Need], list[str]]:
+    """Build each node whose code no built-in carries, in the sandbox; name the ones lfx refuses
+    (and, apart, the ones the sandbox gave no verdict on: not judged, never passed).
 
     Three causes are told apart, because they call for different fixes: the flow's code is
     wrong (an error); it imports a module gone from a package that *is* installed, or its saved
@@ -231,6 +236,7 @@ def custom_code_errors(
     errors: list[FlowProblem] = []
     warnings: list[str] = []
     needs: list[Need] = []
+    unjudged: list[str] = []
     for (node, _code, called), answer in zip(todo, answers, strict=True):
         name, nid = node_name(node), facts.node_id(node)
         at = {"node": name, "node_id": nid, "field": "code"}
@@ -252,8 +258,8 @@ def custom_code_errors(
             continue
         message = str(answer.error or "")
         packages = answer.missing_packages or ([answer.missing_package] if answer.missing_package else [])
-        if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
-            warnings.append(f"{name}: its code could not be built here ({message[:200]})")
+        if message.startswith(_NO_VERDICT) or message.startswith(_NO_TIME):  # no verdict on the code
+            unjudged.append(f"{name}: its code could not be loaded here ({message[:200]})")
         elif answer.stale_import:
             errors.append(stale_problem(name, nid, answer.stale_import, answer.stale_name))
         elif packages:
@@ -276,7 +282,7 @@ def custom_code_errors(
                     fix="Fix the node's code (validate it with %%assist_validate), or replace the node.",
                 )
             )
-    return errors, warnings, needs
+    return errors, warnings, needs, unjudged
 
 
 def stale_problem(name: str, nid: str | None, module: str, gone: str | None) -> FlowProblem:
@@ -411,7 +417,7 @@ def _verdicts(builds: list[tuple[str, tuple[str, ...], dict[str, Any]]], sandbox
                 found[key] = _failed(_NOT_BUILT)
                 continue
             found[key] = answer
-            if answer.ok or not str(answer.error or "").startswith(_NO_VERDICT):
+            if answer.ok or not str(answer.error or "").startswith(_NO_VERDICT + _NO_TIME):
                 _remember(_BUILT, key, answer, size=512)
     return [found[key] if key in found else _BUILT[key] for key in keys]
 

@@ -151,6 +151,9 @@ class FlowReport(BaseModel):
     missing_packages: list[MissingPackage] = Field(default_factory=list)
     """Packages the flow needs that the sandbox's environment lacks (lfx's own requirements logic,
     ``flows.packages``): a run fails without them, whatever the wiring."""
+    not_judged: list[str] = Field(default_factory=list)
+    """Nodes the sandbox gave no verdict on (their code did not load in the time it had, or it could
+    not ask lfx), one line each: the flow is not judged, never valid."""
     node_count: int = 0
     edge_count: int = 0
     judged_in: str | None = None
@@ -162,7 +165,7 @@ class FlowReport(BaseModel):
 
     @model_validator(mode="after")
     def _never_valid_unjudged(self) -> FlowReport:
-        if self.missing_packages:
+        if self.missing_packages or self.not_judged:
             self.is_valid = False
         return self
 
@@ -170,10 +173,12 @@ class FlowReport(BaseModel):
     @property
     def verdict(self) -> Verdict:
         """``broken`` when an error blocks it, ``not_judged`` when this environment lacks what
-        judging it takes (``missing_packages``), else ``sound``."""
-        if self.errors or (not self.is_valid and not self.missing_packages):
+        judging it takes (``missing_packages``) or gave no verdict on a node (``not_judged``), else
+        ``sound``."""
+        unjudged = bool(self.missing_packages or self.not_judged)
+        if self.errors or (not self.is_valid and not unjudged):
             return "broken"
-        return "not_judged" if self.missing_packages else "sound"
+        return "not_judged" if unjudged else "sound"
 
     def feedback(self, limit: int = 5) -> str:
         """The top errors as plain lines, for a repair prompt to a model."""

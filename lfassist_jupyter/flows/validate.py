@@ -95,8 +95,9 @@ def _judge(flow: dict[str, Any] | str | Path, catalog: Catalog) -> tuple[FlowRep
     spec_text = isinstance(flow, str) and not is_flow_path(flow)
     notes: list[str] = []
     code_needs: list[Need] = []
+    unjudged: list[str] = []
     if spec_text:  # before lfx reads it: duplicate ids, an empty spec, code that does not parse or build
-        blocking, notes, code_needs = check_flow(flow, catalog)
+        blocking, notes, code_needs, unjudged = check_flow(flow, catalog)
         if blocking:
             return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs), None
     loaded, errors, warnings = _load(flow, catalog)
@@ -108,7 +109,7 @@ def _judge(flow: dict[str, Any] | str | Path, catalog: Catalog) -> tuple[FlowRep
         if loaded is None:
             return FlowReport(is_valid=False, errors=errors, warnings=warnings), None
         # The same checks on the JSON: duplicate ids, an empty flow, node code.
-        blocking, notes, code_needs = check_flow(loaded, catalog)
+        blocking, notes, code_needs, unjudged = check_flow(loaded, catalog)
         if blocking:
             return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs), loaded
     warnings += notes
@@ -137,7 +138,8 @@ def _judge(flow: dict[str, Any] | str | Path, catalog: Catalog) -> tuple[FlowRep
     missing = _packages(loaded, catalog, needs)
     report = FlowReport(
         missing_packages=missing,
-        is_valid=not errors and not missing,
+        not_judged=unjudged,
+        is_valid=not errors and not missing and not unjudged,
         errors=errors,
         warnings=warnings,
         needs=needs,

@@ -512,7 +512,8 @@ class FlowPipeline:
             # Not valid, and nothing a model could repair: this environment lacks what judging it
             # takes.  No probe run either: it would stop at the same missing import.
             lacking = ", ".join(p.distribution for p in report.missing_packages)
-            last.error = f"Not judged here: the sandbox's environment lacks {lacking}."
+            why = f"the sandbox's environment lacks {lacking}" if lacking else "; ".join(report.not_judged[:3])
+            last.error = f"Not judged here: {why}."
             return []
         if not problems:
             progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")

@@ -82,7 +82,8 @@ def headline(report: FlowReport) -> Line:
     size = f"({report.node_count} nodes, {report.edge_count} edges)"
     if report.verdict == "not_judged":
         lacking = ", ".join(p.distribution for p in report.missing_packages)
-        return f"Flow not judged here {size}: this environment lacks {lacking}", None
+        why = f"this environment lacks {lacking}" if lacking else "the sandbox gave no verdict on a node"
+        return f"Flow not judged here {size}: {why}", None
     if report.is_valid:
         return f"Flow valid {size}", True
     return f"Flow {len(report.errors)} error(s) {size}", False
@@ -114,6 +115,7 @@ def report_lines(report: FlowReport | None) -> list[Line]:
     lines += [(str(e), False) for e in report.errors]
     lines += [(f"Model: {m}", None) for m in report.models]
     lines += [(package_line(p), False) for p in report.missing_packages]
+    lines += [(f"Not judged: {line}", None) for line in report.not_judged]
     lines += provision_lines(report)
     # A package need is shown once, as its package line above.
     lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs if n.kind != "package"]
@@ -127,6 +129,7 @@ def flow_report_html(report: FlowReport) -> str:
     if report.errors:
         parts.append("<ul>" + "".join(f"<li>{html.escape(str(e))}</li>" for e in report.errors) + "</ul>")
     more = [f"Model: {m}" for m in report.models] + [package_line(p) for p in report.missing_packages]
+    more += [f"Not judged: {line}" for line in report.not_judged]
     for line in [*more, *(text for text, _ in provision_lines(report))]:
         parts.append(f"<div>{html.escape(line)}</div>")
     needs = [n for n in report.needs if n.kind != "package"]  # shown once, as its package line above
