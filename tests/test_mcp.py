@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _support.components import DATA_LIST_BUG, GOOD, LOWER_AND_UPPER, QA_SPEC, fenced, intent, named
+from _support.components import DATA_LIST_BUG, GOOD, LLM_SPEC, LOWER_AND_UPPER, QA_SPEC, fenced, intent, named
 from _support.lfxcli import lfx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -24,6 +24,7 @@ from mcp.client.stdio import stdio_client
 SECRET = "tok-mcp-private-value-8c1f2e9d7b"
 KEY = "sk-mcp-test-key-0123456789abcdef"
 ECHO_QA = named(QA_SPEC, "Echo QA")
+GROQ_SPEC = LLM_SPEC + '  M.model: {"name": "llama-3.1-8b-instant", "provider": "Groq"}\n  M.api_key: GROQ_API_KEY\n'
 
 
 def params(root: Path, llm: Any = None, **extra: str) -> StdioServerParameters:
@@ -100,7 +101,11 @@ async def test_tools_validate_build_probe_save_export(tmp_path):
         error, run = await agent.call("probe_run_flow", flow=built["flow"], input_text="what is MCP?")
         assert not error and run["ok"] and run["text"] == "Answer this: what is MCP?"
         error, checked = await agent.call("validate_flow", flow=json.dumps(built["flow"]))
-        assert not error and checked["is_valid"]
+        assert not error and checked["is_valid"] and checked["verdict"] == "sound"
+        # A flow needing a package the server's sandbox lacks: not judged, never valid, named.
+        error, lacking = await agent.call("build_flow", spec=GROQ_SPEC)
+        assert not error and lacking["report"]["verdict"] == "not_judged" and not lacking["report"]["is_valid"]
+        assert [p["distribution"] for p in lacking["report"]["missing_packages"]] == ["langchain-groq"]
 
         error, saved = await agent.call("save_flow", flow=built["flow"], path="flows/qa")
         assert not error and saved["path"] == str(tmp_path / "flows" / "qa.json") and saved["id_source"] == "new"
@@ -110,7 +115,7 @@ async def test_tools_validate_build_probe_save_export(tmp_path):
         error, exported = await agent.call("export_extension", components=[GOOD, DATA_LIST_BUG], directory="ext")
         assert not error and exported["components"] == ["UppercaseComponent"] and len(exported["skipped"]) == 1
 
-    agent = await run_agent(params(tmp_path), script)
+    agent = await run_agent(params(tmp_path, LFASSIST_PROVISION="no"), script)
     assert lfx("validate", str(tmp_path / "flows" / "qa.json"), "--level", "3").returncode == 0
     assert lfx("extension", "validate", str(tmp_path / "ext")).returncode == 0
     assert not any(SECRET in text for text in agent.seen)
