@@ -207,3 +207,20 @@ def test_the_verdict_is_in_the_report_json(verdict):
     errors = [FlowProblem(code="structure", message="m")] if verdict == "broken" else []
     report = FlowReport(is_valid=verdict == "sound", errors=errors, missing_packages=missing)
     assert report.model_dump(mode="json")["verdict"] == verdict
+
+
+def test_a_card_not_judged_offers_to_judge_elsewhere_and_never_says_validated():
+    """The panel's flow card (``flow_message``): amber "not judged here", the plan on the button."""
+    from lfassist_jupyter.flows.results import ProvisionPlan
+    from lfassist_jupyter.ui.messages import flow_message
+
+    missing = MissingPackage(module="groq", distribution="langchain-groq", fix="%pip install langchain-groq")
+    plan = ProvisionPlan(adds=["langchain-groq"], new=["groq==0.37.1", "langchain-groq==1.1.3"], download_bytes=158273)
+    report = FlowReport(is_valid=True, missing_packages=[missing], provision=plan, node_count=4, edge_count=3)
+    card = flow_message(flow=None, spec="nodes:\n  A: ChatInput\n", report=report)
+    assert card.validated is False and card.badge == "not judged here"
+    assert card.provision and "langchain-groq==1.1.3" in card.provision and "0.2 MB" in card.provision
+    assert card.lines[0].text.startswith("Flow not judged here (4 nodes, 3 edges)") and card.lines[0].ok is None
+    # Control: a sound report's card is validated and offers nothing to install.
+    sound = flow_message(flow=None, spec="nodes:\n  A: ChatInput\n", report=FlowReport(is_valid=True))
+    assert sound.validated and sound.badge == "validated" and sound.provision is None

@@ -134,3 +134,38 @@ def test_the_cache_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
     (tmp_path / "new" / "lfassist-env.json").write_text(json.dumps({"size_bytes": 400_000_000}))
     # Control: within the bound nothing goes.
     assert provision.prune(limit_mb=10_000) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["new", "old"]
+
+
+@pytest.mark.slow  # the environment of the test above (built there, or here)
+def test_the_panel_cards_judge_elsewhere_button_judges_it_there(sandbox, offline, wheels, monkeypatch, tmp_path):
+    """**Judge elsewhere** on a panel card (the view's message, through ipywidgets' dispatch): the
+    card then carries the provisioned environment's verdict and says where it came from."""
+    from lfassist_jupyter.core.session import Session, Turn
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("UV_FIND_LINKS", str(wheels))
+    monkeypatch.chdir(tmp_path)
+    workspace = Workspace(data_dir=tmp_path / "panel", local_validator=sandbox)
+    session = Session(id="lfassist-provision", title="a stale flow")
+    spec = "name: provisioned\nnodes:\n  A: ChatInput\n"
+    flow = _flow(sandbox, f"from {MODULE} import Gone")
+    answer = Turn(role="assistant", content=f"```\n{spec}```\n", kind="flow", validated=None, flow=flow)
+    session.turns = [Turn(role="user", content="check it"), answer]
+    workspace.store.save(session)
+    panel = ChatPanel(workspace=workspace)
+    panel.switch_session("lfassist-provision")
+    card_id = panel.messages[-1]["id"]
+    panel._handle_msg({"content": {"data": {"method": "custom", "content": {"type": "provision_flow", "id": card_id}}},
+                       "buffers": []})  # fmt: skip
+    deadline = time.monotonic() + 900
+    while not panel.notice.startswith(("Judged in", "Still not judged", "Failed")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert panel.notice.startswith("Judged in a provisioned environment") and panel.notice.endswith("broken."), (
+        panel.notice
+    )
+    card = next(m for m in panel.messages if m["id"] == card_id)
+    assert card["validated"] is False and card["badge"] == "not validated"
+    texts = [line["text"] for line in card["lines"]]
+    assert any("Gone" in t and MODULE in t for t in texts) and any(t.startswith("Judged in") for t in texts)
+    json.dumps(panel.messages)
