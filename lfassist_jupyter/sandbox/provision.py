@@ -8,9 +8,11 @@ environment that has what it needs, as lfx itself would run it:
 - **what**: the sandbox's own lfx and lfx bundles, pinned at the versions it has, plus the
   distributions lfx's requirement logic names for the flow (``lfx.utils.flow_requirements``, asked
   in the sandbox: ``flows.packages``);
-- **how**: ``uv pip compile`` resolves the set (offline first, from uv's cache; then the index),
-  ``uv venv`` + ``uv pip install --no-deps`` of the resolved pins builds it in a temporary
-  directory, renamed into place when complete; the kernel's environment is never touched;
+- **how**: ``uv pip compile`` resolves the set (offline first, from uv's cache; then the index);
+  the environment is a venv over the sandbox's: its own site-packages holds only the resolved
+  packages the sandbox's lacks or has at another version (``uv pip install --no-deps`` of those
+  pins), first on ``sys.path``, the sandbox's site-packages after it (read, never written); the
+  kernel's environment is never touched;
 - **where**: ``LFASSIST_PROVISION_DIR`` (default: the user cache, ``lfassist-jupyter/envs``), one
   directory per requirement set (its hash), reused for the same set, the least recently used
   removed past ``LFASSIST_PROVISION_CACHE_MB``;
@@ -143,8 +145,20 @@ def _requirements(python: str, adds: list[str]) -> list[str]:
 
 
 def _key(python: str, requirements: list[str]) -> str:
-    identity = "\n".join([os.path.realpath(python), *requirements])
+    """The environment's name: the requirement set, over the sandbox's interpreter as it is now (an
+    environment reads the sandbox's packages: when they change, it is another environment)."""
+    base = sorted(_base(python).items())
+    identity = "\n".join([os.path.abspath(python), *requirements, *(f"{n}=={v}" for n, v in base)])
     return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+
+def _site_packages(python: str) -> list[str]:
+    """The sandbox interpreter's site-packages directories (asked of it; nothing is imported)."""
+    ask = "import json, sysconfig; p = sysconfig.get_paths(); print(json.dumps(sorted({p['purelib'], p['platlib']})))"
+    proc = _run([python, "-I", "-c", ask], 60)
+    if proc.returncode != 0:
+        raise ProvisionError(f"could not ask {python} for its site-packages: {proc.stderr.strip()[-200:]}")
+    return [str(d) for d in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
 def _resolve(python: str, requirements: list[str]) -> list[dict[str, Any]]:
@@ -263,26 +277,36 @@ def _file_lock(path: Path):
 
 
 def _install(path: Path, planned: dict[str, Any]) -> dict[str, Any]:
-    """``uv venv`` and ``uv pip install`` of the resolved pins into ``path``; what it holds is
-    written last (``lfassist-env.json``), so a build that was interrupted is made again."""
+    """An environment over the sandbox's: a venv whose own site-packages holds only the resolved
+    packages the sandbox's lacks (or has at another version), first on ``sys.path``, then the
+    sandbox's site-packages (a ``.pth`` that adds them, read-only).  The resolution is the whole
+    environment, so ``--no-deps`` of those pins makes exactly it; lfx and everything else already
+    compiled there is not copied nor compiled again: a new environment is the flow's few packages.
+    What it holds is written last (``lfassist-env.json``), so a build that was interrupted is made
+    again."""
     uv = _uv()
     if uv is None:
         raise ProvisionError("uv is not installed (`%pip install uv`)")
-    pins = planned.get("pins") or planned.get("requirements") or []
+    pins = planned.get("new") or []
     started = time.monotonic()
     shutil.rmtree(path, ignore_errors=True)
     try:
+        base_sites = _site_packages(str(planned["python"]))
         proc = _run([*uv, "venv", "--quiet", "--python", str(planned["python"]), str(path)], 120)
         if proc.returncode != 0:
             raise ProvisionError(f"uv venv failed: {_uv_error(proc)}")
+        (own,) = sorted(path.glob("lib/python*/site-packages"))[:1] or [None]
+        if own is None:
+            raise ProvisionError(f"uv venv made no site-packages in {path}")
+        # ``import`` lines of a .pth run at start-up: addsitedir also reads the sandbox's own .pth files.
+        lines = [f"import site; site.addsitedir({d!r})" for d in base_sites]
+        (own / "_lfassist_sandbox_site.pth").write_text("\n".join(lines) + "\n")
         source = path / "lfassist-requirements.txt"
         source.write_text("\n".join(pins) + "\n")
-        # --compile-bytecode: the sandbox imports lfx read-only, so without .pyc files every worker
-        # start would compile it again (seconds each time).
-        install = [*uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", str(path / "bin" / "python"),
-                   "-r", str(source)]  # fmt: skip
-        if planned.get("pins"):
-            install.append("--no-deps")  # the pins are the whole resolution
+        # --compile-bytecode: the sandbox imports read-only, so without .pyc files every worker start
+        # would compile these packages again.
+        install = [*uv, "pip", "install", "--quiet", "--compile-bytecode", "--no-deps",
+                   "--python", str(path / "bin" / "python"), "-r", str(source)]  # fmt: skip
         proc = _run([*install, "--offline"], INSTALL_TIMEOUT)
         if proc.returncode != 0 and os.environ.get("UV_OFFLINE", "").lower() not in ("1", "true", "yes"):
             proc = _run(install, INSTALL_TIMEOUT)
