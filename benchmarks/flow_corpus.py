@@ -223,6 +223,31 @@ _PROVIDERS = {
 }  # fmt: skip
 
 
+def _inactive_providers() -> set[str]:
+    """The providers lfx 1.13 registers as inactive (``"is_active": False`` in its
+    ``model_input_constants.py``, read as a file): saved Agent code that indexes ``MODELS_METADATA``
+    by one fails with its ``KeyError`` whatever is installed."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("lfx")
+    if spec is None or not spec.submodule_search_locations:
+        return set()
+    source = Path(next(iter(spec.submodule_search_locations))) / "base" / "models" / "model_input_constants.py"
+    found = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+            key, value = node.targets[0].slice, node.value
+            if isinstance(key, ast.Constant) and isinstance(value, ast.Dict):
+                flags = dict(zip((getattr(k, "value", None) for k in value.keys), value.values, strict=False))
+                if isinstance(flags.get("is_active"), ast.Constant) and flags["is_active"].value is False:
+                    found.add(str(key.value).lower())
+    return found
+
+
+_INACTIVE = _inactive_providers()
+
+
 def classify_stored(item: dict) -> str:
     """``classify`` over a stored summary (its outcome is recomputed, so the rules can be read here)."""
     if item.get("outcome") in ("ran", "timeout", "probe_failed", None):
@@ -244,6 +269,8 @@ def classify(run: dict) -> str:
     if "not installed" in text and "pip install" in text:  # lfx run's dependency preflight
         return "missing_package"
     key = re.search(r"keyerror: '([^']+)'", text)
+    if key and key.group(1) in _INACTIVE:  # a provider lfx keeps inactive: no package brings it back
+        return "broken"
     if key and key.group(1) in _PROVIDERS:  # a model provider whose bundle is not installed
         return "missing_package"
     if "invalid value type <class 'nonetype'>" in text:

@@ -262,6 +262,18 @@ def custom_code_errors(
             unjudged.append(f"{name}: its code could not be loaded here ({message[:200]})")
         elif answer.stale_import:
             errors.append(stale_problem(name, nid, answer.stale_import, answer.stale_name))
+        elif answer.inactive_provider:
+            provider = answer.inactive_provider
+            errors.append(
+                FlowProblem(
+                    code="bad_value",
+                    **at,
+                    message=f"{name}'s code lists the model provider {provider}, which lfx 1.13 registers as "
+                    f"inactive (its MODELS_METADATA leaves it out): lfx fails loading it with KeyError({provider!r}), "
+                    "whatever is installed (code saved by an older Langflow).",
+                    fix=f"Replace {name} with a fresh copy of its component.",
+                )
+            )
         elif packages:
             for package in packages:
                 need = package_need(name, nid, "code", package.distribution, package.fix)

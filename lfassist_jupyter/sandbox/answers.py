@@ -162,7 +162,10 @@ class ComponentTemplate(BaseModel):
     missing_packages: list[MissingPackage] = Field(default_factory=list, max_length=20)
     """Every distribution the environment lacks for it (a model provider: its bundle and SDK)."""
     provider: str | None = Field(default=None, max_length=200)
-    """The model provider missing from lfx's registry, when that is why (``Groq``)."""
+    """The model provider missing from lfx's registry, when that is why (``Google Generative AI``)."""
+    inactive_provider: str | None = Field(default=None, max_length=200)
+    """A provider the code indexes that lfx registers as inactive (``Groq``): lfx fails loading it
+    with that provider's ``KeyError`` whatever is installed."""
     retired: Retired | None = None
     """lfx recognised the code as a component it retired: its own message, with the migration."""
 

@@ -514,6 +514,9 @@ def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
             cause[key] = stale
     if "stale_import" not in cause:
         cause.pop("stale_name", None)
+    inactive = answer.get("inactive_provider")
+    if isinstance(inactive, str) and 0 < len(inactive) <= 200:
+        cause["inactive_provider"] = redact_text(inactive)
     retired = answer.get("retired")
     if isinstance(retired, dict):
         with contextlib.suppress(ValidationError):

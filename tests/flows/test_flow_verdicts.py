@@ -151,20 +151,33 @@ def test_a_chroma_flow_is_retired_with_the_migration_lfx_names(sandbox, monkeypa
     assert not [e for e in validate_flow(flow).errors if e.code == "retired"]
 
 
-def test_an_agent_listing_a_provider_lfx_does_not_register_is_not_judged(sandbox, monkeypatch):
-    """An Agent saved by Langflow 1.1 lists Groq: lfx 1.13 without the bundle that registers it
-    fails with KeyError('Groq') loading it.  Not valid: not judged, naming the bundle and the SDK."""
+def test_an_agent_listing_a_provider_lfx_keeps_inactive_is_broken_else_not_judged(sandbox, monkeypatch):
+    """An Agent saved by Langflow 1.1 indexes ``MODELS_METADATA`` by the providers it lists; lfx 1.13
+    registers Groq as inactive (left out of it): ``KeyError('Groq')`` whatever is installed (lfx's
+    own run in the environment with Groq's bundle says so: ``verdicts.json``, ``provisioned``).  So
+    the flow is broken, although the Google bundle it also lists is missing here and fails first.
+    Control: the same code without Groq is not judged, naming Google's bundle and SDK."""
+    from _support.corpus import stored_verdicts
+
     monkeypatch.setenv("LFASSIST_PROVISION", "no")
-    flow = corpus_flow("aekanun2020__HR_Agent_2Agents_v3")
+    fid = "aekanun2020__HR_Agent_2Agents_v3"
+    assert "KeyError: 'Groq'" in stored_verdicts()[fid]["provisioned"]["run_message"]
+    flow = corpus_flow(fid)
     agent = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "Agent")
-    report = validate_flow(single_node_flow(flow, agent["id"]))
-    assert report.verdict == "not_judged" and not report.is_valid
-    # Every provider its code lists that lfx's registry lacks here, each with its bundle and SDK.
-    assert {"lfx-bundles", "langchain-groq"} <= {p.distribution for p in report.missing_packages}
-    need = next(n for n in report.needs if n.kind == "package" and n.package == "lfx-bundles")
-    assert "model provider" in need.message and "Groq" in need.message and need.node_id == agent["id"]
-    # Control: OpenAI, which the code lists too, is registered here: nothing to install for it.
-    assert not {"lfx-openai", "langchain-openai"} & {p.distribution for p in report.missing_packages}
+    one = single_node_flow(flow, agent["id"])
+    report = validate_flow(one)
+    assert report.verdict == "broken", report
+    (error,) = report.errors
+    assert "Groq" in error.message and "inactive" in error.message and error.node_id == agent["id"]
+
+    code = one["data"]["nodes"][0]["data"]["node"]["template"]["code"]
+    assert '"Groq", ' in code["value"]
+    code["value"] = code["value"].replace('"Groq", ', "")
+    unjudged = validate_flow(one)
+    assert unjudged.verdict == "not_judged" and not unjudged.errors and not unjudged.is_valid
+    assert {"lfx-google", "langchain-google-genai"} <= {p.distribution for p in unjudged.missing_packages}
+    need = next(n for n in unjudged.needs if n.kind == "package" and n.package == "lfx-google")
+    assert "Google Generative AI" in need.message and "registry" in need.message
 
 
 def test_a_malformed_saved_node_is_a_report_line_through_flow_load(flow_ip, tmp_path, monkeypatch):

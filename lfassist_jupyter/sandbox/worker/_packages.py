@@ -165,19 +165,22 @@ def shim_bundle(module: str) -> str | None:
 _NAMESPACES = {"google", "azure"}
 
 
-def _provider_homes() -> dict[str, str]:
+def _provider_homes() -> tuple[dict[str, str], dict[str, bool]]:
     """Each model provider lfx 1.13 registers in ``MODEL_PROVIDERS_DICT`` -> the module its
     component is imported from, read from lfx's own source (each provider is one ``try:`` that
     imports its component and assigns ``MODEL_PROVIDERS_DICT["Name"]``; an ``ImportError`` leaves
-    it out).  Read once, in the zygote: without the module's bundle the provider is missing
-    from lfx's registry, and code that looks it up fails with ``KeyError('Groq')``."""
+    it out), and whether lfx offers it as active (its ``"is_active"``: ``MODELS_METADATA``, what
+    saved Agent code indexes, holds the active ones only).  Read once, in the zygote: without the
+    module's bundle the provider is missing from lfx's registry, and code that looks it up fails
+    with ``KeyError('Google Generative AI')``; an inactive one fails so whatever is installed."""
     try:
         spec = importlib.util.find_spec("lfx.base.models.model_input_constants")
         with open(spec.origin, encoding="utf-8") as fh:  # type: ignore[union-attr]
             tree = ast.parse(fh.read())
     except (ImportError, ValueError, AttributeError, OSError, SyntaxError):
-        return {}
+        return {}, {}
     homes: dict[str, str] = {}
+    active: dict[str, bool] = {}
     for block in tree.body:
         if not isinstance(block, ast.Try):
             continue
@@ -193,10 +196,27 @@ def _provider_homes() -> dict[str, str]:
                 and isinstance(target.slice.value, str)
             ):
                 homes[target.slice.value] = modules[0]
-    return homes
+                if isinstance(node.value, ast.Dict):
+                    flags = [v for k, v in zip(node.value.keys, node.value.values, strict=False)
+                             if isinstance(k, ast.Constant) and k.value == "is_active"]  # fmt: skip
+                    if flags and isinstance(flags[0], ast.Constant) and isinstance(flags[0].value, bool):
+                        active[target.slice.value] = flags[0].value
+    return homes, active
 
 
-_PROVIDER_HOMES = _provider_homes()
+_PROVIDER_HOMES, _PROVIDER_ACTIVE = _provider_homes()
+
+
+def inactive_providers(code: str) -> list[str]:
+    """The providers ``code`` names that lfx 1.13 registers as inactive, when the code indexes
+    ``MODELS_METADATA`` (the active ones only): lfx's load fails with their ``KeyError`` whatever is
+    installed (an Agent saved by Langflow 1.1 lists Groq): stale code, not a missing package."""
+    if "MODELS_METADATA[" not in code:
+        return []
+    named = []
+    with contextlib.suppress(SyntaxError, ValueError, MemoryError, RecursionError):
+        named = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return list(dict.fromkeys(n for n in named if _PROVIDER_ACTIVE.get(n) is False))
 
 
 def provider_bundle(provider: str) -> list[str]:
@@ -236,8 +256,8 @@ def missing_providers(code: str, first: str) -> list[str]:
     named = []
     with contextlib.suppress(SyntaxError, ValueError, MemoryError, RecursionError):
         named = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    known = set(_PROVIDER_HOMES)
-    return list(dict.fromkeys([first, *(n for n in named if n in known and n not in MODEL_PROVIDERS_DICT)]))
+    missing = (n for n in named if _PROVIDER_ACTIVE.get(n) is not False and n in _PROVIDER_HOMES)
+    return list(dict.fromkeys([first, *(n for n in missing if n not in MODEL_PROVIDERS_DICT)]))
 
 
 def _dist_installed(dist: str) -> bool:

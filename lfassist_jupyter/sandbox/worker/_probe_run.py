@@ -58,8 +58,11 @@ def _why(exc: BaseException, code: str = "") -> dict:
                 }
             return {"stale_import": seen.name}
         if isinstance(seen, KeyError) and len(seen.args) == 1 and isinstance(seen.args[0], str):
-            from ._packages import missing_providers, provider_bundle
+            from ._packages import inactive_providers, missing_providers, provider_bundle
 
+            stale = inactive_providers(code)
+            if stale:  # lfx would stop there with every package installed
+                return {"inactive_provider": stale[0]}
             if provider_bundle(seen.args[0]):
                 providers = missing_providers(code, seen.args[0])
                 found = [
