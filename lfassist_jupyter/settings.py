@@ -145,6 +145,18 @@ class ProcessSettings:
         "Where conversations and panel preferences are kept; default: the per-user data directory.",
         kind="directory",
     )
+    provision: Literal["ask", "yes", "no"] = _setting(
+        "ask",
+        "A flow that needs packages the sandbox lacks is not judged there; it can be judged in a separate "
+        "environment with lfx and those packages (built with uv, cached, never the kernel's): ask (show what "
+        "would be installed and its size; --provision says yes once), yes (build it without asking) or no.",
+    )
+    provision_dir: str | None = _setting(
+        None, "Where the environments that judge flows are kept; default: the user cache (lfassist-jupyter/envs)."
+    )
+    provision_cache_mb: int = _setting(
+        6000, "The most those environments may take on disk, in MB; the least recently used go first.", ge=100
+    )
 
 
 FIELDS: dict[str, dataclasses.Field] = {

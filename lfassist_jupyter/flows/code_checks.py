@@ -175,24 +175,26 @@ def _remember(cache: dict, key: bytes, value: Any, size: int = 1024) -> None:
     cache[key] = value
 
 
-def check(flow: object, catalog: Catalog) -> tuple[list[FlowProblem], list[str], list[Need]]:
-    """(errors, warnings, needs) of the whole-flow checks on spec text or on flow JSON (a dict
-    that passed the shape check).  Code no lfx built-in carries is built in the catalogue's
-    sandbox when everything parses (for spec text: the custom components of ``catalog`` it uses)."""
+def check(flow: object, catalog: Catalog) -> tuple[list[FlowProblem], list[str], list[Need], list[str]]:
+    """(errors, warnings, needs, unjudged) of the whole-flow checks on spec text or on flow JSON (a
+    dict that passed the shape check); ``unjudged``: the nodes whose code the sandbox could not
+    judge (it gave no verdict in time, or could not ask lfx), each as a line.  Code no lfx built-in
+    carries is built in the catalogue's sandbox when everything parses (for spec text: the custom
+    components of ``catalog`` it uses)."""
     builtin = catalog.builtin_codes
     if isinstance(flow, str):
         errors = spec_errors(flow, catalog)
         if errors:
-            return errors, [], []
+            return errors, [], [], []
         registry = catalog.registry
         kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
         nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
         return custom_code_errors({"nodes": nodes}, builtin, catalog.sandbox)
     if not isinstance(flow, dict):
-        return [], [], []
+        return [], [], [], []
     errors = json_errors(flow, builtin)
     if errors:
-        return errors, [], []
+        return errors, [], [], []
     return custom_code_errors(flow, builtin, catalog.sandbox)
 
 
@@ -209,9 +211,9 @@ def _called_methods(node: dict[str, Any], used: set[Any]) -> list[tuple[str, str
 
 def custom_code_errors(
     flow: dict[str, Any], builtin_codes: frozenset[str], sandbox: FlowSandbox | None
-) -> tuple[list[FlowProblem], list[str], list[Need]]:
+) -> tuple[list[FlowProblem], list[str], list[Need], list[str]]:
     """Build each node whose code no built-in carries, in ``sandbox``; name the ones lfx refuses
-    (without a sandbox, each such node is a warning: its code could not be built here).
+    (and, apart, the ones the sandbox gave no verdict on: not judged, never passed).
 
     Three causes are told apart, because they call for different fixes: the flow's code is
     wrong (an error); it imports a module gone from a package that *is* installed, or its saved
@@ -235,10 +237,13 @@ def custom_code_errors(
     errors: list[FlowProblem] = []
     warnings: list[str] = []
     needs: list[Need] = []
+    unjudged: list[str] = []
     for (node, _code, called), answer in zip(todo, answers, strict=True):
         name, nid = node_name(node), facts.node_id(node)
         at = {"node": name, "node_id": nid, "field": "code"}
-        if answer.ok:
+        if answer.ok or answer.retired is not None:
+            if answer.retired is not None:  # lfx loads it as the retired stand-in, whose build refuses
+                errors.append(retired_problem(name, nid, answer.retired.component, answer.retired.message))
             gone = set(answer.missing_methods)
             for output, method in called:
                 if method in gone:
@@ -253,22 +258,34 @@ def custom_code_errors(
                     )
             continue
         message = str(answer.error or "")
-        package = answer.missing_package
-        if not answer.judged:  # the sandbox could not ask lfx: no verdict on the code
-            warnings.append(f"{name}: its code could not be built here ({message[:200]})")
-        elif package is not None:
-            needs.append(package_need(name, nid, "code", package.distribution, package.fix))
+        packages = answer.missing_packages or ([answer.missing_package] if answer.missing_package else [])
+        if not answer.judged:  # the sandbox could not ask lfx, or ran out of time: no verdict on the code
+            unjudged.append(f"{name}: its code could not be loaded here ({message[:200]})")
         elif answer.stale_import:
-            module = answer.stale_import
+            errors.append(stale_problem(name, nid, answer.stale_import, answer.stale_name))
+        elif answer.inactive_provider:
+            provider = answer.inactive_provider
             errors.append(
                 FlowProblem(
                     code="bad_value",
                     **at,
-                    message=f"{name} imports {module}, which does not exist in the installed packages "
-                    "(code written for another Langflow version); lfx cannot load this node.",
-                    fix=f"Replace {name} with a fresh copy of its component, or change the import of {module}.",
+                    message=f"{name}'s code lists the model provider {provider}, which lfx 1.13 registers as "
+                    f"inactive (its MODELS_METADATA leaves it out): lfx fails loading it with KeyError({provider!r}), "
+                    "whatever is installed (code saved by an older Langflow).",
+                    fix=f"Replace {name} with a fresh copy of its component.",
                 )
             )
+        elif packages:
+            for package in packages:
+                need = package_need(name, nid, "code", package.distribution, package.fix)
+                if answer.provider:
+                    need.message = (
+                        f"{name} lists the model provider(s) {answer.provider}, missing from lfx's registry here "
+                        f"(lfx fails with KeyError loading it): it needs {package.distribution}, not installed in "
+                        "the sandbox's environment: "
+                        f"{package.fix} (then restart the kernel)."
+                    )
+                needs.append(need)
         else:
             errors.append(
                 FlowProblem(
@@ -278,7 +295,41 @@ def custom_code_errors(
                     fix="Fix the node's code (validate it with %%assist_validate), or replace the node.",
                 )
             )
-    return errors, warnings, needs
+    return errors, warnings, needs, unjudged
+
+
+def stale_problem(name: str, nid: str | None, module: str, gone: str | None) -> FlowProblem:
+    """A node whose code imports what the installed packages no longer have (a module, or a name
+    in a module): code written for another version; lfx cannot load the node."""
+    at = {"node": name, "node_id": nid, "field": "code"}
+    if gone:
+        return FlowProblem(
+            code="bad_value",
+            **at,
+            message=f"{name} imports {gone} from {module}, which does not have it (a wrong import, or code "
+            "written for another version of that package); lfx cannot load this node.",
+            fix=f"Replace {name} with a fresh copy of its component, or change the import of {gone}.",
+        )
+    return FlowProblem(
+        code="bad_value",
+        **at,
+        message=f"{name} imports {module}, which does not exist in the installed packages "
+        "(code written for another Langflow version); lfx cannot load this node.",
+        fix=f"Replace {name} with a fresh copy of its component, or change the import of {module}.",
+    )
+
+
+def retired_problem(name: str, nid: str | None, component: str, message: str) -> FlowProblem:
+    """A node of a component lfx retired, reported in lfx's words (they name the migration)."""
+    return FlowProblem(
+        code="retired",
+        node=name,
+        node_id=nid,
+        field="code",
+        message=f"{name} is a {component} node, a component Langflow 1.13 retired; lfx refuses it: {message}",
+        fix=f"Migrate {name}'s data as lfx says, then replace the node (a Knowledge Base component) and reconnect "
+        "the flow.",
+    )
 
 
 def code_refusal(code: object) -> str | None:

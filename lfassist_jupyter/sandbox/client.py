@@ -42,6 +42,7 @@ from lfassist_jupyter.sandbox.answers import (
     NodeCode,
     PackageNeeds,
     Reference,
+    Retired,
     Stubbed,
     check_catalog,
 )
@@ -290,7 +291,9 @@ class SandboxValidator(ZygoteProcess):
                 out.append(ComponentTemplate(ok=True, missing_methods=missing))
             else:
                 error = redact_text(str(verdict.get("error") or "lfx did not load the component.")[:2000])
-                out.append(ComponentTemplate.failed(error, **_environment_cause(verdict)))
+                asked = set(item["methods"])
+                missing = [m for m in verdict.get("missing_methods") or [] if isinstance(m, str) and m in asked]
+                out.append(ComponentTemplate.failed(error, missing_methods=missing, **_environment_cause(verdict)))
         return out + [None] * (len(builds) - len(out))
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
@@ -514,19 +517,42 @@ def _confinement_text(found: object) -> str | None:
 
 
 def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
-    """The child's word on a failed build's cause, kept only in its expected shape."""
-    package = answer.get("missing_package")
-    if isinstance(package, dict):
-        dist = package.get("distribution")
-        try:
-            return {"missing_package": MissingPackage(module=package.get("module"), distribution=dist,
-                                                      fix=f"%pip install {dist}")}  # fmt: skip
-        except ValidationError:
-            return {}
-    stale = answer.get("stale_import")
-    if isinstance(stale, str) and len(stale) <= 200 and all(c.isalnum() or c in "._" for c in stale):
-        return {"stale_import": stale}
-    return {}
+    """The child's word on a failed build's cause, kept only in its expected shape: the packages
+    the environment lacks (a provider's bundle and SDK), a stale import or name, a retirement."""
+    cause: dict[str, Any] = {}
+    packages = answer.get("missing_packages")
+    listed = packages if isinstance(packages, list) else [answer.get("missing_package")]
+    found = [p for p in (_package(item) for item in listed[:20]) if p is not None]
+    if found:
+        cause.update(missing_package=found[0], missing_packages=found)
+        provider = answer.get("provider")
+        if isinstance(provider, str) and 0 < len(provider) <= 200:
+            cause["provider"] = redact_text(provider)
+    for key in ("stale_import", "stale_name"):
+        stale = answer.get(key)
+        if isinstance(stale, str) and 0 < len(stale) <= 200 and all(c.isalnum() or c in "._" for c in stale):
+            cause[key] = stale
+    if "stale_import" not in cause:
+        cause.pop("stale_name", None)
+    inactive = answer.get("inactive_provider")
+    if isinstance(inactive, str) and 0 < len(inactive) <= 200:
+        cause["inactive_provider"] = redact_text(inactive)
+    retired = answer.get("retired")
+    if isinstance(retired, dict):
+        with contextlib.suppress(ValidationError):
+            component = redact_text(str(retired.get("component"))[:200])
+            cause["retired"] = Retired(component=component, message=redact_text(str(retired.get("message"))[:2000]))
+    return cause
+
+
+def _package(item: object) -> MissingPackage | None:
+    if not isinstance(item, dict):
+        return None
+    dist = item.get("distribution")
+    try:
+        return MissingPackage(module=item.get("module"), distribution=dist, fix=f"%pip install {dist}")
+    except ValidationError:
+        return None
 
 
 def _digest(*parts: str) -> bytes:

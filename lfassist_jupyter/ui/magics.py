@@ -65,7 +65,9 @@ HELP = f"""\
                          extension bundle in DIR (lfx extension layout, a test per component; validated
                          again first): `lfx extension validate DIR`, then `pip install DIR` into Langflow
 %assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
-                         conversation: the next %%assist request edits it ("add a summariser before the output")
+                         conversation: the next %%assist request edits it ("add a summariser before the output");
+                         --provision: a flow the sandbox cannot judge (it lacks a package) is judged in a
+                         separate environment with lfx and those packages (uv, cached; the kernel's untouched)
 %assist flows            the flows registered in Langflow from notebooks
 %assist undo             restore the flow before the last edit (each edit keeps a restore point)
 %assist panel [--main]   the chat panel, docked in JupyterLab's right sidebar (--main: a tab); again: focus it.
@@ -658,15 +660,19 @@ class AssistMagics(Magics):
         return self._flow_subcommand(words)
 
     def _flow_subcommand(self, words: list[str]) -> Any:
-        """``%assist flow load FILE|ID`` and ``%assist flows``."""
+        """``%assist flow load FILE|ID [--provision]`` and ``%assist flows``."""
         from lfassist_jupyter.errors import ConfigError, LfAssistError
 
+        provision = "--provision" in words
+        words = [w for w in words if w != "--provision"]
         if words[:1] == ["list"]:
             from lfassist_jupyter.langflow.flows import list_flows
 
             return self._list_registered("flows", "%%assist_flow --register", list_flows)
         if len(words) != 2 or words[0] != "load":
-            raise UsageError("Usage: %assist flow load FILE.json  (or the id of a flow in the connected Langflow)")
+            raise UsageError(
+                "Usage: %assist flow load FILE.json [--provision]  (or the id of a flow in the connected Langflow)"
+            )
         source: Any = words[1]
         from pathlib import Path
 
@@ -689,7 +695,7 @@ class AssistMagics(Magics):
         from lfassist_jupyter.flows import flow_to_spec
         from lfassist_jupyter.ui.flow_cell import FlowView
 
-        view = FlowView(flow=flow, report=self.workspace.validate_flow(flow))
+        view = FlowView(flow=flow, report=self.workspace.validate_flow(flow, provision=True if provision else None))
         try:
             view.spec = flow_to_spec(flow, catalog=self.workspace.catalog())
         except Exception:
@@ -724,6 +730,12 @@ class AssistMagics(Magics):
     @argument("--name", default=None, help="the flow's name for --save and --register")
     @argument("--out", default=None, help="bind the FlowView to this variable")
     @argument("--quiet", action="store_true", help="show nothing unless something failed")
+    @argument(
+        "--provision",
+        action="store_true",
+        help="a flow that needs packages the sandbox lacks: judge it in a separate environment with lfx and "
+        "those packages (built with uv, cached; the kernel's environment is not touched)",
+    )
     @cell_magic
     def assist_flow(self, line: str, cell: str) -> Any:
         """Build, validate and draw the flow in the cell body (lfx's spec, or a flow JSON file path)."""
@@ -744,6 +756,7 @@ class AssistMagics(Magics):
                 run_local=args.run_local,
                 env_names=args.env,
                 allow_hosts=args.allow_host,
+                provision=True if args.provision else None,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc

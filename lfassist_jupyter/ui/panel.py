@@ -259,6 +259,7 @@ class ChatPanel(anywidget.AnyWidget):
                 allow=_names(content.get("allow")),
                 allow_hosts=_names(content.get("hosts")),
             ),
+            "provision_flow": lambda: self.provision_flow(str(content.get("id", ""))),
             "cancel_real_run": self.cancel_real_run,
             "undo_flow": self.undo_flow,
         }.get(kind)
@@ -557,6 +558,31 @@ class ChatPanel(anywidget.AnyWidget):
             return " · ".join(line for line, _ in run_lines(run, probe))
 
         self.notice = f"Running the flow on {probe!r} in the sandbox..."
+        return self._background(job)
+
+    def provision_flow(self, message_id: str) -> Future[None] | None:
+        """**Judge elsewhere**, on a card whose flow was not judged here: the user's yes to build
+        (or reuse) the separate environment the card described, and judge the flow there; the
+        card then shows that verdict and which environment gave it."""
+        from lfassist_jupyter.flows import validate_flow
+        from lfassist_jupyter.ui.messages import flow_message
+
+        flow = self._flow(message_id)
+        message = self._message(message_id)
+        if flow is None or message is None:
+            return None
+
+        def job() -> str:
+            report = validate_flow(flow, provision=True)
+            card = flow_message(flow=flow, spec=message.get("spec"), report=report, attempts=message.get("attempts"))
+            card.id = message_id
+            self.messages = [card.to_wire() if m.get("id") == message_id else m for m in self.messages]
+            if report.verdict == "not_judged":
+                why = report.provision.error if report.provision is not None else None
+                return f"Still not judged: {why or 'the environment lacks what the flow needs'}"
+            return f"Judged in {report.judged_in}: {report.verdict}."
+
+        self.notice = "Building the environment to judge the flow in (the kernel's is not touched)..."
         return self._background(job)
 
     # -- the real run ---------------------------------------------------------------------------

@@ -339,12 +339,13 @@ class Workspace:
         run = self.local_validator().probe_run(flow, input_text)
         return explain_run(flow, run)  # a file, key or service to provide, not "failed"
 
-    def validate_flow(self, flow: dict[str, Any] | str | Path) -> FlowReport:
+    def validate_flow(self, flow: dict[str, Any] | str | Path, provision: bool | None = None) -> FlowReport:
         """``validate_flow`` over the workspace's catalogue, in its sandbox (never raises on bad
-        input; ``ConfigError`` when the sandbox cannot give the catalogue)."""
+        input; ``ConfigError`` when the sandbox cannot give the catalogue).  ``provision``: judge a
+        flow the sandbox cannot judge in an environment built for it (see ``flows.validate_flow``)."""
         from lfassist_jupyter.flows.validate import validate_flow
 
-        return validate_flow(flow, catalog=self.catalog())
+        return validate_flow(flow, catalog=self.catalog(), provision=provision)
 
     def save_flow(self, flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
         """Write ``flow`` as a Langflow 1.13 flow file (``flows/save.py``): Langflow's UI

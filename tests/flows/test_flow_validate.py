@@ -293,7 +293,9 @@ def test_custom_code_that_parses_but_does_not_build_is_built_in_the_sandbox_and_
     report = validate_flow(flow)
     assert not report.is_valid
     assert [(e.node, e.field) for e in report.errors] == [("Chat Output", "code")]
-    assert "cannot build" in report.errors[0].message and "Component" in report.errors[0].message
+    # Named precisely: the name the module does not have (lfx stops at that import).
+    assert "imports LangflowComponent from lfx.base" in report.errors[0].message
+    assert "lfx cannot load this node" in report.errors[0].message
 
 
 @pytest.mark.langflow

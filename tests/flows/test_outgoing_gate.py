@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from _support.fakelangflow import FakeLangflow
 
-from lfassist_jupyter.errors import ConfigError, LangflowError
 from lfassist_jupyter import validate_flow
+from lfassist_jupyter.errors import ConfigError, LangflowError
 
 PLAIN_SPEC = "name: Plain\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n"
 PF_SPEC = "name: PF\nnodes:\n  P: PythonFunction\n  C: ChatOutput\nedges:\n  P.function_output_str -> C.input_value\n"

@@ -468,6 +468,9 @@ class FlowPipeline:
                 return self._finish(last, False, attempt, components, validate=False)
             if last.flow is not None and not problems:
                 problems = await self._check(last, catalog, progress, attempt, max_attempts)
+            if not problems and last.report is not None and last.report.verdict == "not_judged":
+                progress("flow_failed", attempt, "The flow was not judged here.", error=last.error)
+                return self._finish(last, False, attempt, components)
             if not problems and last.flow is not None:
                 progress(
                     "flow_validated",
@@ -510,16 +513,22 @@ class FlowPipeline:
         report = await asyncio.to_thread(validate_flow, flow, catalog=catalog)
         last.report = report
         problems = [str(e) for e in report.errors]
+        if not problems and report.verdict == "not_judged":
+            # Not valid, and nothing a model could repair: this environment lacks what judging it
+            # takes.  No probe run either: it would stop at the same missing import.
+            lacking = ", ".join(p.distribution for p in report.missing_packages)
+            why = f"the sandbox's environment lacks {lacking}" if lacking else "; ".join(report.not_judged[:3])
+            last.error = f"Not judged here: {why}."
+            return []
         if not problems:
             progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")
-            run = last.run = await self._probe(flow)
+            run = last.run = await self._probe(flow, report)
             if not run.ok:
                 report.needs += file_needs(flow, str(run.error or ""))
                 known = {(n.kind, n.node_id) for n in report.needs}
                 report.needs += [Need(**n.model_dump()) for n in run.needs if (n.kind, n.node_id) not in known]
-            lacking = not run.ok and _lacks_package(report, str(run.error or ""))
-            provide = [n for n in report.needs if n.kind != "package"]  # a missing package: `lacking`
-            if not run.ok and not provide and not lacking:
+            provide = [n for n in report.needs if n.kind != "package"]
+            if not run.ok and not provide:  # a run that failed at no need is a failed flow
                 problems = [f"flow: the probe run failed: {run.error}"]
         return problems
 
@@ -576,12 +585,17 @@ class FlowPipeline:
             return None, [str(e) for e in built.errors] or ["The spec has no usable node."], notes
         return built, [], notes
 
-    async def _probe(self, flow: dict[str, Any]) -> FlowRun:
-        if self.sandbox is None:
+    async def _probe(self, flow: dict[str, Any], report: FlowReport | None = None) -> FlowRun:
+        """The probe run, in the environment that judged the flow (a provisioned one, when the
+        sandbox's lacked what the flow needs)."""
+        from lfassist_jupyter.flows.provisioned import sandbox_that_judged
+
+        sandbox = sandbox_that_judged(report) or self.sandbox
+        if sandbox is None:
             return FlowRun.failed("No sandbox to probe-run the flow in.")
         from lfassist_jupyter.flows.needs import explain_run
 
-        run = await asyncio.to_thread(self.sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
+        run = await asyncio.to_thread(sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
         run = explain_run(flow, run)  # stopped at a file, key or service the user must provide
         return run.require_answer(
             "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
@@ -676,12 +690,6 @@ class FlowPipeline:
             components=components,
             notes=last.notes,
         )
-
-
-def _lacks_package(report: FlowReport, error: str) -> bool:
-    """The probe run failed in a node that needs a package the sandbox lacks: the user installs
-    it (the card says which); a model repair cannot fix an environment."""
-    return any("No module named" in error or any(node in error for node in p.nodes) for p in report.missing_packages)
 
 
 def _node_names(flow: dict[str, Any]) -> list[str]:
