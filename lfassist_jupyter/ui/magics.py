@@ -94,6 +94,8 @@ HELP = f"""\
   --register             create or update it in the connected Langflow, then run it there once
   --name NAME            the flow's name for --save / --register (default: the spec's name)
   --out VAR              bind the result (FlowView: .flow, .spec, .report, .run) to VAR
+  --provision            a flow the sandbox cannot judge (it lacks a package): judge it in a separate
+                         environment with lfx and those packages (uv, cached; the kernel's untouched)
   --quiet                show nothing unless something failed
 
 Defaults: %config AssistMagics.model = "..." (also provider, intent_model, flow_model, max_retries, insert,
