@@ -19,10 +19,12 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parents[1]
 
-IGNORES = 1
-"""``# type: ignore`` comments in the checked scope today (``MeteredProvider`` is a ``Provider`` in all but name)."""
-ANY = 323
-"""Uses of the name ``Any`` in the checked scope today (annotations of untyped JSON, mostly)."""
+IGNORES = 2
+"""``# type: ignore`` comments in the checked scope today (``MeteredProvider`` is a ``Provider`` in all but
+name; pydantic's documented ``@computed_field`` over ``@property``, which mypy does not support)."""
+ANY = 327
+"""Uses of the name ``Any`` in the checked scope today (annotations of untyped JSON, mostly: the
+provisioned judging of issue 42 passes flow JSON through four more signatures)."""
 
 
 def _scope() -> list[Path]:

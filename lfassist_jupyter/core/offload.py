@@ -28,7 +28,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.core.component.repair import Repair
+    from lfassist_jupyter.validation.report import ValidationReport
 
 MAX_WORKER_BYTES = 2 << 30
 """The worker's address-space limit: a parse that wants more ends in "no repair", not a swap storm."""
@@ -149,7 +153,9 @@ async def call(job: str, *args: Any, deadline: float) -> Any:
     return answer.get("value")
 
 
-async def repair_round(code: str, report: Any, reference: dict[str, Any] | None, *, deadline: float) -> Any:
+async def repair_round(
+    code: str, report: ValidationReport, reference: dict[str, Any] | None, *, deadline: float
+) -> Repair | None:
     """One round of the repair pass (``repair_component``) in the worker: a ``Repair`` or None;
     ``Skipped`` past ``deadline``.  LibCST never parses in the kernel."""
     from lfassist_jupyter.core.component.repair import Repair

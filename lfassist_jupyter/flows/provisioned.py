@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter import settings
 
 from .catalog import Catalog, default_catalog
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.ports import FlowSandbox
 from .results import FlowReport, ProvisionPlan
 
 log = logging.getLogger("lfassist_jupyter")
 
-Judge = Callable[[dict[str, Any], Catalog], tuple[FlowReport, Any]]
+Judge = Callable[[dict[str, Any], Catalog], tuple[FlowReport, "dict[str, Any] | None"]]
 
 
 def choice(provision: bool | None) -> str:
@@ -75,7 +78,7 @@ def judge_elsewhere(
     return judged
 
 
-def sandbox_that_judged(report: FlowReport | None) -> Any:
+def sandbox_that_judged(report: FlowReport | None) -> FlowSandbox | None:
     """The sandbox of the provisioned environment that judged ``report`` (a probe run of the flow
     belongs there too), or None when the sandbox's own environment did."""
     plan = getattr(report, "provision", None)

@@ -50,6 +50,7 @@ __all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun
+    from lfassist_jupyter.sandbox.egress import Allowed
 
     from .catalog import Catalog
 
@@ -236,9 +237,9 @@ def _plan(
                     host, port = parse_host(value)
                     if not any(h.matches(host, port or 443) for h in hosts):
                         plan.notes.append(f"{name}.{fname} names {host}, which is not allowed unless you add it")
-    for entry in allow_hosts:
+    for wanted in allow_hosts:
         try:
-            host, port = parse_host(entry)
+            host, port = parse_host(wanted)
         except ValueError as exc:
             raise ConfigError(f"allow_hosts: {exc}") from exc
         add(Allowed(host, port, True, "you"))
@@ -273,7 +274,7 @@ def _means_this_machine(host: str) -> bool:
     return ip.is_loopback or ip.is_unspecified
 
 
-def _configured_hosts(spec: table.ProviderSpec, setting: str, value: str) -> tuple[list[Any], str]:
+def _configured_hosts(spec: table.ProviderSpec, setting: str, value: str) -> tuple[list[Allowed], str]:
     """The allow-list entries a configured server (a provider's base-URL variable) opens, and the
     value the run is given for it; its port counts as named only when written out.
 

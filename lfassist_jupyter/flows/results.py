@@ -170,7 +170,7 @@ class FlowReport(BaseModel):
             self.is_valid = False
         return self
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented spelling
     @property
     def verdict(self) -> Verdict:
         """``broken`` when an error blocks it, ``not_judged`` when this environment lacks what

@@ -17,7 +17,8 @@ import pytest
 from _support.components import GOOD, LLM_SPEC, intent, plan, spec_reply
 from _support.corpus import corpus_flow, single_node_flow
 
-from lfassist_jupyter.flows import FlowReport, build_flow, validate_flow
+from lfassist_jupyter import build_flow, validate_flow
+from lfassist_jupyter.flows import FlowReport
 from lfassist_jupyter.flows.results import FlowProblem
 from lfassist_jupyter.ui.render.flow import flow_report_html, flow_report_text
 from lfassist_jupyter.validation.report import MissingPackage

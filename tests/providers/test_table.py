@@ -101,8 +101,7 @@ def test_a_server_of_your_own_is_one_that_is_not_the_vendors_url():
 def test_a_provider_added_to_the_table_reaches_the_model_nodes_and_the_real_runs_plan(monkeypatch, sandbox):
     """Adding a provider a flow can call is one entry: the model node of a spec naming it gets its
     key variable, and a real run's plan its hosts, with no other edit."""
-    from lfassist_jupyter.flows import build_flow
-    from lfassist_jupyter.flows.catalog import default_catalog
+    from lfassist_jupyter import build_flow, default_catalog
     from lfassist_jupyter.flows.model_nodes import configure_model_nodes
     from lfassist_jupyter.flows.real_run import run_plan
 
