@@ -38,7 +38,7 @@ this project's sandbox (a fresh confined child per request), never in the server
 Nothing is written to stdout but the protocol: the process's own fd 1 is pointed at stderr
 once the transport holds the real one, so a stray print, or a child process that inherited
 it, cannot corrupt the stream. The modules the tools use are imported before the server answers
-(``_import_tools``): imported lazily, the first tool call raced the sandbox's warm-up thread for
+(``import_tool_modules``): imported lazily, the first tool call raced the sandbox's warm-up thread for
 ``lfassist_jupyter.validation`` and answered ``KeyError``. A bug of ours is one line for the agent
 and a redacted traceback on stderr.
 """
@@ -183,6 +183,13 @@ def _inside(root: Path, path: Any, what: str, *, folder: Path | None = None) -> 
     return target
 
 
+def flow_file(root: str | Path, name: str) -> Path:
+    """Where a flow file named ``name`` lives under ``root``: ``<root>/flows/<name>.json``, by the
+    rules ``save_flow`` applies (no hidden part, nothing out of the folder); ``ToolFailure``, one
+    line, else.  The persona's ``/save`` writes there too."""
+    return _flow_path(Path(root).expanduser().resolve(), name)
+
+
 def _flow_path(root: Path, path: Any, what: str = "path") -> Path:
     """A flow file's place: in ``<root>/flows/`` (``qa``, ``flows/qa.json`` and the absolute path
     all name ``<root>/flows/qa.json``), with ``.json`` added, by ``_inside``'s rules."""
@@ -307,11 +314,21 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
     return server
 
 
-def serve_tool(fn: Tool, error: type[Exception], reporter: Callable[[], Reporter | None]) -> Tool:
+def serve_tool(
+    fn: Tool,
+    error: type[Exception],
+    reporter: Callable[[], Reporter | None],
+    *,
+    engine: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> Tool:
     """``fn`` as an MCP server serves it: its answer redacted JSON, every failure one redacted line
     raised as that server's ``error`` (its ``ToolError``), progress sent through ``reporter()``
     (the call's own channel, read when the call starts).  Name, arguments and description are the
-    function's own (``functools.wraps``: a server reads them through ``__wrapped__``)."""
+    function's own (``functools.wraps``: a server reads them through ``__wrapped__``).
+
+    ``engine``: the loop the tool runs on, when not the server's own (a server that shares its loop
+    with more than MCP, as Jupyter's does: the assistant's work never holds that loop); progress
+    then goes back to the server's loop, where its channel lives."""
 
     @functools.wraps(fn)
     async def wrapped(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -323,9 +340,14 @@ def serve_tool(fn: Tool, error: type[Exception], reporter: Callable[[], Reporter
             report = reporter()
         except Exception:  # no request context (a direct call): no progress, the tool still answers
             report = None
+        if engine is not None and report is not None:
+            report = _from_another_loop(report, asyncio.get_running_loop())
         token = _reporter.set(report)
         try:
-            return _clean(await fn(*args, **kwargs))
+            if engine is None:
+                return _clean(await fn(*args, **kwargs))
+            # The context (the reporter) travels with the coroutine: run_coroutine_threadsafe copies it.
+            return _clean(await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), engine())))
         except (ToolFailure, LfAssistError) as exc:
             raise error(one_line(redact_text(str(exc)), 2000)) from None
         except Exception as exc:  # a bug of ours: one line for the agent, the traceback logged
@@ -338,6 +360,15 @@ def serve_tool(fn: Tool, error: type[Exception], reporter: Callable[[], Reporter
             _reporter.reset(token)
 
     return wrapped
+
+
+def _from_another_loop(report: Reporter, home: asyncio.AbstractEventLoop) -> Reporter:
+    """``report`` (bound to the loop ``home``) callable from a tool running on another loop."""
+
+    async def hop(done: float, total: float | None, message: str) -> None:
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(report(done, total, message), home))
+
+    return hop
 
 
 def _sandbox() -> Any:
@@ -723,7 +754,7 @@ TOOL_MODULES = (
 a function, a test checks it), and the few those import on first use."""
 
 
-def _import_tools() -> None:
+def import_tool_modules() -> None:
     """Import what the tools need before the server answers anything: the first tool call, left
     to import lazily on the event loop, raced the warm-up thread importing the sandbox client.
     Two threads entering ``lfassist_jupyter.validation`` and its ``static`` module from opposite
@@ -736,7 +767,7 @@ def _import_tools() -> None:
         importlib.import_module(name)
 
 
-def _warm_up() -> None:
+def warm_up_sandbox() -> None:
     """Start the sandbox while the client connects: the first validation does not wait for lfx."""
     import threading
 
@@ -794,8 +825,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     server = build_server(root, max_retries=args.max_retries)
     _redact_logs()
-    _import_tools()
-    _warm_up()
+    import_tool_modules()
+    warm_up_sandbox()
     import anyio
 
     with contextlib.suppress(KeyboardInterrupt):
