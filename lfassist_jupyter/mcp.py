@@ -50,6 +50,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import inspect
 import json
 import logging
 import os
@@ -310,7 +311,10 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
         ),
     )
     for fn in tools(root, max_retries=max_retries):
-        server.tool()(serve_tool(fn, ToolError, lambda: server.get_context().report_progress))
+        # The docstring without its indentation, as Jupyter's MCP server (FastMCP 3) gives it: the
+        # SDK's FastMCP would send the source's indentation to the agent.
+        description = inspect.cleandoc(fn.__doc__ or "")
+        server.tool(description=description)(serve_tool(fn, ToolError, lambda: server.get_context().report_progress))
     return server
 
 

@@ -82,12 +82,12 @@ def _verdict(message: PanelMessage) -> str:
 
 def _actions(message: PanelMessage, *, connected: bool) -> str:
     what = "the flow's cell" if message.kind == "flow" else "the code"
-    said = [f"Insert {what}: the code block's toolbar, *Insert below active cell*"]
+    said = [f"Insert {what} into your notebook: *Insert below active cell* on the code block's toolbar"]
     if message.kind == "flow":
         said.append("`/save` writes it as a Langflow flow file (flows/)")
     if connected:
         said.append("`/register` saves it in your Langflow")
-    return "*" + " · ".join(said) + "*"
+    return " · ".join(said)
 
 
 def component_card(message: PanelMessage, *, connected: bool = False) -> str:

@@ -14,7 +14,8 @@ writes flow files in ``<root>/flows/``, the folder the persona's ``/save`` write
 The tools run on the package's own loop thread (``runtime.get_loop``), not on the Jupyter
 server's loop that serves every kernel's messages: a generation that takes a minute holds
 nothing of the server.  What they build or run goes through the sandbox, a process of its own
-(the server never imports lfx); it starts on the first call, not when JupyterLab starts.
+(the server never imports lfx); it starts on the first call, not when JupyterLab starts, which
+imports only this module and ``lfassist_jupyter.mcp`` (the tools' modules load on the first call).
 """
 
 from __future__ import annotations
@@ -49,14 +50,32 @@ def _serve() -> dict[str, Any]:
     from lfassist_jupyter import mcp
     from lfassist_jupyter.runtime import get_loop
 
-    mcp.import_tool_modules()  # before the first call, as the stdio server does (the import race)
     for fn in mcp.tools(_root()):
-        served = mcp.serve_tool(fn, ToolError, lambda: get_context().report_progress, engine=get_loop)
+        served = mcp.serve_tool(_imported_first(fn), ToolError, lambda: get_context().report_progress, engine=get_loop)
         # The signature with its annotations evaluated: jupyter-server-mcp wraps the function again
         # and FastMCP reads the types from that wrapper, where this module's names are not in scope.
         served.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
+        # The description as the stdio server gives it: jupyter-server-mcp takes ``__doc__`` as it
+        # is, its indentation included, where the SDK's FastMCP cleans it.
+        served.__doc__ = inspect.cleandoc(fn.__doc__ or "")
         _served[fn.__name__] = served
     return _served
+
+
+def _imported_first(fn: Any) -> Any:
+    """``fn``, after what the tools import is imported (on the engine's thread, once; then a
+    dictionary look-up per module): at server start only this module and ``mcp`` load, and no
+    call races a warm-up thread for a half-imported package (the stdio server's import race)."""
+    import functools
+
+    from lfassist_jupyter import mcp
+
+    @functools.wraps(fn)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        mcp.import_tool_modules()
+        return await fn(*args, **kwargs)
+
+    return call
 
 
 def warm_up() -> None:
