@@ -57,10 +57,14 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.fastmcp import FastMCP  # the official MCP SDK (not this module)
 from mcp.server.fastmcp.exceptions import ToolError
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.flows.catalog import Catalog
+    from lfassist_jupyter.sandbox.client import SandboxValidator
 
 NAME = "lfassist"
 MAX_REQUEST = 8_000  # the notebook's prompt limit (core/hygiene.py)
@@ -257,12 +261,10 @@ def _outgoing(the_flow: dict[str, Any], what: str) -> None:
     """Only custom code the security scan passes in reject mode leaves for Langflow (a saved file,
     a registration): built-in code is known from the sandbox's catalogue (issue 30)."""
     from lfassist_jupyter.errors import ConfigError
-    from lfassist_jupyter.flows.catalog import default_catalog
     from lfassist_jupyter.flows.code_checks import outgoing_flow_problem
-    from lfassist_jupyter.sandbox.client import default_validator
 
     try:
-        problem = outgoing_flow_problem(the_flow, default_catalog(default_validator()))
+        problem = outgoing_flow_problem(the_flow, _catalog())
     except ConfigError as exc:
         problem = f"its code cannot be checked without the component catalogue ({exc})"
     if problem is not None:
@@ -375,11 +377,19 @@ def _from_another_loop(report: Reporter, home: asyncio.AbstractEventLoop) -> Rep
     return hop
 
 
-def _sandbox() -> Any:
-    """The process's one validation sandbox (started on first use, or by ``_warm_up``)."""
-    from lfassist_jupyter.sandbox.client import default_validator
+def _sandbox() -> SandboxValidator:
+    """The process's one validation sandbox, the shared one (started on first use, or by
+    ``_warm_up``): the server is an edge, and every tool hands this one down."""
+    from lfassist_jupyter.sandbox import shared
 
-    return default_validator()
+    return shared()
+
+
+def _catalog() -> Catalog:
+    """A fresh flow catalogue of the server's sandbox (``ConfigError`` when lfx is missing there)."""
+    from lfassist_jupyter.flows.catalog import default_catalog
+
+    return default_catalog(_sandbox())
 
 
 def _agent_flows(base: Path) -> Any:
@@ -405,15 +415,14 @@ def _assistant(base: Path, retries: int) -> Any:
     from lfassist_jupyter.core.flow.run_request import RunFlowPipeline
 
     class AgentAssistant(Assistant):
-        def run_pipeline(self, intent: Any) -> Any:
-            pipeline = super().run_pipeline(intent)
+        def run_pipeline(self, intent: Any, options: Any = None) -> Any:
+            pipeline = super().run_pipeline(intent, options)
             if isinstance(pipeline, RunFlowPipeline):
                 pipeline.files = _agent_flows(base)
             return pipeline
 
-    assistant = AgentAssistant(max_retries=retries, session_store=False)
-    assistant.reuse = False  # the agent asked for a component: write one
-    return assistant
+    sandbox = _sandbox()
+    return AgentAssistant(max_retries=retries, session_store=False, validator=sandbox, sandbox=sandbox)
 
 
 def _component_tools(tool: Register, max_retries: int | None, base: Path) -> None:
@@ -436,6 +445,7 @@ def _component_tools(tool: Register, max_retries: int | None, base: Path) -> Non
         answered last. new_conversation=true forgets it and starts afresh."""
         from lfassist_jupyter.core.component.pipeline import check_max_retries
         from lfassist_jupyter.core.events import step_label
+        from lfassist_jupyter.core.options import RequestOptions
         from lfassist_jupyter.settings import read
 
         _text(request, "request", MAX_REQUEST)
@@ -447,9 +457,10 @@ def _component_tools(tool: Register, max_retries: int | None, base: Path) -> Non
             assistant = None if new_conversation else conversation.get("assistant")
             if assistant is None:
                 assistant = conversation["assistant"] = _assistant(base, retries)
-            assistant.max_retries = retries
+            # The agent asked for a component: write one (no built-in offered instead).
+            options = RequestOptions(reuse=False, max_retries=retries)
             outcome, done = None, 0
-            async for event in assistant.stream(request):
+            async for event in assistant.stream(request, options):
                 if event.event == "progress":
                     done += 1
                     label = f"{step_label(event.step, event.reduced_isolation)} ({event.attempt}/{event.max_attempts})"
@@ -497,9 +508,11 @@ def _flow_tools(tool: Register) -> None:
 
         _text(spec, "spec", MAX_SPEC)
         await _progress(0, 2, "Building the flow")
-        built = await asyncio.to_thread(build, spec)
+        catalog = await asyncio.to_thread(_catalog)
+        built = await asyncio.to_thread(lambda: build(spec, catalog=catalog))
         await _progress(1, 2, "Validating the flow")
-        report = await asyncio.to_thread(validate_flow, built.flow) if built.flow is not None else None
+        flow = built.flow
+        report = await asyncio.to_thread(lambda: validate_flow(flow, catalog=catalog)) if flow is not None else None
         await _progress(2, 2, "Flow built" if built.ok else "Flow has problems")
         return {**built.model_dump(mode="json"), "report": report.model_dump(mode="json") if report else None}
 
@@ -511,7 +524,8 @@ def _flow_tools(tool: Register) -> None:
         a key: what to provide before a real run)."""
         from lfassist_jupyter.flows import validate_flow as check
 
-        return await asyncio.to_thread(check, _flow(flow))
+        the_flow = _flow(flow)
+        return await asyncio.to_thread(lambda: check(the_flow, catalog=_catalog()))
 
     @tool
     async def probe_run_flow(flow: dict[str, Any] | str, input_text: str = "hello") -> dict[str, Any]:
@@ -736,19 +750,21 @@ TOOL_MODULES = (
     "lfassist_jupyter.core.component.pipeline",
     "lfassist_jupyter.core.events",
     "lfassist_jupyter.core.flow.run_request",
+    "lfassist_jupyter.core.options",
     "lfassist_jupyter.errors",
     "lfassist_jupyter.flows",
     "lfassist_jupyter.flows.build",  # flows' lazy build_flow
     "lfassist_jupyter.flows.catalog",
     "lfassist_jupyter.flows.code_checks",
     "lfassist_jupyter.flows.library",
-    "lfassist_jupyter.flows.probe",  # imported by the sandbox client on a probe run
+    "lfassist_jupyter.sandbox.probe",  # imported by the sandbox client on a probe run
     "lfassist_jupyter.flows.save",
     "lfassist_jupyter.flows.validate",  # flows' lazy validate_flow
     "lfassist_jupyter.langflow",
     "lfassist_jupyter.langflow.extension",
     "lfassist_jupyter.langflow.flows",
     "lfassist_jupyter.redaction",
+    "lfassist_jupyter.sandbox",  # shared(): the server's one sandbox
     "lfassist_jupyter.sandbox.client",
     "lfassist_jupyter.settings",
     "lfassist_jupyter.validation.security",  # imported by validate_static on its first call
@@ -777,7 +793,7 @@ def warm_up_sandbox() -> None:
 
     def start() -> None:
         try:
-            from lfassist_jupyter.sandbox.client import warm_up
+            from lfassist_jupyter.sandbox import warm_up
 
             warm_up()
         except Exception as exc:  # the first validation starts it again, and says what is wrong

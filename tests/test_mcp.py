@@ -554,7 +554,7 @@ sys.meta_path.insert(0, Pause())
 errors = []
 def warm_up():
     try:
-        from lfassist_jupyter.sandbox.client import warm_up  # the warm-up thread's import
+        import lfassist_jupyter.sandbox.client  # what the warm-up thread's warm_up() -> shared() imports
     except BaseException as exc:
         errors.append(f"{type(exc).__name__}: {exc}")
 def tool():

@@ -163,7 +163,7 @@ def flow_file(flow: dict[str, Any], *, flow_id: str | None = None, name: str | N
         raise ConfigError(f"a flow id must be a UUID (lfx push upserts by it), not {str(the_id)[:60]!r}.")
     title = name or flow.get("name")
     viewport = data.get("viewport")
-    given_tags = flow.get("tags") if isinstance(flow.get("tags"), list) else []
+    given_tags = found if isinstance(found := flow.get("tags"), list) else []
     tags = [t for t in given_tags if isinstance(t, str)]
     body: dict[str, Any] = {
         **FLOW_FIELDS,
@@ -182,9 +182,9 @@ def flow_file(flow: dict[str, Any], *, flow_id: str | None = None, name: str | N
     return _sorted(body)
 
 
-def _viewport(given: Any) -> dict[str, Any]:
+def _viewport(given: object) -> dict[str, float]:
     """The canvas position (``x``, ``y``, ``zoom``: numbers), else Langflow's default."""
-    out = {"x": 0, "y": 0, "zoom": 1}
+    out: dict[str, float] = {"x": 0, "y": 0, "zoom": 1}
     if isinstance(given, dict):
         out |= {k: given[k] for k in out if type(given.get(k)) in (int, float)}
     return out

@@ -7,9 +7,10 @@ the component as a package. Langflow 1.13 ships components as *extension bundles
 ``pyproject.toml`` with a ``langflow.extensions`` entry point), checked offline by
 ``lfx extension validate`` and pip-installed into the Langflow server's environment.
 
-``export_extension(DIR, codes)`` writes such a bundle: every component is validated first
-(static, the security scan in **reject** mode, then lfx's build and the smoke run in the
-sandbox: ``validate_component``), and only code that passed goes in, as it passed, one module
+``export_extension(DIR, codes, validator=...)`` writes such a bundle: every component is validated
+first (static, the security scan in **reject** mode, then the ``ComponentValidator`` given: lfx's
+build and the smoke run in the sandbox, as the component pipeline does), and only code that
+passed goes in, as it passed, one module
 per component, with a small pytest file per component built from the smoke run's own sample
 inputs (``ValidationReport.smoke_inputs``): it sets the same values, calls every output the
 smoke run called, and checks each returns the class it returned in the sandbox. The manifest
@@ -52,7 +53,7 @@ from lfassist_jupyter.ports import one_line
 from lfassist_jupyter.runtime import blocking_twin
 
 if TYPE_CHECKING:
-    from lfassist_jupyter.sandbox.client import SandboxValidator
+    from lfassist_jupyter.ports import ComponentValidator
     from lfassist_jupyter.validation.report import SampleInput, ValidationReport
 
 MARKER = ".lfassist-export.json"
@@ -649,14 +650,12 @@ async def aexport_extension(
     codes: list[str],
     *,
     name: str | None = None,
-    validator: SandboxValidator | None = None,
-    timeout: float = 10.0,
+    validator: ComponentValidator,
 ) -> ExportedExtension:
-    """Validate each of ``codes`` (static, security scan in reject mode, lfx build, smoke run in
-    the sandbox) and write those that pass as an extension bundle in ``target``; the others are
-    listed in ``skipped`` with why. ``ConfigError`` when none passes or ``target`` cannot hold it."""
-    from lfassist_jupyter.sandbox.client import avalidate_component
-
+    """Validate each of ``codes`` (static, security scan in reject mode, then ``validator``: lfx's
+    build and smoke run in the sandbox) and write those that pass as an extension bundle in
+    ``target``; the others are listed in ``skipped`` with why. ``ConfigError`` when none passes or
+    ``target`` cannot hold it."""
     if not isinstance(codes, list) or not codes or not all(isinstance(c, str) for c in codes):
         raise ConfigError("give the components to export as a non-empty list of code strings.")
     if len(codes) > MAX_COMPONENTS or any(len(c) > MAX_CODE for c in codes):
@@ -665,7 +664,7 @@ async def aexport_extension(
     passed: list[tuple[str, ValidationReport]] = []
     skipped: list[str] = []
     for code in codes:
-        report = await avalidate_component(code, security="reject", validator=validator, timeout=timeout)
+        report = await _validated(code, validator)
         problem = bundle_problem(code) if report.is_valid else None
         if report.is_valid and problem is None:
             passed.append((code, report))
@@ -678,6 +677,21 @@ async def aexport_extension(
     result = write_extension(target, passed, name=name)
     result.skipped = [*skipped, *result.skipped]
     return result
+
+
+async def _validated(code: str, validator: ComponentValidator) -> ValidationReport:
+    """The report generated code gets: the static phase with the security scan in reject mode (off
+    the event loop), then the validator's runtime and smoke phases when that passed."""
+    import asyncio
+
+    from lfassist_jupyter.validation.static import validate_static
+
+    static = await asyncio.to_thread(validate_static, code, security="reject")
+    if not static.is_valid:
+        return static
+    report = await validator.avalidate(code)
+    report.class_name = report.class_name or static.class_name
+    return report
 
 
 export_extension = blocking_twin(aexport_extension)

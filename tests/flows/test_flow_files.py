@@ -18,7 +18,7 @@ import pytest
 from _support.components import COMBINE_SPEC, LLM_SPEC, QA_SPEC, UPPER_SPEC, named
 from _support.lfxcli import known_lfx_false_positive, lfx, lfx_validate
 
-from lfassist_jupyter.flows import build_flow
+from lfassist_jupyter import build_flow
 from lfassist_jupyter.flows.save import FLOW_TAGS, file_flow_id, flow_file, is_flow_id, write_flow_file
 
 ECHO_QA = named(QA_SPEC, "Echo QA")

@@ -272,7 +272,9 @@ def test_names_in_the_bundle_files_are_escaped_for_each_format(sandbox, tmp_path
 
     import tomllib
 
-    exported = export_extension(tmp_path / "bundle", [_with_hostile_input(HOSTILE_INPUT)], name=HOSTILE_TITLE)
+    exported = export_extension(
+        tmp_path / "bundle", [_with_hostile_input(HOSTILE_INPUT)], name=HOSTILE_TITLE, validator=sandbox
+    )
     root = tmp_path / "bundle"
     assert exported.components == ["UppercaseComponent"] and not exported.skipped
 
