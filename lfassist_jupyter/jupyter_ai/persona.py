@@ -50,6 +50,7 @@ from jupyterlab_chat.models import Message, NewMessage
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.assistant import Assistant
+    from lfassist_jupyter.core.options import RequestOptions
     from lfassist_jupyter.ui.messages import PanelMessage, ProgressStep
     from lfassist_jupyter.ui.workspace import Workspace
 
@@ -158,12 +159,16 @@ class LangflowPersona(BasePersona):
         text = body.strip()
         return text[len(mention) :].strip() if text.startswith(mention) else text
 
-    async def _assistant_for_chat(self) -> Assistant:
-        async def get() -> Assistant:
-            return (await _workspace_of_server()).assistant(self.session_id)
+    async def _assistant_for_chat(self) -> tuple[Assistant, RequestOptions]:
+        """This chat's assistant, and a request's options as the panel gives them (the configured
+        attempts, the connected Langflow)."""
 
-        self._assistant = await _on_engine(get())
-        return self._assistant
+        async def get() -> tuple[Assistant, RequestOptions]:
+            workspace = await _workspace_of_server()
+            return workspace.assistant(self.session_id), workspace.request_options()
+
+        self._assistant, options = await _on_engine(get())
+        return self._assistant, options
 
     async def _answer(self, text: str) -> None:
         from lfassist_jupyter.ui.messages import ProgressStep, cancelled_message, error_message, usage_line
@@ -175,8 +180,8 @@ class LangflowPersona(BasePersona):
         tokens: list[str] = []
         self.set_status("is working...")
         try:
-            assistant = await self._assistant_for_chat()
-            async for event in _events(assistant, text):
+            assistant, options = await self._assistant_for_chat()
+            async for event in _events(assistant, text, options):
                 if event.event == "token":
                     tokens.append(event.chunk)
                     reply.show(partial(live_body, steps, tokens), now=len(tokens) == 1)
@@ -224,7 +229,9 @@ class LangflowPersona(BasePersona):
             from lfassist_jupyter.redaction import redact_text
 
             said = f"Not done: {redact_text(str(exc))}"
-        self.send_message(plain(said, 1_000))
+        from lfassist_jupyter.redaction import redact
+
+        self.send_message(plain(redact(said), 1_000))
 
     async def _act(self, command: str) -> str:
         """``/register`` or ``/save`` on this chat's last component or flow (on the engine's loop)."""
@@ -266,26 +273,31 @@ class _Reply:
         self.last = 0.0
 
     def show(self, body: Callable[[], str], *, now: bool = False) -> None:
+        """Write ``body()`` with every secret of the server's environment (and every key-shaped
+        string) redacted: a chat is a file every collaborator reads, and a model may echo a key."""
+        from lfassist_jupyter.redaction import redact
+
         moment = time.monotonic()
         if not now and self.id is not None and moment - self.last < FLUSH_INTERVAL:
             return
         self.last = moment
         chat, sender = self.persona.chat, self.persona.id
+        text = redact(body())
         if self.id is None:
-            self.id = chat.add_message(NewMessage(body=body(), sender=sender))
+            self.id = chat.add_message(NewMessage(body=text, sender=sender))
             return
-        update = Message(id=self.id, body=body(), time=time.time(), sender=sender, raw_time=False)
+        update = Message(id=self.id, body=text, time=time.time(), sender=sender, raw_time=False)
         chat.update_message(update, append=False, trigger_actions=[])
 
 
-async def _events(assistant: Assistant, text: str) -> AsyncIterator[Any]:
-    """``assistant.stream(text)`` run on the engine's loop, its events handed to this loop."""
+async def _events(assistant: Assistant, text: str, options: RequestOptions) -> AsyncIterator[Any]:
+    """``assistant.stream(text, options)`` run on the engine's loop, its events handed to this loop."""
     here = asyncio.get_running_loop()
     queue: asyncio.Queue[Any] = asyncio.Queue()
 
     async def pump() -> None:
         try:
-            async for event in assistant.stream(text):
+            async for event in assistant.stream(text, options):
                 here.call_soon_threadsafe(queue.put_nowait, event)
         except BaseException as exc:  # handed over, raised on this side
             here.call_soon_threadsafe(queue.put_nowait, exc)

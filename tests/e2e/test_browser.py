@@ -246,7 +246,8 @@ def test_flow_card_run_for_real_shows_the_plan_asks_then_answers(page, llm_serve
     assert "variables given: OPENAI_API_KEY" in answer.inner_text()
     assert llm_server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
     assert page.locator(".lfa-consent").count() == 0  # the plan closes once the run is done
-    answer.scroll_into_view_if_needed()
+    # A locator, not the handle: the panel may have redrawn the card since (the handle then detaches).
+    page.locator(".lfa-card[data-kind='run']").last.scroll_into_view_if_needed()
     page.locator(".lfa-panel").screenshot(path=str(SHOTS / "chat-panel-real-run.png"))
     assert KEY not in page.content()
 

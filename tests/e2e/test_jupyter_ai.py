@@ -19,7 +19,7 @@ from typing import ClassVar
 import pytest
 from _support.components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent
 from _support.fakellm import Reply
-from _support.jupyterlab import PERSONA_ID, ChatClient, mcp_url, server_modules
+from _support.jupyterlab import KEY, PERSONA_ID, ChatClient, mcp_url, server_modules
 
 pytestmark = pytest.mark.slow  # a JupyterLab, its sandbox and a generation
 
@@ -94,14 +94,15 @@ def images():
     server.shutdown()
 
 
-def test_an_answer_streams_as_it_is_written_and_a_model_image_is_never_an_image(chat, llm_server, images):
+def test_an_answer_streams_as_it_is_written_and_a_model_image_is_never_an_image(chat, lab, llm_server, images):
     """A question's answer streams into the message token batch by token batch; the model's
     Markdown image and raw <img> arrive as a link and as text (``chat_markdown``), so no front end
-    fetches them (the browser test below checks that one does fetch a user's)."""
+    fetches them; the server's key, echoed by the model, reaches neither a message nor the chat file."""
     from markdown_it import MarkdownIt
 
+    _, root = lab
     port, _ = images
-    said = f"Langflow builds flows. ![chart](http://127.0.0.1:{port}/leak.png) <img src=http://127.0.0.1:{port}/raw.png>\n\n"
+    said = f"Langflow builds flows with {KEY}. ![chart](http://127.0.0.1:{port}/leak.png) <img src=http://127.0.0.1:{port}/raw.png>\n\n"
     llm_server.queue(intent("question"), Reply(said + "More words. " * 60, chunk=12, delay=0.01))
     chat.send("what is Langflow?")
     answer = chat.reply(lambda body: body.count("More words.") == 60)["body"]
@@ -111,6 +112,10 @@ def test_an_answer_streams_as_it_is_written_and_a_model_image_is_never_an_image(
     assert any(t.type == "image" for t in md.parseInline(said)[0].children)  # the control: it is an image
     assert "[image: chart]" in answer and "<img" not in answer and "&lt;img" in answer
     assert not any(c.type == "image" for t in md.parse(answer) if t.children for c in t.children)
+    # The key the model echoed (the server's OPENAI_API_KEY) is in no message the chat holds.
+    assert KEY in said and "Langflow builds flows with ***" in answer.replace("\\*", "*")  # the control: it was sent
+    assert not any(KEY in body or KEY[:12] in body for _, body in chat.bodies())
+    assert KEY not in (root / "persona.chat").read_text() and KEY not in answer
 
 
 async def test_jupyter_mcp_server_serves_the_same_tools(lab):
