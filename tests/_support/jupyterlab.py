@@ -1,6 +1,6 @@
 """A real JupyterLab for the tests and the benchmarks, and the clients that talk to it as its front end does.
 
-``lab_server`` starts ``python -m jupyterlab`` on 127.0.0.1 with the engine pointed at the local
+``lab_server`` starts JupyterLab (``jupyterlab.labapp.main``) on 127.0.0.1 with the engine pointed at the local
 OpenAI-compatible test server (``fakellm.py``), Jupyter AI and jupyter-server-mcp loaded as a user
 has them (the ``jupyter-ai`` extra), jupyter-server-mcp on a free port (never 3001: eight helpers
 share the machine) with one more tool, ``server_probe.server_modules``: the server process's
@@ -72,15 +72,17 @@ def lab_server(root: Path, openai_base_url: str, env: dict[str, str] | None = No
         "LFASSIST_DATA_DIR": str(root / ".data"),
         "JUPYTERLAB_SETTINGS_DIR": str(root / ".settings"),
         "JUPYTER_RUNTIME_DIR": str(root / ".runtime"),
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),  # tests/: the probe tool's package
         **(env or {}),
     }
     log = open(root / "lab.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "jupyterlab",
+            "-c",
+            # tests/ on the server's path only (the probe tool's package), not in the environment
+            # its kernels inherit: they run as a user's would.
+            f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); "
+            "from jupyterlab.labapp import main; sys.exit(main())",
             "--no-browser",
             "--ip=127.0.0.1",
             f"--port={port}",
