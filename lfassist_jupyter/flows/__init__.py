@@ -14,6 +14,7 @@ Public API::
     extract_spec(reply) -> str                                        # the spec inside a model reply
     flow_to_spec(flow) -> str                                         # flow JSON -> spec text
     edit_flow(original, text, *, catalog=None) -> BuildResult          # an edited spec applied to the flow's JSON
+    apply_spec(text, *, base=None, catalog=None) -> BuildResult        # built, or applied to the flow file `base`
     validate_flow(flow, *, catalog=None) -> FlowReport                # dict, path or spec text
     repair_flow(flow, *, catalog=None) -> RepairResult                # deterministic repairs of flow JSON
     default_catalog(sandbox=None) -> Catalog                          # lfx's bundled components (+ add())
@@ -38,6 +39,7 @@ __all__ = [
     "FlowSpecError",
     "Need",
     "RepairResult",
+    "apply_spec",
     "build_flow",
     "default_catalog",
     "edit_flow",
@@ -52,6 +54,7 @@ _LAZY = {
     "Catalog": "catalog",
     "default_catalog": "catalog",
     "build_flow": "build",
+    "apply_spec": "build",
     "extract_spec": "spec_text",
     "flow_to_spec": "build",
     "edit_flow": "build",

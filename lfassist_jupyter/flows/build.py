@@ -19,18 +19,28 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 from typing import Any, get_args
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable, spec_scalar
 
 from .catalog import Catalog, default_catalog
-from .load import require_flow
-from .merge import components, merge_flow, spec_ids, spec_kinds
+from .load import base_flow, require_flow
+from .merge import components, merge_flow, node_id_for, rename_nodes, spec_ids, spec_kinds
 from .results import BuildResult, Change, ErrorCode, FlowProblem
 from .spec_text import extract_spec, spec_nodes
 
-__all__ = ["VARIABLE_REF", "build_flow", "extract_spec", "flow_to_spec", "is_key_field", "name_variable"]
+__all__ = [
+    "VARIABLE_REF",
+    "apply_spec",
+    "build_flow",
+    "edit_flow",
+    "extract_spec",
+    "flow_to_spec",
+    "is_key_field",
+    "name_variable",
+]
 
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)
 _ERROR_CODES = set(get_args(ErrorCode))
@@ -48,6 +58,7 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     """
     spec_text = extract_spec(text)
     catalog = catalog or default_catalog()
+    spec_text, renamed = _known_names(spec_text, catalog)
     sandbox = catalog.sandbox
     if sandbox is None:
         from lfassist_jupyter.sandbox.client import default_validator
@@ -80,11 +91,14 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     changes = [Change.model_validate(c.model_dump()) for c in answer.changes if c.kind in kinds]
     if control is not None:
         changes[:0], errors[:0] = control.changes, control.errors
+    changes[:0] = renamed
     # This build ran no code but lfx's own (custom refreshes ran before, on their own): what the
     # sandbox refused here is lfx's doing, said but not held against the flow.
     refused = [f"The sandbox refused `{r.get('what')}` while lfx built the flow." for r in answer.refused[:3]]
+    node_ids = dict(answer.node_ids)
     if isinstance(answer.flow, dict):
         answer.flow.pop("id", None)  # the builder's is a new UUID per build, not an identity
+        node_ids = _settle_ids(answer.flow, node_ids)
     return BuildResult(
         ok=answer.ok and not errors and answer.flow is not None,
         flow=answer.flow,
@@ -92,8 +106,43 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
         errors=errors,
         warnings=[*answer.warnings, *refused],
         changes=changes,
-        node_ids=dict(answer.node_ids),
+        node_ids=node_ids,
     )
+
+
+def _settle_ids(flow: dict[str, Any], node_ids: dict[str, str]) -> dict[str, str]:
+    """Each built node's id from its spec id (``ChatInput-A``, ``merge.node_id_for``) instead of
+    lfx's random suffix: the same spec builds the same flow, in this kernel or a fresh one (the
+    re-run of an inserted cell reproduces the card's flow), and ``flow_to_spec`` gives the spec
+    its own ids back.  ``flow`` is renamed in place; the spec id -> node id map is returned."""
+    present = {facts.node_id(n) for n in facts.nodes(flow)}
+    renamed = {nid: node_id_for(nid, sid) for sid, nid in node_ids.items() if nid in present}
+    finals = set(renamed.values())
+    if len(finals) != len(renamed) or finals & (present - set(renamed)):
+        return node_ids  # (cannot happen: spec ids are unique) never two nodes under one id
+    rename_nodes(flow, renamed)
+    return {sid: renamed.get(nid, nid) for sid, nid in node_ids.items()}
+
+
+_NODE_TYPE = re.compile(r"^(\s*[\w-]+\s*:\s*)(\S.*?)(\s*)$")
+
+
+def _known_names(spec_text: str, catalog: Catalog) -> tuple[str, list[Change]]:
+    """The spec with each component named as the catalogue names it, when lfx knows the name the
+    spec wrote as exactly one entry (``Catalog.known``: ``Prompt`` of Langflow 1.0-1.12 is
+    ``Prompt Template``; ``OpenAIModelComponent``, ``ext:openai:OpenAIModelComponent@official`` are
+    ``OpenAIModel``): before the builder's near-miss repair, which would guess."""
+    lines = extract_spec(spec_text).splitlines()  # the text spec_nodes numbers the lines of
+    changes: list[Change] = []
+    for spec_id, kind, number in spec_nodes(spec_text) or []:
+        meant = catalog.known(kind) if kind not in catalog.registry else None
+        match = _NODE_TYPE.match(lines[number - 1]) if meant else None
+        if match is None or meant is None:
+            continue
+        lines[number - 1] = f"{match.group(1)}{meant}{match.group(3)}"
+        message = f"{kind!r} is lfx's {meant!r}"
+        changes.append(Change(kind="component", node=spec_id, before=kind, after=meant, message=message))
+    return ("\n".join(lines) if changes else spec_text), changes
 
 
 # -- what a build may bring back ---------------------------------------------------------------
@@ -330,3 +379,19 @@ def edit_flow(
         return built
     merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids)
     return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids})
+
+
+def apply_spec(
+    text: str, *, base: str | Path | None = None, catalog: Catalog | None = None, repair: bool = True
+) -> BuildResult:
+    """The flow a spec makes, the one way every view makes it: built from nothing (``base`` None),
+    or applied to the flow in the file ``base`` names (``edit_flow`` on ``load.base_flow``: the
+    file's flow without its keys), so every node the spec keeps is the file's, byte for byte.
+
+    What a ``%%assist_flow [--edit FILE]`` cell runs, and what the assistant runs for the card it
+    inserts that cell for: the same spec and file give the same flow, in this kernel or a fresh
+    one (node ids come from spec ids, ``merge.node_id_for``).  ``FlowFileError`` (one line) when
+    ``base`` is not a readable flow file; ``FlowSpecError`` when ``text`` holds no spec."""
+    if base is None:
+        return build_flow(text, catalog=catalog, repair=repair)
+    return edit_flow(base_flow(base), text, catalog=catalog, repair=repair)

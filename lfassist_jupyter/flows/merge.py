@@ -42,13 +42,78 @@ def components(flow: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [n for n in facts.components(flow) if "id" in n]
 
 
+_SPEC_ID = re.compile(r"^\w+$", re.ASCII)
+
+
+def _full_id(node_id: str) -> str:
+    r"""A node id as a spec id (``\w+``: lfx's parser reads ``Node.field`` with ``\w``)."""
+    return re.sub(r"\W+", "_", node_id, flags=re.ASCII).strip("_") or "node"
+
+
 def spec_ids(nodes: list[dict[str, Any]]) -> dict[str, str]:
-    """Short spec ids (A, B, ... Z, A1 ...) in the order of the flow's nodes: node id -> spec id."""
-    out = {}
-    for i, node in enumerate(nodes):
-        letter = chr(ord("A") + i % 26)
-        out[node["id"]] = letter if i < 26 else f"{letter}{i // 26}"
+    r"""Each node's spec id, from its own id: node id -> spec id.
+
+    A node id is ``<type>-<suffix>`` (Langflow's ``ChatInput-jFwUm``; a built node's
+    ``ChatInput-A``, ``node_id_for``): its spec id is the suffix, else (no ``-``, a suffix
+    that is not ``\w+``, or one another node shares) the whole id with ``_`` for what a spec id
+    cannot hold.  Derived from the node alone, never from its place in the list, so a node keeps
+    its spec id whatever an edit removes or adds: a spec written for a flow still names the same
+    nodes after the flow was edited and saved over (``merge_flow``, a re-run cell)."""
+    suffixes: dict[str, int] = {}
+    for node in nodes:
+        tail = str(node["id"]).rsplit("-", 1)[-1] if "-" in str(node["id"]) else ""
+        suffixes[tail] = suffixes.get(tail, 0) + 1
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for node in nodes:
+        nid = str(node["id"])
+        tail = nid.rsplit("-", 1)[-1] if "-" in nid else ""
+        sid = tail if tail and _SPEC_ID.match(tail) and suffixes[tail] == 1 else _full_id(nid)
+        base, n = sid, 2
+        while sid in taken:
+            sid, n = f"{base}_{n}", n + 1
+        taken.add(sid)
+        out[nid] = sid
     return out
+
+
+def node_id_for(built_id: str, spec_id: str) -> str:
+    """The id of a node built from the spec line ``spec_id: Type``: lfx's ``<Type>-<random>``
+    with the spec id for the random part (``ChatInput-A``), so building a spec twice gives the
+    same flow, and ``spec_ids`` of the flow gives the spec its ids back."""
+    prefix = built_id.rsplit("-", 1)[0] if "-" in built_id else built_id
+    return f"{prefix}-{spec_id}"
+
+
+def rename_nodes(flow: dict[str, Any], renamed: Mapping[str, str]) -> None:
+    """Give nodes new ids (old id -> new id), in place: the node, its ``data.id``, and every edge
+    that names it (ends, handles, the encoded handles, the edge id as ``add_connection`` writes it)."""
+    if not renamed:
+        return
+    for node in facts.nodes(flow):
+        new = renamed.get(str(node.get("id")))
+        if new is not None:
+            node["id"] = new
+            if isinstance(node.get("data"), dict) and "id" in node["data"]:
+                node["data"]["id"] = new
+    for edge in facts.edges(flow):
+        src, tgt = str(edge.get("source")), str(edge.get("target"))
+        if src not in renamed and tgt not in renamed:
+            continue
+        standard = edge.get("id") == f"reactflow__edge-{src}{edge.get('sourceHandle')}-{tgt}{edge.get('targetHandle')}"
+        data = edge.get("data") if isinstance(edge.get("data"), dict) else {}
+        for key, old in (("sourceHandle", src), ("targetHandle", tgt)):
+            if old not in renamed:
+                continue
+            handle = data.get(key)
+            if isinstance(handle, dict) and handle.get("id") == old:
+                handle["id"] = renamed[old]
+            if isinstance(edge.get(key), str):
+                edge[key] = edge[key].replace(f"\u0153{old}\u0153", f"\u0153{renamed[old]}\u0153")
+        edge["source"], edge["target"] = renamed.get(src, src), renamed.get(tgt, tgt)
+        if standard:
+            ends = f"{edge['source']}{edge['sourceHandle']}-{edge['target']}{edge['targetHandle']}"
+            edge["id"] = f"reactflow__edge-{ends}"
 
 
 # -- which catalogue entry a node is ---------------------------------------------------------
@@ -60,14 +125,44 @@ def _code(node_template: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _ports_used(flow: Mapping[str, Any]) -> dict[str, tuple[set[str], set[str]]]:
+    """Node id -> (the outputs its edges leave from, the inputs its edges arrive at)."""
+    used: dict[str, tuple[set[str], set[str]]] = {}
+    for edge in facts.edges(flow):
+        source, output, target, port = facts.ports(edge)
+        used.setdefault(str(source), (set(), set()))[0].add(str(output))
+        used.setdefault(str(target), (set(), set()))[1].add(str(port))
+    return used
+
+
+def _fits(entry: Mapping[str, Any], used: tuple[set[str], set[str]]) -> bool:
+    """Whether every port the node's edges use is a port of ``entry``: an output it has (or its tool
+    output, when it can be a tool), an input it has (a prompt's variables become inputs, so an
+    entry with a prompt field takes any), or a loop's feedback port.  A node written as ``entry``
+    keeps its edges when lfx builds the spec."""
+    outs = {str(o.get("name")) for o in entry.get("outputs") or [] if isinstance(o, Mapping)}
+    fields = entry.get("template") if isinstance(entry.get("template"), Mapping) else {}
+    # lfx/graph/flow_builder/connect.py ``_declares_tool_mode``: an edge from ``component_as_tool``
+    # puts such a component in tool mode.
+    if entry.get("add_tool_output") or any(isinstance(f, Mapping) and f.get("tool_mode") for f in fields.values()):
+        outs.add("component_as_tool")
+    prompt = any(isinstance(f, Mapping) and f.get("type") in ("prompt", "mustache") for f in fields.values())
+    loops = {str(o.get("name")) for o in entry.get("outputs") or [] if isinstance(o, Mapping) and o.get("allows_loop")}
+    outputs, inputs = used
+    return outputs <= outs and all(port in fields or port in loops or prompt for port in inputs)
+
+
 def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
     """Node id -> the catalogue key the spec writes for it, adding to ``catalog`` an entry of
     its own (the node's saved template) for each node no bundled entry expresses.
 
     In order: the builder's own note of the entry (``_flow_builder_registry_type``); the node's
-    module (``metadata.module``), then its code, equal to a bundled component's; its type, when
-    the bundled entry of that name is the same component (the same display name); else the
-    node's own template, under its type, display name, or ``type id`` (the first free one).
+    code equal to a bundled component's; its module (``metadata.module``); its type, as lfx knows
+    it in any Langflow version (``Catalog.known``: ``Prompt`` of Langflow 1.0-1.12 is today's
+    ``Prompt Template``, ``OpenAIModel`` the installed bundle's) -- each but the code only when the
+    entry has every port the node's edges use, and never for code its author edited (``edited``)
+    into something else.  Else the node's own template, under a name no lfx component has: a
+    component this lfx lacks, custom code or a group is carried with its code, never retyped.
     """
     registry = catalog.registry
     by_module: dict[str, str] = {}
@@ -81,6 +176,7 @@ def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
         code = _code(entry)
         if code:
             by_code.setdefault(code, key)
+    used_by = _ports_used(flow)
     kinds: dict[str, str] = {}
     for node in components(flow):
         nd = node.get("data") if isinstance(node.get("data"), Mapping) else {}
@@ -92,20 +188,24 @@ def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
         noted = nd.get("_flow_builder_registry_type")
         module = (inner.get("metadata") or {}).get("module")
         code = _code(inner)
-        same = registry.get(kind) if isinstance(registry.get(kind), Mapping) else None
+        used = used_by.get(str(node["id"]), (set(), set()))
+
+        def fits(key: str | None, inner: Mapping[str, Any] = inner, code: str | None = code, used=used) -> bool:
+            entry = registry.get(key) if key else None
+            if not isinstance(entry, Mapping) or entry.get("custom") or inner.get("flow"):
+                return False
+            if inner.get("edited") and code is not None and code != _code(entry):
+                return False  # its author changed the code: their own component now
+            return _fits(entry, used)
+
         if noted and noted in registry:
             key = str(noted)
-        elif module and str(module) in by_module and not inner.get("flow"):
-            key = by_module[str(module)]
-        elif code and code in by_code:
+        elif code and code in by_code and not inner.get("flow"):
             key = by_code[code]
-        elif (
-            same is not None
-            and not same.get("custom")
-            and not inner.get("flow")
-            and same.get("display_name") == inner.get("display_name")
-        ):
-            key = kind
+        elif module and fits(by_module.get(str(module))):
+            key = by_module[str(module)]
+        elif kind != "CustomComponent" and fits(catalog.known(kind)):
+            key = catalog.known(kind)
         else:
             key = _own_entry(node, inner, kind, catalog)
         kinds[node["id"]] = key
@@ -120,6 +220,8 @@ def _own_entry(node: Mapping[str, Any], inner: Mapping[str, Any], kind: str, cat
     for key in (kind, str(inner.get("display_name") or ""), f"{kind} {node['id']}"):
         if not key or key == "CustomComponent":  # the type every custom node shares: never a key
             continue
+        if key not in catalog.registry and catalog.names_of.get(key):
+            continue  # a name lfx knows for another component: a fresh kernel would read it so
         entry = catalog.registry.get(key)
         if entry is None:
             catalog.add(key, template)
@@ -228,7 +330,6 @@ def merge_flow(
     built_nodes = {n["id"]: n for n in components(built)}
     kept = {sid for sid, kind in new.nodes.items() if old.nodes.get(sid) == kind and sid in by_sid}
     final_ids = {sid: by_sid[sid] for sid in kept}
-    taken = {facts.node_id(n) for n in facts.nodes(out)}
     merged = Merged(flow=out, node_ids=final_ids)
     for key in ("name", "description"):  # a spec that renames the flow renames it
         if key in new.head and new.head[key] != old.head.get(key) and built.get(key):
@@ -247,6 +348,7 @@ def merge_flow(
             merged.kept.append(node["id"])
         else:
             merged.removed.append(node["id"])
+    taken = {facts.node_id(n) for n in nodes if isinstance(n, dict)}  # a removed node's id is free again
     for sid in new.nodes:
         if sid in kept or built_ids.get(sid) not in built_nodes:
             continue

@@ -258,6 +258,7 @@ def flow_message(
     error: str | None = None,
     steps: list[str] | None = None,
     reduced_isolation: str | None = None,
+    base: str | None = None,
 ) -> PanelMessage:
     """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it.
 
@@ -283,7 +284,7 @@ def flow_message(
         badge=verdict(ok, reduced_isolation)[0],
         attempts=attempts,
         spec=spec or "",
-        cell=flow_cell_source(spec) if spec else None,
+        cell=flow_cell_source(spec, base) if spec else None,
         picture_html=flow_picture_html(flow),
         lines=lines,
         error=error or None,
@@ -324,6 +325,7 @@ def turn_message(turn: Turn) -> PanelMessage:
             validated=turn.validated,
             attempts=turn.attempts,
             reduced_isolation=turn.reduced_isolation,
+            base=turn.base,
         )
     if turn.kind == "cancelled":
         return cancelled_message()

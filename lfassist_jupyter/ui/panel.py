@@ -361,7 +361,8 @@ class ChatPanel(anywidget.AnyWidget):
             self.notice = " ".join(data.warnings)
         outcome = event.outcome  # the typed outcome behind the spec data: its report is drawn too
         flow, spec = getattr(data, "flow", None), getattr(data, "spec", None)
-        if flow is not None or spec:
+        failed_flow = outcome is not None and outcome.kind == "flow" and bool(data.validation_error)
+        if flow is not None or spec or failed_flow:  # a flow request that failed says why on its card
             message = flow_message(
                 flow=flow,
                 spec=spec,
@@ -372,6 +373,7 @@ class ChatPanel(anywidget.AnyWidget):
                 error=data.validation_error,
                 steps=[s.label for s in steps],
                 reduced_isolation=outcome.reduced_isolation if outcome is not None and outcome.kind == "flow" else None,
+                base=outcome.base if outcome is not None and outcome.kind == "flow" else None,
             )
             if flow is not None:
                 self._flows[message.id] = flow
