@@ -164,7 +164,10 @@ def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
     into something else.  Else the node's own template, under a name no lfx component has: a
     component this lfx lacks, custom code or a group is carried with its code, never retyped.
     """
-    registry = catalog.registry
+    # lfx's own entries only: what a loaded node is must not depend on what else this catalogue
+    # holds (a session's components, a connected Langflow's), or a fresh kernel would name it
+    # otherwise and an edit of it would not be reproduced there.
+    registry = {k: e for k, e in catalog.registry.items() if k not in catalog.added}
     by_module: dict[str, str] = {}
     by_code: dict[str, str] = {}
     for key, entry in registry.items():
@@ -204,8 +207,8 @@ def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
             key = by_code[code]
         elif module and fits(by_module.get(str(module))):
             key = by_module[str(module)]
-        elif kind != "CustomComponent" and fits(catalog.known(kind)):
-            key = catalog.known(kind)
+        elif kind != "CustomComponent" and fits(known := catalog.known(kind)) and known in registry:
+            key = str(known)
         else:
             key = _own_entry(node, inner, kind, catalog)
         kinds[node["id"]] = key
@@ -220,8 +223,8 @@ def _own_entry(node: Mapping[str, Any], inner: Mapping[str, Any], kind: str, cat
     for key in (kind, str(inner.get("display_name") or ""), f"{kind} {node['id']}"):
         if not key or key == "CustomComponent":  # the type every custom node shares: never a key
             continue
-        if key not in catalog.registry and catalog.names_of.get(key):
-            continue  # a name lfx knows for another component: a fresh kernel would read it so
+        if key in catalog.names_of or (key in catalog.registry and key not in catalog.added):
+            continue  # a name lfx knows for one of its components: a fresh kernel would read it so
         entry = catalog.registry.get(key)
         if entry is None:
             catalog.add(key, template)

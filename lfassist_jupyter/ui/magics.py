@@ -61,7 +61,8 @@ HELP = """\
                          extension bundle in DIR (lfx extension layout, a test per component; validated
                          again first): `lfx extension validate DIR`, then `pip install DIR` into Langflow
 %assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
-                         conversation: the next %%assist request edits it ("add a summariser before the output")
+                         conversation: the next %%assist request edits it ("add a summariser before the output");
+                         its spec goes into the next cell (%%assist_flow --edit FILE): edit it and run it
 %assist flow save FILE [--force]
                          write the conversation's current flow (the last flow card) as a flow file; a flow
                          with errors only with --force
@@ -645,15 +646,20 @@ class AssistMagics(Magics):
             flow = assistant.load_flow(source)
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc
-        from lfassist_jupyter.flows import flow_to_spec, validate_flow
+        from lfassist_jupyter.flows import validate_flow
         from lfassist_jupyter.ui.flow_cell import FlowView
 
-        view = FlowView(flow=flow, report=validate_flow(flow))
-        try:
-            view.spec = flow_to_spec(flow)
-        except Exception:
-            view.spec = None
+        turn = assistant.session.last_flow
+        base = turn.base if turn is not None else None
+        view = FlowView(flow=flow, report=validate_flow(flow), base=base)
+        view.spec = turn.content if turn is not None else None  # the spec the conversation edits
         view.notes.append(("Loaded into this conversation: the next %%assist request edits it.", True))
+        if view.spec and self.insert:
+            from lfassist_jupyter.ui.render.flow import flow_cell_source
+
+            # The flow as a cell: edit its spec and run it (in any kernel) to change the file's flow.
+            self.shell.set_next_input(flow_cell_source(view.spec, base), replace=False)
+            view.notes.append(("Its spec is in the next cell: edit it and run the cell to change the flow.", None))
         return view
 
     def _flow_save(self, words: list[str]) -> Any:

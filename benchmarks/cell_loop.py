@@ -1,0 +1,230 @@
+"""The user's loop in the notebook, measured: load a flow, edit it by one request, run the cell the
+assistant inserted in a **fresh kernel**, save, and compare (``make bench``; the tests in
+``tests/e2e/test_cell_loop.py`` use the same steps).
+
+Per flow of a half of the corpus (``benchmarks/flow_corpus.py``: other authors' exports):
+
+1. **load**: ``%assist flow load FILE`` in an IPython shell with the extension (a new conversation
+   per flow);
+2. **edit**: ``%%assist`` with the fake model answering the loaded spec with one change
+   (``tests/_support/corpus.one_change``), one attempt (``--max-retries 1``: validated and
+   probe-run once); the card's flow and the inserted cell are kept;
+3. **save**: ``%assist flow save card.json --force`` writes the card's flow;
+4. **re-run**: every inserted cell run in one fresh kernel (nbclient: no conversation, no
+   catalogue, nothing of step 1-3 but the files), each with ``--save rerun.json --force``.
+
+A flow is **reproduced** when the fresh kernel's flow is the card's, byte for byte (as JSON); **kept**
+when every node the edit did not name is the original file's node (as a saved file normalises it:
+``save.normal_node``) and the edit is applied; **saved** when the cell's ``--save`` wrote the file
+(the security scan refuses flows whose custom code it does not pass, as for every save).  ``python benchmarks/cell_loop.py [dev|held_back]`` prints the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+KEY = "sk-cell-loop-fake-key-not-a-real-one"
+"""The fake key the shells and kernels are given (the fake model server takes any)."""
+
+
+@contextmanager
+def workspace(folder: Path, llm: Any) -> Iterator[Any]:
+    """An IPython shell with the extension loaded, talking to the fake model server ``llm``,
+    working in ``folder`` (files land there), its data folder inside it."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    old_cwd, old_env = Path.cwd(), dict(os.environ)
+    os.environ.update(
+        OPENAI_BASE_URL=llm.openai_base_url, OPENAI_API_KEY=KEY, LFASSIST_DATA_DIR=str(folder / "data")
+    )
+    os.chdir(folder)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    try:
+        yield shell
+    finally:
+        shell.run_line_magic("unload_ext", "lfassist_jupyter")
+        InteractiveShell.clear_instance()
+        os.chdir(old_cwd)
+        os.environ.clear()
+        os.environ.update(old_env)
+
+
+def edit_in_shell(shell: Any, llm: Any, path: Path, catalog: Any) -> dict[str, Any]:
+    """Steps 1-3 for the flow file ``path`` (relative to the shell's folder): load, edit, save the
+    card.  The times of each step, the inserted cell, the change and the card's file."""
+    from _support.components import intent, plan, spec_reply
+    from _support.corpus import one_change
+
+    shell.run_line_magic("assist", "new")
+    t0 = time.perf_counter()
+    view = shell.run_line_magic("assist", f"flow load {shlex.quote(str(path))}")
+    t_load = time.perf_counter() - t0
+    edited, change = one_change(view.spec, catalog)
+    llm.queue(intent("build_flow"), plan("ChatInput", "ChatOutput"), spec_reply(edited))
+    shell.rl_next_input = None
+    t0 = time.perf_counter()
+    result = shell.run_cell_magic("assist", "--max-retries 1 --quiet", "make the change the spec shows")
+    t_edit = time.perf_counter() - t0
+    card = path.with_name(path.stem + ".card.json")
+    t0 = time.perf_counter()
+    shell.run_line_magic("assist", f"flow save {shlex.quote(str(card))} --force")
+    t_save = time.perf_counter() - t0
+    return {
+        "cell": shell.rl_next_input,
+        "change": change,
+        "card": card,
+        "flow": result.flow,
+        "validated": result.validated,
+        "error": result.error,
+        "times": {"load": t_load, "edit": t_edit, "save": t_save},
+    }
+
+
+def with_save(cell: str, target: str) -> list[str]:
+    """The inserted cell with ``--save target --force --quiet --out view`` added to its magic line,
+    and the flow it made written as JSON beside the saved file (``target`` with ``.flow.json``):
+    what the fresh kernel's cell made, before any file normalisation."""
+    head, _, body = cell.partition("\n")
+    dump = f"import json; open({target + '.flow.json'!r}, 'w').write(json.dumps(view.flow))"
+    return [f"{head} --save {shlex.quote(target)} --force --quiet --out view\n{body}\n", dump]
+
+
+def run_in_fresh_kernel(folder: Path, cells: list[str], env: dict[str, str], timeout: float = 900) -> list[dict]:
+    """``cells`` run in one fresh kernel started in ``folder`` (after ``%load_ext``), with ``env``:
+    each cell's outputs and seconds (nbclient's own timing of the cell)."""
+    import nbformat
+    from datetime import datetime
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext lfassist_jupyter"), *map(nbformat.v4.new_code_cell, cells)]
+    old = dict(os.environ)
+    os.environ.update(env)
+    try:
+        NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
+        ).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    out = []
+    for cell in nb.cells[1:]:
+        timing = cell.metadata.get("execution", {})
+        start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+        seconds = None
+        if start and end:
+            seconds = (datetime.fromisoformat(end.rstrip("Z")) - datetime.fromisoformat(start.rstrip("Z"))).total_seconds()
+        out.append({"outputs": cell.outputs, "seconds": seconds})
+    return out
+
+
+def kept(original: dict[str, Any], saved: dict[str, Any], change: tuple[str, str | None, str]) -> tuple[bool, str]:
+    """Whether ``saved`` is ``original`` with ``change`` applied and nothing else: every node the
+    change does not name identical (as the saved file normalises nodes), the same edges, and
+    the changed value in place.  (ok, why not)."""
+    from lfassist_jupyter.flows.merge import spec_ids
+    from lfassist_jupyter.flows.save import flow_file, normal_node
+
+    sid, field, value = change
+    old = {n["id"]: normal_node(n) for n in original["data"]["nodes"]}
+    new = {n["id"]: normal_node(n) for n in saved["data"]["nodes"]}
+    if set(old) != set(new):
+        return False, f"nodes differ: lost {sorted(set(old) - set(new))[:3]}, new {sorted(set(new) - set(old))[:3]}"
+    by_sid = {s: nid for nid, s in spec_ids([n for n in original["data"]["nodes"] if n.get("type") != "noteNode"]).items()}
+    target = by_sid.get(sid) if field else None
+    for nid, node in old.items():
+        if nid == target:
+            template = new[nid]["data"]["node"]["template"]
+            if template.get(field, {}).get("value") != value:
+                return False, f"{nid}.{field} is {template.get(field, {}).get('value')!r}, not {value!r}"
+            template = json.loads(json.dumps(template))
+            template[field]["value"] = node["data"]["node"]["template"][field]["value"]
+            if json.dumps({**new[nid], "data": {**new[nid]["data"], "node": {**new[nid]["data"]["node"], "template": template}}}, sort_keys=True) != json.dumps(node, sort_keys=True):
+                return False, f"{nid} changed beyond {field}"
+        elif json.dumps(new[nid]) != json.dumps(node):
+            return False, f"{nid} changed"
+    edges = lambda f: sorted(json.dumps(e) for e in flow_file(f, flow_id="00000000-0000-4000-8000-000000000000")["data"]["edges"])  # noqa: E731
+    if edges(original) != edges(saved):
+        return False, "edges differ"
+    if field is None and saved.get("name") != value:
+        return False, f"name is {saved.get('name')!r}"
+    return True, ""
+
+
+def measure(half: str, limit: int | None = None, folder: Path | None = None) -> dict[str, Any]:
+    """The loop over one half of the corpus (see the module docstring); figures and rows."""
+    import flow_corpus
+    from _support.fakellm import FakeLLM
+
+    from lfassist_jupyter.flows import default_catalog
+
+    flows = [f for f in flow_corpus.load_manifest() if f["half"] == half][:limit]
+    with tempfile.TemporaryDirectory(prefix="lfassist-cell-loop-") as tmp, FakeLLM() as llm:
+        root = folder or Path(tmp)
+        rows: list[dict[str, Any]] = []
+        with workspace(root, llm) as shell:
+            catalog = default_catalog()  # warm: the sandbox and its catalogue before the clock runs
+            for flow in flows:
+                path = Path(f"{flow['id']}.json")
+                (root / path).write_text(flow_corpus.flow_text(flow["id"]), encoding="utf-8")
+                row = {"id": flow["id"], **edit_in_shell(shell, llm, path, catalog)}
+                rows.append(row)
+        cells = []
+        for r in rows:
+            cells += with_save(r["cell"], f"{r['id']}.rerun.json") if r["cell"] else ["pass", "pass"]
+        env = {"OPENAI_BASE_URL": llm.openai_base_url, "OPENAI_API_KEY": KEY, "LFASSIST_DATA_DIR": str(root / "fresh")}
+        t0 = time.perf_counter()
+        reruns = run_in_fresh_kernel(root, cells, env)
+        t_kernel = time.perf_counter() - t0
+        for row, rerun in zip(rows, reruns[::2], strict=True):
+            made = root / f"{row['id']}.rerun.json.flow.json"
+            flow = json.loads(made.read_text()) if made.is_file() else None
+            row["rerun_s"] = rerun["seconds"]
+            row["reproduced"] = flow is not None and json.dumps(flow) == json.dumps(row["flow"])
+            row["saved"] = (root / f"{row['id']}.rerun.json").is_file()
+            original = json.loads(flow_corpus.flow_text(row["id"]))
+            row["kept"], row["why"] = kept(original, flow, row["change"]) if flow else (False, "no flow")
+            if not row["reproduced"]:
+                said = " | ".join(
+                    str(o.get("text") or o.get("evalue") or (o.get("data") or {}).get("text/plain", ""))[:300]
+                    for o in rerun["outputs"]
+                )
+                row["why"] = (row["why"] or "the fresh kernel's flow differs from the card's") + f" ({said[:600]})"
+    def p50(key: str) -> float:
+        return statistics.median(r["times"][key] for r in rows) * 1000
+
+    return {
+        "half": half,
+        "flows": len(rows),
+        "reproduced": sum(r["reproduced"] for r in rows),
+        "kept": sum(r["kept"] for r in rows),
+        "saved": sum(r["saved"] for r in rows),
+        "edited_a_value": sum(bool(r["change"][1]) for r in rows),
+        "load_ms_p50": p50("load"),
+        "edit_ms_p50": p50("edit"),
+        "save_ms_p50": p50("save"),
+        "rerun_ms_p50": statistics.median(r["rerun_s"] for r in rows if r["rerun_s"] is not None) * 1000,
+        "fresh_kernel_s": t_kernel,
+        "failures": [{"id": r["id"], "why": r["why"]} for r in rows if not (r["reproduced"] and r["kept"])],
+    }
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    found = measure(args[0] if args else "dev", int(args[1]) if len(args) > 1 else None)
+    print(json.dumps(found, indent=1))
