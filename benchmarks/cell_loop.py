@@ -16,7 +16,8 @@ Per flow of a half of the corpus (``benchmarks/flow_corpus.py``: other authors' 
 A flow is **reproduced** when the fresh kernel's flow is the card's, byte for byte (as JSON); **kept**
 when every node the edit did not name is the original file's node (as a saved file normalises it:
 ``save.normal_node``) and the edit is applied; **saved** when the cell's ``--save`` wrote the file
-(the security scan refuses flows whose custom code it does not pass, as for every save).  ``python benchmarks/cell_loop.py [dev|held_back]`` prints the figures.
+(the security scan refuses flows whose custom code it does not pass, as for every save).
+``python benchmarks/cell_loop.py [dev|held_back] [N]`` prints the figures.
 """
 
 from __future__ import annotations
@@ -48,9 +49,7 @@ def workspace(folder: Path, llm: Any) -> Iterator[Any]:
     from IPython.core.interactiveshell import InteractiveShell
 
     old_cwd, old_env = Path.cwd(), dict(os.environ)
-    os.environ.update(
-        OPENAI_BASE_URL=llm.openai_base_url, OPENAI_API_KEY=KEY, LFASSIST_DATA_DIR=str(folder / "data")
-    )
+    os.environ.update(OPENAI_BASE_URL=llm.openai_base_url, OPENAI_API_KEY=KEY, LFASSIST_DATA_DIR=str(folder / "data"))
     os.chdir(folder)
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "lfassist_jupyter")
@@ -95,80 +94,10 @@ def edit_in_shell(shell: Any, llm: Any, path: Path, catalog: Any) -> dict[str, A
     }
 
 
-def with_save(cell: str, target: str) -> list[str]:
-    """The inserted cell with ``--save target --force --quiet --out view`` added to its magic line,
-    and the flow it made written as JSON beside the saved file (``target`` with ``.flow.json``):
-    what the fresh kernel's cell made, before any file normalisation."""
-    head, _, body = cell.partition("\n")
-    dump = f"import json; open({target + '.flow.json'!r}, 'w').write(json.dumps(view.flow))"
-    return [f"{head} --save {shlex.quote(target)} --force --quiet --out view\n{body}\n", dump]
-
-
-def run_in_fresh_kernel(folder: Path, cells: list[str], env: dict[str, str], timeout: float = 900) -> list[dict]:
-    """``cells`` run in one fresh kernel started in ``folder`` (after ``%load_ext``), with ``env``:
-    each cell's outputs and seconds (nbclient's own timing of the cell)."""
-    import nbformat
-    from datetime import datetime
-    from nbclient import NotebookClient
-
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext lfassist_jupyter"), *map(nbformat.v4.new_code_cell, cells)]
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        NotebookClient(
-            nb, timeout=timeout, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
-        ).execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-    out = []
-    for cell in nb.cells[1:]:
-        timing = cell.metadata.get("execution", {})
-        start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
-        seconds = None
-        if start and end:
-            seconds = (datetime.fromisoformat(end.rstrip("Z")) - datetime.fromisoformat(start.rstrip("Z"))).total_seconds()
-        out.append({"outputs": cell.outputs, "seconds": seconds})
-    return out
-
-
-def kept(original: dict[str, Any], saved: dict[str, Any], change: tuple[str, str | None, str]) -> tuple[bool, str]:
-    """Whether ``saved`` is ``original`` with ``change`` applied and nothing else: every node the
-    change does not name identical (as the saved file normalises nodes), the same edges, and
-    the changed value in place.  (ok, why not)."""
-    from lfassist_jupyter.flows.merge import spec_ids
-    from lfassist_jupyter.flows.save import flow_file, normal_node
-
-    sid, field, value = change
-    old = {n["id"]: normal_node(n) for n in original["data"]["nodes"]}
-    new = {n["id"]: normal_node(n) for n in saved["data"]["nodes"]}
-    if set(old) != set(new):
-        return False, f"nodes differ: lost {sorted(set(old) - set(new))[:3]}, new {sorted(set(new) - set(old))[:3]}"
-    by_sid = {s: nid for nid, s in spec_ids([n for n in original["data"]["nodes"] if n.get("type") != "noteNode"]).items()}
-    target = by_sid.get(sid) if field else None
-    for nid, node in old.items():
-        if nid == target:
-            template = new[nid]["data"]["node"]["template"]
-            if template.get(field, {}).get("value") != value:
-                return False, f"{nid}.{field} is {template.get(field, {}).get('value')!r}, not {value!r}"
-            template = json.loads(json.dumps(template))
-            template[field]["value"] = node["data"]["node"]["template"][field]["value"]
-            if json.dumps({**new[nid], "data": {**new[nid]["data"], "node": {**new[nid]["data"]["node"], "template": template}}}, sort_keys=True) != json.dumps(node, sort_keys=True):
-                return False, f"{nid} changed beyond {field}"
-        elif json.dumps(new[nid]) != json.dumps(node):
-            return False, f"{nid} changed"
-    edges = lambda f: sorted(json.dumps(e) for e in flow_file(f, flow_id="00000000-0000-4000-8000-000000000000")["data"]["edges"])  # noqa: E731
-    if edges(original) != edges(saved):
-        return False, "edges differ"
-    if field is None and saved.get("name") != value:
-        return False, f"name is {saved.get('name')!r}"
-    return True, ""
-
-
 def measure(half: str, limit: int | None = None, folder: Path | None = None) -> dict[str, Any]:
     """The loop over one half of the corpus (see the module docstring); figures and rows."""
     import flow_corpus
+    from _support.cell_loop import kept, run_in_fresh_kernel, with_save
     from _support.fakellm import FakeLLM
 
     from lfassist_jupyter.flows import default_catalog
@@ -205,6 +134,7 @@ def measure(half: str, limit: int | None = None, folder: Path | None = None) -> 
                     for o in rerun["outputs"]
                 )
                 row["why"] = (row["why"] or "the fresh kernel's flow differs from the card's") + f" ({said[:600]})"
+
     def p50(key: str) -> float:
         return statistics.median(r["times"][key] for r in rows) * 1000
 

@@ -27,7 +27,7 @@ from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_var
 
 from .catalog import Catalog, default_catalog
 from .load import base_flow, require_flow
-from .merge import components, merge_flow, node_id_for, rename_nodes, spec_ids, spec_kinds
+from .merge import Merged, components, merge_flow, node_id_for, read_spec, rename_nodes, spec_ids, spec_kinds
 from .results import BuildResult, Change, ErrorCode, FlowProblem
 from .spec_text import extract_spec, spec_nodes
 
@@ -293,6 +293,13 @@ def _format_value(value: Any) -> str | None:
     return value
 
 
+_NUMERIC = ("float", "int", "slider")
+
+
+def _is_number(text: str) -> bool:
+    return isinstance(spec_scalar(text), (int, float)) and not isinstance(spec_scalar(text), bool)
+
+
 def _model_value(value: Any) -> str | None:
     """A model selection as the spec writes it: ``{"name": ..., "provider": ...}`` (lfx's own shape
     without its metadata, which the build fills in again for a model lfx lists)."""
@@ -353,7 +360,12 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
             default = (defaults.get(name) or {}).get("value") if isinstance(defaults.get(name), dict) else None
             if value in (None, "", [], {}) or value == default:
                 continue
-            text = _model_value(value) if field.get("type") == "model" else _format_value(value)
+            if field.get("type") == "model":
+                text = _model_value(value)
+            elif field.get("type") in _NUMERIC and isinstance(value, str) and _is_number(value.strip()):
+                text = value.strip()  # an old flow's "0.9" in today's slider: the number it means
+            else:
+                text = _format_value(value)
             if text is not None:
                 config.append(f"  {sids[facts.node_id(node)]}.{name}: {text}")
     if config:
@@ -378,7 +390,30 @@ def edit_flow(
     if built.flow is None:
         return built
     merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids)
-    return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids})
+    errors = _edit_errors(built.errors, old_spec, built.spec, merged)
+    ok = not errors
+    return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids, "errors": errors, "ok": ok})
+
+
+def _edit_errors(errors: list[FlowProblem], old_spec: str, new_spec: str, merged: Merged) -> list[FlowProblem]:
+    """The build's errors that concern what the edit changed.  A node the edit keeps is the
+    original node (``merge_flow``): a value of it the edit left as it was, or a port of it an
+    unchanged edge uses, is the original's, not the build's -- an old flow's ``temperature: "0.9"``
+    that today's slider refuses to rebuild is not an error of the edit (``validate_flow`` of the
+    merged flow judges what the flow really holds)."""
+    old, new = read_spec(old_spec), read_spec(new_spec)
+    kept = {sid for sid, nid in merged.node_ids.items() if nid in merged.kept}
+    same_edges = set(old.edges) & set(new.edges)
+    ports = {(e[0], e[1]) for e in same_edges} | {(e[2], e[3]) for e in same_edges}
+    out = []
+    for error in errors:
+        node, field = error.node, error.field
+        untouched_value = (node, field) in old.config and old.config.get((node, field)) == new.config.get((node, field))
+        untouched_port = error.code in ("missing_input", "missing_output", "type_mismatch") and (node, field) in ports
+        if node in kept and field and (untouched_value or untouched_port):
+            continue
+        out.append(error)
+    return out
 
 
 def apply_spec(
