@@ -154,6 +154,77 @@ def measure(half: str, limit: int | None = None, folder: Path | None = None) -> 
     }
 
 
+def sentence_loop() -> dict[str, float]:
+    """The loop's steps for a flow made from a sentence (the fake model writes a flow with a
+    language model; its real run calls the fake OpenAI server), in ms: the request, ``%assist flow
+    save``, the real run of the saved file (``%%assist_flow --run-local ... --env OPENAI_API_KEY
+    FILE``: the real runner, models called), its load and its edit."""
+    from _support.components import ONE_SENTENCE_ANSWER, ONE_SENTENCE_SPEC, intent, plan, spec_reply
+    from _support.fakellm import FakeLLM, Reply
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="lfassist-cell-loop-") as tmp, FakeLLM() as llm:
+        with workspace(Path(tmp), llm) as shell:
+            llm.queue(intent("build_flow"), plan("ChatInput", "LanguageModelComponent"), spec_reply(ONE_SENTENCE_SPEC))
+            t0 = time.perf_counter()
+            shell.run_cell_magic("assist", "--max-retries 1 --quiet", "a flow that answers in one sentence")
+            out["request_ms"] = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()
+            shell.run_line_magic("assist", "flow save first.json")
+            out["save_ms"] = (time.perf_counter() - t0) * 1000
+        with workspace(Path(tmp), llm) as shell:  # a new workspace: nothing but the file
+            llm.queue(Reply(ONE_SENTENCE_ANSWER))
+            t0 = time.perf_counter()
+            view = shell.run_cell_magic("assist_flow", '--run-local "hi" --env OPENAI_API_KEY --quiet', "first.json")
+            out["real_run_ms"] = (time.perf_counter() - t0) * 1000
+            out["real_run_ok"] = bool(view is None or (view.run is not None and view.run.ok))
+            t0 = time.perf_counter()
+            loaded = shell.run_line_magic("assist", "flow load first.json")
+            out["load_ms"] = (time.perf_counter() - t0) * 1000
+            spec = loaded.spec.replace("in one sentence", "in two sentences")
+            llm.queue(intent("build_flow"), plan("ChatInput", "LanguageModelComponent"), spec_reply(spec))
+            t0 = time.perf_counter()
+            shell.run_cell_magic("assist", "--max-retries 1 --quiet", "two sentences")
+            out["edit_ms"] = (time.perf_counter() - t0) * 1000
+    return out
+
+
+def rows(found: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """``make bench``'s rows for ``measure`` (plus ``sentence_loop`` under ``sentence``)."""
+    n = found["flows"]
+    out = [
+        (
+            f"notebook loop ({found['half']}): fresh-kernel re-run of the inserted cell = the card",
+            f"{found['reproduced']}/{n}",
+            f"kept {found['kept']}/{n}, saved {found['saved']}/{n}",
+            f"load -> one change ({found['edited_a_value']} values, the rest names) -> re-run",
+        ),
+        (
+            "notebook loop: load / edit (one attempt, probe run) / save p50",
+            f"{found['load_ms_p50']:.0f} ms",
+            f"edit {found['edit_ms_p50']:.0f} ms, save {found['save_ms_p50']:.0f} ms",
+            "model time excluded (fake model)",
+        ),
+        (
+            "notebook loop: re-run of a cell in the fresh kernel p50",
+            f"{found['rerun_ms_p50']:.0f} ms",
+            f"kernel total {found['fresh_kernel_s']:.0f} s",
+            "build + merge + validate + save",
+        ),
+    ]
+    sentence = found.get("sentence")
+    if sentence:
+        out.append(
+            (
+                "notebook loop, a sentence's flow: real run of the saved file",
+                f"{sentence['real_run_ms']:.0f} ms",
+                f"save {sentence['save_ms']:.0f}, load {sentence['load_ms']:.0f}, edit {sentence['edit_ms']:.0f} ms",
+                "ran" if sentence["real_run_ok"] else "FAILED",
+            )
+        )
+    return out
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     found = measure(args[0] if args else "dev", int(args[1]) if len(args) > 1 else None)

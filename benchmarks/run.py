@@ -659,6 +659,20 @@ def real_flows() -> dict | None:
     }
 
 
+def notebook_loop() -> dict | None:
+    """The notebook loop on the held-back half (``benchmarks/cell_loop.py``): load, one edit, the
+    inserted cell re-run in a fresh kernel, save; and each step's time, the real run of a saved
+    flow included.  ``LFASSIST_BENCH_NO_CORPUS=1`` skips it."""
+    if os.environ.get("LFASSIST_BENCH_NO_CORPUS"):
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import cell_loop
+
+    found = cell_loop.measure("held_back")
+    found["sentence"] = cell_loop.sentence_loop()
+    return found
+
+
 def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
     if not corpus:
         return []
@@ -738,6 +752,7 @@ def main() -> None:
     worst_x_ms, worst_x_name, worst_s_ms, worst_s_name = adversarial()
     hang = hung_server_error_s()
     corpus = real_flows()
+    loop = notebook_loop()
 
     p50_floor = pct(floor, 50)
     rows = [
@@ -891,6 +906,10 @@ def main() -> None:
     if hang is not None:
         rows.append(("time to a clear error with a hung model server", f"{hang[0]:.1f} s", "defaults", "target < 60 s"))
     rows += corpus_rows(corpus)
+    if loop is not None:
+        import cell_loop
+
+        rows += cell_loop.rows(loop)
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  {'value':>10}  {'ratio':<26}  note")
     print("-" * (width + 56))
@@ -908,7 +927,7 @@ def main() -> None:
            "flow_ms": flow_ms, "real_runs": real, "validate_starters": starters,
            "repairs": repairs, "held_back_mistakes": mistakes,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
-           "real_flows": corpus}  # fmt: skip
+           "real_flows": corpus, "notebook_loop": loop}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

@@ -27,7 +27,17 @@ from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_var
 
 from .catalog import Catalog, default_catalog
 from .load import base_flow, require_flow
-from .merge import Merged, components, merge_flow, node_id_for, read_spec, rename_nodes, spec_ids, spec_kinds
+from .merge import (
+    Merged,
+    components,
+    merge_flow,
+    node_id_for,
+    node_names,
+    read_spec,
+    rename_nodes,
+    spec_ids,
+    spec_kinds,
+)
 from .results import BuildResult, Change, ErrorCode, FlowProblem
 from .spec_text import extract_spec, spec_nodes
 
@@ -386,10 +396,12 @@ def edit_flow(
     """
     catalog = catalog or default_catalog()
     old_spec = flow_to_spec(original, catalog=catalog)
+    kinds, sids = spec_kinds(original, catalog), spec_ids(components(original))
+    names = {sids[n["id"]]: node_names(n, kinds[n["id"]], catalog) for n in components(original)}
     built = build_flow(text, catalog=catalog, repair=repair)
     if built.flow is None:
         return built
-    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids)
+    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids, names)
     errors = _edit_errors(built.errors, old_spec, built.spec, merged)
     ok = not errors
     return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids, "errors": errors, "ok": ok})
@@ -410,8 +422,8 @@ def _edit_errors(errors: list[FlowProblem], old_spec: str, new_spec: str, merged
         node, field = error.node, error.field
         untouched_value = (node, field) in old.config and old.config.get((node, field)) == new.config.get((node, field))
         untouched_port = error.code in ("missing_input", "missing_output", "type_mismatch") and (node, field) in ports
-        if node in kept and field and (untouched_value or untouched_port):
-            continue
+        if node in kept and ((field and (untouched_value or untouched_port)) or error.code == "unknown_component"):
+            continue  # (a kept node named as its own entry elsewhere: it is the file's node, not a build)
         out.append(error)
     return out
 

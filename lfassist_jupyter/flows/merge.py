@@ -135,6 +135,20 @@ def _ports_used(flow: Mapping[str, Any]) -> dict[str, tuple[set[str], set[str]]]
     return used
 
 
+def node_names(node: Mapping[str, Any], kind: str, catalog: Any) -> set[str]:
+    """Every name a spec may give an existing node and still mean that node (``merge_flow`` keeps
+    it): the name ``spec_kinds`` gives it now, its type, display name and ``<type> <id>`` (the
+    names its own entry may have had), and lfx's name for its type.  What a node is named can
+    change when an edit rewires it (an old File whose ``data`` output is no longer used is lfx's
+    File again): a spec written before still names the same node."""
+    data = node.get("data") if isinstance(node.get("data"), Mapping) else {}
+    inner = data.get("node") if isinstance(data.get("node"), Mapping) else {}
+    kind_of = str(data.get("type") or "")
+    names = {kind, kind_of, str(inner.get("display_name") or ""), f"{kind_of} {node.get('id')}"}
+    known = catalog.known(kind_of) if kind_of else None
+    return {n for n in [*names, known] if n}
+
+
 def _fits(entry: Mapping[str, Any], used: tuple[set[str], set[str]]) -> bool:
     """Whether every port the node's edges use is a port of ``entry``: an output it has (or its tool
     output, when it can be a tool), an input it has (a prompt's variables become inputs, so an
@@ -321,9 +335,12 @@ def merge_flow(
     new_spec: str,
     built: Mapping[str, Any],
     built_ids: Mapping[str, str],
+    names: Mapping[str, set[str]] | None = None,
 ) -> Merged:
     """The original flow with the edit from ``old_spec`` to ``new_spec`` applied (see the module
-    docstring); ``built`` is lfx's build of ``new_spec`` and ``built_ids`` its spec id -> node id."""
+    docstring); ``built`` is lfx's build of ``new_spec`` and ``built_ids`` its spec id -> node id.
+    A node is kept when the new spec gives its spec id the same component, or one of ``names``
+    (spec id -> the names that still mean that node: ``node_names``)."""
     old, new = read_spec(old_spec), read_spec(new_spec)
     out = copy.deepcopy(dict(original))
     data = facts.graph(out)
@@ -331,7 +348,12 @@ def merge_flow(
     sids = spec_ids(orig_nodes)
     by_sid = {sid: nid for nid, sid in sids.items()}
     built_nodes = {n["id"]: n for n in components(built)}
-    kept = {sid for sid, kind in new.nodes.items() if old.nodes.get(sid) == kind and sid in by_sid}
+    names = names or {}
+    kept = {
+        sid
+        for sid, kind in new.nodes.items()
+        if sid in by_sid and (old.nodes.get(sid) == kind or kind in names.get(sid, set()))
+    }
     final_ids = {sid: by_sid[sid] for sid in kept}
     merged = Merged(flow=out, node_ids=final_ids)
     for key in ("name", "description"):  # a spec that renames the flow renames it
