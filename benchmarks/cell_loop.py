@@ -73,6 +73,7 @@ def edit_in_shell(shell: Any, llm: Any, path: Path, catalog: Any) -> dict[str, A
     t0 = time.perf_counter()
     view = shell.run_line_magic("assist", f"flow load {shlex.quote(str(path))}")
     t_load = time.perf_counter() - t0
+    alone = spec_alone(view.spec, path)
     edited, change = one_change(view.spec, catalog)
     llm.queue(intent("build_flow"), plan("ChatInput", "ChatOutput"), spec_reply(edited))
     shell.rl_next_input = None
@@ -91,6 +92,28 @@ def edit_in_shell(shell: Any, llm: Any, path: Path, catalog: Any) -> dict[str, A
         "validated": result.validated,
         "error": result.error,
         "times": {"load": t_load, "edit": t_edit, "save": t_save},
+        "alone": alone,
+    }
+
+
+def spec_alone(spec: str, path: Path) -> dict[str, int]:
+    """What the loaded flow's spec text makes on its own, in a fresh catalogue (no file to edit):
+    nodes and edges of the file, nodes and edges built, and nodes the spec names as lfx's own
+    components (the others are carried as themselves: they build only where their file is)."""
+    from lfassist_jupyter.flows import build_flow, default_catalog
+    from lfassist_jupyter.flows.merge import read_spec
+
+    flow = json.loads(Path(path).read_text(encoding="utf-8"))
+    nodes = [n for n in flow["data"]["nodes"] if n.get("type", "genericNode") != "noteNode"]
+    catalog = default_catalog()
+    named = sum(1 for kind in read_spec(spec).nodes.values() if kind in catalog.registry)
+    built = build_flow(spec, catalog=catalog).flow or {"data": {"nodes": [], "edges": []}}
+    return {
+        "nodes": len(nodes),
+        "edges": len(flow["data"]["edges"]),
+        "built_nodes": len(built["data"]["nodes"]),
+        "built_edges": len(built["data"]["edges"]),
+        "lfx_named": named,
     }
 
 
@@ -145,6 +168,12 @@ def measure(half: str, limit: int | None = None, folder: Path | None = None) -> 
         "kept": sum(r["kept"] for r in rows),
         "saved": sum(r["saved"] for r in rows),
         "edited_a_value": sum(bool(r["change"][1]) for r in rows),
+        "spec_alone_whole": sum(
+            r["alone"]["built_nodes"] == r["alone"]["nodes"] and r["alone"]["built_edges"] == r["alone"]["edges"]
+            for r in rows
+        ),
+        "lfx_named_nodes": sum(r["alone"]["lfx_named"] for r in rows),
+        "nodes": sum(r["alone"]["nodes"] for r in rows),
         "load_ms_p50": p50("load"),
         "edit_ms_p50": p50("edit"),
         "save_ms_p50": p50("save"),
@@ -198,6 +227,12 @@ def rows(found: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             f"{found['reproduced']}/{n}",
             f"kept {found['kept']}/{n}, saved {found['saved']}/{n}",
             f"load -> one change ({found['edited_a_value']} values, the rest names) -> re-run",
+        ),
+        (
+            f"notebook loop ({found['half']}): the spec text alone (no file) rebuilds the whole flow",
+            f"{found['spec_alone_whole']}/{n}",
+            f"nodes named as lfx's {found['lfx_named_nodes']}/{found['nodes']}",
+            "the others are carried as themselves (their file)",
         ),
         (
             "notebook loop: load / edit (one attempt, probe run) / save p50",

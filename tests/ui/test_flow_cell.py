@@ -176,3 +176,19 @@ def test_a_failed_flow_request_says_why_on_the_card_and_in_the_text(llm_ip, llm)
     unbuilt = llm_ip.run_cell_magic("assist", "--max-retries 1", "a flow with a made-up component")
     assert "NoSuchComponentAnywhere" in unbuilt.error
     assert "NoSuchComponentAnywhere" in text_of(unbuilt, llm_ip)
+
+
+def test_a_failed_flow_request_says_why_on_the_panels_card(sandbox, llm, tmp_path, monkeypatch):
+    from lfassist_jupyter.ui.panel import ChatPanel
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-flow-cell-panel-fake-0123456789")
+    panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "live", local_validator=sandbox))
+    llm.queue(intent("build_flow"), plan("ChatInput"), "Which model should the flow call?")
+    panel.send_prompt("a flow that answers questions")
+    panel.wait(120)
+    card = panel.messages[-1]
+    assert card["kind"] == "flow" and not card["validated"] and not card.get("cell")
+    assert card["lines"][0]["text"].startswith("No flow was built: the model's reply held no flow spec")
+    assert "Which model should the flow call?" in card["lines"][0]["text"] and card["lines"][0]["ok"] is False
