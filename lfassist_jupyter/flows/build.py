@@ -392,7 +392,8 @@ def edit_flow(
     (``build_flow``) and merged into the original JSON (``merge.merge_flow``): what the edit keeps
     comes back byte for byte (positions, values, code, groups, components this lfx lacks); only
     what it names changes. The result's ``flow`` is the merged flow, ``node_ids`` its spec id ->
-    node id. Raises ``FlowSpecError`` like ``build_flow`` when there is no spec at all.
+    node id, ``errors`` the build's errors about what the edit changes (``_edit_errors``). Raises
+    ``FlowSpecError`` like ``build_flow`` when there is no spec at all.
     """
     catalog = catalog or default_catalog()
     old_spec = flow_to_spec(original, catalog=catalog)
@@ -403,8 +404,8 @@ def edit_flow(
         return built
     merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids, names)
     errors = _edit_errors(built.errors, old_spec, built.spec, merged)
-    ok = not errors
-    return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids, "errors": errors, "ok": ok})
+    update = {"flow": merged.flow, "node_ids": merged.node_ids, "errors": errors, "ok": not errors}
+    return built.model_copy(update=update)
 
 
 def _edit_errors(errors: list[FlowProblem], old_spec: str, new_spec: str, merged: Merged) -> list[FlowProblem]:
@@ -417,13 +418,19 @@ def _edit_errors(errors: list[FlowProblem], old_spec: str, new_spec: str, merged
     kept = {sid for sid, nid in merged.node_ids.items() if nid in merged.kept}
     same_edges = set(old.edges) & set(new.edges)
     ports = {(e[0], e[1]) for e in same_edges} | {(e[2], e[3]) for e in same_edges}
+    # The nodes the edit touches: a new edge to them, a value of theirs it changes.
+    touched = {e[0] for e in set(new.edges) - same_edges} | {e[2] for e in set(new.edges) - same_edges}
+    touched |= {sid for (sid, name), text in new.config.items() if old.config.get((sid, name)) != text}
     out = []
     for error in errors:
         node, field = error.node, error.field
         untouched_value = (node, field) in old.config and old.config.get((node, field)) == new.config.get((node, field))
         untouched_port = error.code in ("missing_input", "missing_output", "type_mismatch") and (node, field) in ports
-        if node in kept and ((field and (untouched_value or untouched_port)) or error.code == "unknown_component"):
-            continue  # (a kept node named as its own entry elsewhere: it is the file's node, not a build)
+        # A kept node the spec names as it was named before (its own entry, which this catalogue
+        # does not hold): the file's node, which the edit does not touch.
+        untouched_node = error.code == "unknown_component" and node not in touched
+        if node in kept and ((field and (untouched_value or untouched_port)) or untouched_node):
+            continue
         out.append(error)
     return out
 

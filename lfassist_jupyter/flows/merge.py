@@ -6,13 +6,15 @@ Langflow, a grouped sub-flow, a component this lfx does not ship.  Rebuilding a 
 its spec loses all of that.  So an edit is a *difference* between two specs, applied to the
 original JSON:
 
-- ``spec_kinds`` names each node as the spec writes it: by the module or the code the node
-  carries (the rule reuse uses), else by its type when that is the same component; a node no
-  catalogue entry expresses (a group, an absent component, custom code of any type) becomes a
-  catalogue entry of its own (its saved template), so the spec can name it and lfx's builder
-  can wire new edges to its ports.
+- ``spec_ids`` names each node by its own id (``ChatInput-jFwUm`` is ``jFwUm``), never by its
+  place in the list, so a spec names the same nodes after an edit removed or added others.
+- ``spec_kinds`` names each node as the spec writes it: by the code or the module the node
+  carries, else by its type as lfx knows it in any Langflow version (``Catalog.known``), when
+  that component has the ports the node's edges use; a node no catalogue entry expresses (a
+  group, an absent component, custom code of any type) becomes a catalogue entry of its own (its
+  saved template), so the spec can name it and lfx's builder can wire new edges to its ports.
 - ``merge_flow`` takes the original flow, the spec it was shown as, and the flow lfx built from
-  the edited spec: a node the edit keeps (same spec id, same kind) is the original node, byte
+  the edited spec: a node the edit keeps (same spec id, a name that means it) is the original node, byte
   for byte, with only the config lines the edit changed applied; an edge the edit keeps is the
   original edge; new nodes and edges come from the build (their ids mapped onto the originals);
   what the edit removed is gone.  Nodes the spec does not list (notes) are kept.
