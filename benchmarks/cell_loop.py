@@ -146,6 +146,8 @@ def measure(half: str, limit: int | None = None, folder: Path | None = None) -> 
         for row, rerun in zip(rows, reruns[::2], strict=True):
             made = root / f"{row['id']}.rerun.json.flow.json"
             flow = json.loads(made.read_text()) if made.is_file() else None
+            if flow is not None and row["flow"] is not None and "id" not in row["flow"]:
+                flow.pop("id", None)  # the id its --save gave it: a flow without one gets one when first saved
             row["rerun_s"] = rerun["seconds"]
             row["reproduced"] = flow is not None and json.dumps(flow) == json.dumps(row["flow"])
             row["saved"] = (root / f"{row['id']}.rerun.json").is_file()
