@@ -100,7 +100,7 @@ def spec_alone(spec: str, path: Path) -> dict[str, int]:
     """What the loaded flow's spec text makes on its own, in a fresh catalogue (no file to edit):
     nodes and edges of the file, nodes and edges built, and nodes the spec names as lfx's own
     components (the others are carried as themselves: they build only where their file is)."""
-    from lfassist_jupyter.flows import build_flow, default_catalog
+    from lfassist_jupyter import build_flow, default_catalog
     from lfassist_jupyter.flows.merge import read_spec
 
     flow = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -123,7 +123,7 @@ def measure(half: str, limit: int | None = None, folder: Path | None = None) -> 
     from _support.cell_loop import kept, run_in_fresh_kernel, with_save
     from _support.fakellm import FakeLLM
 
-    from lfassist_jupyter.flows import default_catalog
+    from lfassist_jupyter import default_catalog
 
     flows = [f for f in flow_corpus.load_manifest() if f["half"] == half][:limit]
     with tempfile.TemporaryDirectory(prefix="lfassist-cell-loop-") as tmp, FakeLLM() as llm:

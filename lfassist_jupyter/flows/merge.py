@@ -103,7 +103,7 @@ def rename_nodes(flow: dict[str, Any], renamed: Mapping[str, str]) -> None:
         if src not in renamed and tgt not in renamed:
             continue
         standard = edge.get("id") == f"reactflow__edge-{src}{edge.get('sourceHandle')}-{tgt}{edge.get('targetHandle')}"
-        data = edge.get("data") if isinstance(edge.get("data"), dict) else {}
+        data = facts.obj(edge.get("data"))
         for key, old in (("sourceHandle", src), ("targetHandle", tgt)):
             if old not in renamed:
                 continue
@@ -143,8 +143,8 @@ def node_names(node: Mapping[str, Any], kind: str, catalog: Any) -> set[str]:
     names its own entry may have had), and lfx's name for its type.  What a node is named can
     change when an edit rewires it (an old File whose ``data`` output is no longer used is lfx's
     File again): a spec written before still names the same node."""
-    data = node.get("data") if isinstance(node.get("data"), Mapping) else {}
-    inner = data.get("node") if isinstance(data.get("node"), Mapping) else {}
+    data = facts.obj(node.get("data"))
+    inner = facts.obj(data.get("node"))
     kind_of = str(data.get("type") or "")
     names = {kind, kind_of, str(inner.get("display_name") or ""), f"{kind_of} {node.get('id')}"}
     known = catalog.known(kind_of) if kind_of else None
@@ -157,7 +157,7 @@ def _fits(entry: Mapping[str, Any], used: tuple[set[str], set[str]]) -> bool:
     entry with a prompt field takes any), or a loop's feedback port.  A node written as ``entry``
     keeps its edges when lfx builds the spec."""
     outs = {str(o.get("name")) for o in entry.get("outputs") or [] if isinstance(o, Mapping)}
-    fields = entry.get("template") if isinstance(entry.get("template"), Mapping) else {}
+    fields = facts.obj(entry.get("template"))
     # lfx/graph/flow_builder/connect.py ``_declares_tool_mode``: an edge from ``component_as_tool``
     # puts such a component in tool mode.
     if entry.get("add_tool_output") or any(isinstance(f, Mapping) and f.get("tool_mode") for f in fields.values()):
@@ -198,14 +198,14 @@ def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
     used_by = _ports_used(flow)
     kinds: dict[str, str] = {}
     for node in components(flow):
-        nd = node.get("data") if isinstance(node.get("data"), Mapping) else {}
-        inner = nd.get("node") if isinstance(nd.get("node"), Mapping) else None
+        nd = facts.obj(node.get("data"))
+        inner = nd.get("node") if isinstance(nd.get("node"), dict) else None
         kind = str(nd.get("type") or "")
         if inner is None:
             kinds[node["id"]] = kind
             continue
         noted = nd.get("_flow_builder_registry_type")
-        module = (inner.get("metadata") or {}).get("module")
+        module = facts.obj(inner.get("metadata")).get("module")
         code = _code(inner)
         used = used_by.get(str(node["id"]), (set(), set()))
 
@@ -364,7 +364,8 @@ def merge_flow(
 
     nodes: list[Any] = []
     for node in data.get("nodes") or []:
-        sid = sids.get(node.get("id")) if isinstance(node, dict) else None
+        nid = node.get("id") if isinstance(node, dict) else None
+        sid = sids.get(nid) if isinstance(nid, str) else None
         if sid is None:
             nodes.append(node)  # a note, or what the spec never listed: untouched
         elif sid in kept:

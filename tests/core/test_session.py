@@ -62,7 +62,7 @@ def test_a_loaded_flow_survives_a_session_reload(make_assistant, tmp_path):
     edits after the session is read back from disk, as JSON (data, never rebuilt from its spec)."""
     from _support.components import QA_SPEC
 
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
 
     store = SessionStore(tmp_path / "sessions")
     flow = build_flow(QA_SPEC).flow
@@ -81,7 +81,7 @@ def test_the_file_a_flow_edits_is_kept_with_it_on_disk_and_through_undo(make_ass
     own in the data folder (so its edits and its cell have one too)."""
     from _support.components import QA_SPEC
 
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
     from lfassist_jupyter.flows.load import base_flow
     from lfassist_jupyter.flows.save import write_flow_file
 

@@ -24,12 +24,18 @@ from lfassist_jupyter.flows.save import normal_node
 JCNOK = "Jcnok__jcnok1"  # Langflow 1.0.7: a group with custom code in it, an old Prompt and OpenAI node
 
 
+@pytest.fixture
+def catalog(sandbox) -> Catalog:
+    """A fresh catalogue of the session's warm sandbox (a test may add to it)."""
+    return default_catalog(sandbox)
+
+
 def nodes(flow: dict) -> dict[str, str]:
     return {n["id"]: json.dumps(normal_node(n)) for n in flow["data"]["nodes"]}
 
 
-def test_a_spec_makes_the_same_flow_every_time_and_its_ids_come_back():
-    first, again = build_flow(LLM_SPEC), build_flow(LLM_SPEC)
+def test_a_spec_makes_the_same_flow_every_time_and_its_ids_come_back(catalog):
+    first, again = build_flow(LLM_SPEC, catalog=catalog), build_flow(LLM_SPEC, catalog=catalog)
     assert json.dumps(first.flow) == json.dumps(again.flow)  # control: lfx alone gives random ids
     assert first.node_ids == {
         "A": "ChatInput-A",
@@ -39,13 +45,12 @@ def test_a_spec_makes_the_same_flow_every_time_and_its_ids_come_back():
     }
     edges = {(e["source"], e["target"]) for e in first.flow["data"]["edges"]}
     assert ("ChatInput-A", "Prompt Template-B") in edges
-    written = flow_to_spec(first.flow)
+    written = flow_to_spec(first.flow, catalog=catalog)
     assert "  A: ChatInput\n  B: Prompt Template\n  M: LanguageModelComponent\n  C: ChatOutput\n" in written
     assert "  A.message -> B.question\n" in written
 
 
-def test_every_name_lfx_knows_is_read_as_its_component_and_no_other_is_guessed():
-    catalog = default_catalog()
+def test_every_name_lfx_knows_is_read_as_its_component_and_no_other_is_guessed(catalog):
     # The installed bundles' components are in the catalogue, under the names saved flows use.
     assert {"OpenAIModel", "AnthropicModel", "OllamaModel"} <= set(catalog.registry)
     # Names of earlier Langflow versions, from lfx's own identity index and migration table.
@@ -53,7 +58,7 @@ def test_every_name_lfx_knows_is_read_as_its_component_and_no_other_is_guessed()
     assert catalog.known("OpenAIModelComponent") == catalog.known("ext:openai:OpenAIModelComponent@official")
     assert catalog.known("OpenAIModelComponent") == "OpenAIModel"
     assert catalog.known("parser") == "ParserComponent" and catalog.known("Message History") == "Memory"
-    built = build_flow(QA_SPEC.replace("B: Prompt Template", "B: Prompt"))
+    built = build_flow(QA_SPEC.replace("B: Prompt Template", "B: Prompt"), catalog=catalog)
     assert built.ok, built.errors
     assert built.flow["data"]["nodes"][1]["data"]["type"] == "Prompt Template"
     assert "'Prompt' is lfx's 'Prompt Template'" in [c.message for c in built.changes]
@@ -62,17 +67,17 @@ def test_every_name_lfx_knows_is_read_as_its_component_and_no_other_is_guessed()
     assert torn.resolve("One") == "ChatInput" and torn.resolve("Twin") is None and torn.known("Twin") is None
 
 
-def test_a_loaded_flow_names_lfx_components_and_carries_the_others_with_their_code(tmp_path):
+def test_a_loaded_flow_names_lfx_components_and_carries_the_others_with_their_code(sandbox):
     flow = corpus_flow(JCNOK)
-    spec = flow_to_spec(flow, catalog=default_catalog())
+    spec = flow_to_spec(flow, catalog=default_catalog(sandbox))
     kinds = read_spec(spec).nodes
     by_id = {n["id"].rsplit("-", 1)[-1]: n for n in flow["data"]["nodes"]}
     old_prompt = next(sid for sid, n in by_id.items() if n["data"]["type"] == "Prompt")
     assert kinds[old_prompt] == "Prompt Template"  # Langflow 1.0's Prompt is today's Prompt Template
     group = next(sid for sid, n in by_id.items() if n["data"]["type"] == "GroupNode")
-    assert kinds[group] not in default_catalog().registry  # carried as itself, never retyped
+    assert kinds[group] not in default_catalog(sandbox).registry  # carried as itself, never retyped
     # Without its file, a spec naming it is an unknown component, not a near miss.
-    fresh = build_flow(spec, catalog=default_catalog())
+    fresh = build_flow(spec, catalog=default_catalog(sandbox))
     assert any(e.code == "unknown_component" and e.node == group for e in fresh.errors), fresh.errors
     assert group not in fresh.node_ids
 
@@ -125,7 +130,7 @@ def test_save_refuses_a_flow_with_errors_unless_forced_and_says_which(flow_ip, t
     assert (tmp_path / "broken.json").is_file() and "Saved with --force although the flow has 2 errors" in repr(forced)
 
 
-def test_a_saved_flow_keeps_the_variable_its_key_field_names_and_never_a_key(flow_ip, tmp_path):
+def test_a_saved_flow_keeps_the_variable_its_key_field_names_and_never_a_key(flow_ip, tmp_path, catalog):
     spec = named(LLM_SPEC, "Keys") + "  M.model: gpt-4o-mini\n  M.api_key: OPENAI_API_KEY\n"
     flow_ip.run_cell_magic("assist_flow", "--save keys.json --quiet", spec)
     text = (tmp_path / "keys.json").read_text()
@@ -133,13 +138,13 @@ def test_a_saved_flow_keeps_the_variable_its_key_field_names_and_never_a_key(flo
     key = model["data"]["node"]["template"]["api_key"]
     assert key["value"] == "OPENAI_API_KEY" and key["load_from_db"] is True
     # A key itself is never written (control: the flow held it).
-    flow = build_flow(spec).flow
+    flow = build_flow(spec, catalog=catalog).flow
     field = next(n for n in flow["data"]["nodes"] if n["id"] == "LanguageModelComponent-M")["data"]["node"]
     field["template"]["api_key"].update(value="sk-proj-never-written-0123456789", load_from_db=False)
     from lfassist_jupyter.flows.save import write_flow_file
 
     saved = write_flow_file(flow, tmp_path / "literal.json").path.read_text()
-    assert "sk-proj-never-written" not in saved and flow_to_spec(flow).count("api_key") == 0
+    assert "sk-proj-never-written" not in saved and flow_to_spec(flow, catalog=catalog).count("api_key") == 0
 
 
 @pytest.fixture
