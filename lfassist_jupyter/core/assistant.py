@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -402,7 +402,7 @@ class Assistant:
         self._save_session()
         return data
 
-    def _keep_copy(self, flow: dict[str, Any]) -> str | None:
+    def _keep_copy(self, flow: Mapping[str, object]) -> str | None:
         """A loaded flow that came from no file (a Langflow server's, JSON given in code) written to
         ``<data dir>/flows/``, so its edits are applied to it as to a file of the user's, and the
         inserted cell can name it (``--edit``); None when it cannot be written (the edits are then

@@ -119,7 +119,7 @@ def build_flow(text: str, *, catalog: Catalog, repair: bool = True) -> BuildResu
     )
 
 
-def _settle_ids(flow: dict[str, Any], node_ids: dict[str, str]) -> dict[str, str]:
+def _settle_ids(flow: object, node_ids: dict[str, str]) -> dict[str, str]:
     """Each built node's id from its spec id (``ChatInput-A``, ``merge.node_id_for``) instead of
     lfx's random suffix: the same spec builds the same flow, in this kernel or a fresh one (the
     re-run of an inserted cell reproduces the card's flow), and ``flow_to_spec`` gives the spec

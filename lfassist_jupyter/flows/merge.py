@@ -29,9 +29,12 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts import flow as facts
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
 
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
 _NODE = re.compile(r"^\s+([\w-]+)\s*:\s*(\S.*?)\s*$")
@@ -87,7 +90,7 @@ def node_id_for(built_id: str, spec_id: str) -> str:
     return f"{prefix}-{spec_id}"
 
 
-def rename_nodes(flow: dict[str, Any], renamed: Mapping[str, str]) -> None:
+def rename_nodes(flow: object, renamed: Mapping[str, str]) -> None:
     """Give nodes new ids (old id -> new id), in place: the node, its ``data.id``, and every edge
     that names it (ends, handles, the encoded handles, the edge id as ``add_connection`` writes it)."""
     if not renamed:
@@ -127,7 +130,7 @@ def _code(node_template: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _ports_used(flow: Mapping[str, Any]) -> dict[str, tuple[set[str], set[str]]]:
+def _ports_used(flow: object) -> dict[str, tuple[set[str], set[str]]]:
     """Node id -> (the outputs its edges leave from, the inputs its edges arrive at)."""
     used: dict[str, tuple[set[str], set[str]]] = {}
     for edge in facts.edges(flow):
@@ -137,7 +140,7 @@ def _ports_used(flow: Mapping[str, Any]) -> dict[str, tuple[set[str], set[str]]]
     return used
 
 
-def node_names(node: Mapping[str, Any], kind: str, catalog: Any) -> set[str]:
+def node_names(node: Mapping[str, object], kind: str, catalog: Catalog) -> set[str]:
     """Every name a spec may give an existing node and still mean that node (``merge_flow`` keeps
     it): the name ``spec_kinds`` gives it now, its type, display name and ``<type> <id>`` (the
     names its own entry may have had), and lfx's name for its type.  What a node is named can
@@ -168,7 +171,19 @@ def _fits(entry: Mapping[str, Any], used: tuple[set[str], set[str]]) -> bool:
     return outputs <= outs and all(port in fields or port in loops or prompt for port in inputs)
 
 
-def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
+def _is_it(entry: object, inner: Mapping[str, object], used: tuple[set[str], set[str]]) -> bool:
+    """Whether a loaded node (its ``inner`` template, the ports ``used`` by its edges) may be
+    written as the catalogue entry ``entry``: an lfx component (not custom), the node no group, its
+    code not edited by its author into something else, and every port its edges use on the entry."""
+    if not isinstance(entry, Mapping) or entry.get("custom") or inner.get("flow"):
+        return False
+    code = _code(inner)
+    if inner.get("edited") and code is not None and code != _code(entry):
+        return False  # its author changed the code: their own component now
+    return _fits(entry, used)
+
+
+def spec_kinds(flow: Mapping[str, Any], catalog: Catalog) -> dict[str, str]:
     """Node id -> the catalogue key the spec writes for it, adding to ``catalog`` an entry of
     its own (the node's saved template) for each node no bundled entry expresses.
 
@@ -208,30 +223,23 @@ def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
         module = facts.obj(inner.get("metadata")).get("module")
         code = _code(inner)
         used = used_by.get(str(node["id"]), (set(), set()))
-
-        def fits(key: str | None, inner: Mapping[str, Any] = inner, code: str | None = code, used=used) -> bool:
-            entry = registry.get(key) if key else None
-            if not isinstance(entry, Mapping) or entry.get("custom") or inner.get("flow"):
-                return False
-            if inner.get("edited") and code is not None and code != _code(entry):
-                return False  # its author changed the code: their own component now
-            return _fits(entry, used)
-
+        by_module_entry = registry.get(by_module.get(str(module), "")) if module else None
+        known = catalog.known(kind) if kind != "CustomComponent" else None
         if noted and noted in registry:
             key = str(noted)
         elif code and code in by_code and not inner.get("flow"):
             key = by_code[code]
-        elif module and fits(by_module.get(str(module))):
+        elif module and _is_it(by_module_entry, inner, used):
             key = by_module[str(module)]
-        elif kind != "CustomComponent" and fits(known := catalog.known(kind)) and known in registry:
-            key = str(known)
+        elif known and _is_it(registry.get(known), inner, used):
+            key = known
         else:
             key = _own_entry(node, inner, kind, catalog)
         kinds[node["id"]] = key
     return kinds
 
 
-def _own_entry(node: Mapping[str, Any], inner: Mapping[str, Any], kind: str, catalog: Any) -> str:
+def _own_entry(node: Mapping[str, Any], inner: Mapping[str, Any], kind: str, catalog: Catalog) -> str:
     """Register the node's saved template as a catalogue entry; its key."""
     template = copy.deepcopy(dict(inner))
     template.pop("flow", None)  # a group's inner flow stays in the node; the entry needs its ports only

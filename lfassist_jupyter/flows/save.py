@@ -43,6 +43,7 @@ import os
 import stat
 import tempfile
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,7 +134,7 @@ def normal_node(node: Any) -> Any:
     return _sorted(_normal_node(node))
 
 
-def names_variable(field: dict[str, Any]) -> bool:
+def names_variable(field: Mapping[str, object]) -> bool:
     """A field holding a global variable's name, as Langflow refers to one: ``load_from_db`` and an
     ``UPPER_SNAKE`` name (``OPENAI_API_KEY``); Langflow and ``lfx run`` read the value from that
     variable (``lfx run``: the environment variable of that name).  A name, never a key."""

@@ -278,7 +278,7 @@ def check_catalog(registry: Any) -> dict[str, dict[str, Any]]:
     return registry
 
 
-def check_names(names: Any, registry: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+def check_names(names: object, registry: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     """The catalogue's other names: ``{name: [entries of the catalogue it may mean]}``, bounded;
     a name pointing at an entry the catalogue does not hold is dropped."""
     if not isinstance(names, dict) or len(names) > 20 * CATALOG_MAX_ENTRIES:

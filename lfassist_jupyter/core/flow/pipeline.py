@@ -25,7 +25,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_max_retries
@@ -40,9 +40,10 @@ from lfassist_jupyter.flows.load import without_secrets
 from lfassist_jupyter.flows.model_nodes import FlowModel, spec_node_ids
 from lfassist_jupyter.flows.results import FlowReport, Need
 from lfassist_jupyter.ports import NAME_CAP, ComponentValidator, FlowLibrary, FlowSandbox, one_line
-
-__all__ = ["FlowPipeline", "SessionComponent", "custom_templates", "file_needs", "summary", "without_secrets"]
 from lfassist_jupyter.sandbox.answers import FlowRun
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.flows.catalog import Catalog
 
 PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
@@ -545,7 +546,7 @@ class FlowPipeline:
             log.warning("%s The flow's model nodes are left for the user to choose.", exc)
             return None
 
-    def _build(self, reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
+    def _build(self, reply: str, catalog: Catalog) -> tuple[Any, list[str], list[str]]:
         """lfx's builder with our deterministic repairs, the model nodes set to the user's model
         first (``flows.model_nodes``); (result, blocking problems, notes).
 
