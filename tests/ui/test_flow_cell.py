@@ -197,3 +197,87 @@ def test_a_failed_flow_request_says_why_on_the_panels_card(sandbox, llm, tmp_pat
     assert card["kind"] == "flow" and not card["validated"] and not card.get("cell")
     assert card["lines"][0]["text"].startswith("No flow was built: the model's reply held no flow spec")
     assert "Which model should the flow call?" in card["lines"][0]["text"] and card["lines"][0]["ok"] is False
+
+
+def _fresh_shell(folder, sandbox, data: str):
+    """A new IPython shell with the extension loaded and a new workspace (its own data folder): no
+    conversation, no panel, nothing of the shells before but the files in ``folder``, as a fresh
+    kernel has (the sandbox is the session's warm one; its catalogue is lfx's, the same anywhere)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    InteractiveShell.clear_instance()
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lfassist_jupyter")
+    shell.magics_manager.registry["AssistMagics"].workspace = Workspace(data_dir=folder / data, local_validator=sandbox)
+    shell.rl_next_input = None
+    return shell
+
+
+def _close(shell) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell.run_line_magic("unload_ext", "lfassist_jupyter")
+    InteractiveShell.clear_instance()
+
+
+LOOP_EXPORT = "akashatek__OLQP_Basic_Prompting"  # Langflow 1.5, another author's: an lfx-ollama bundle node
+
+
+def test_the_loop_on_an_export_load_edit_rerun_save_load_again(sandbox, llm, tmp_path, monkeypatch, catalog):
+    """The loop's promise in the default run (the fresh-kernel version on 23 flows is
+    ``tests/e2e/test_cell_loop.py``, slow): someone else's export loaded, edited by the assistant,
+    the inserted cell re-run in a new shell (no conversation) makes the card's flow byte for byte;
+    ``%assist flow save`` and the cell's ``--save`` write the same file, every untouched node the
+    export's; that file loaded again, edited once more in its cell and saved: untouched nodes still
+    identical to the first save."""
+    from _support.cell_loop import kept
+    from _support.corpus import one_change
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-flow-cell-loop-fake-0123456789")
+    original = corpus_flow(LOOP_EXPORT)
+    path = corpus_file(LOOP_EXPORT, tmp_path)
+
+    ip = _fresh_shell(tmp_path, sandbox, "first")
+    try:
+        loaded = ip.run_line_magic("assist", f"flow load {path.name}")
+        edited, change = one_change(loaded.spec, catalog)
+        assert change[1] is not None, change  # a value of a node, not the flow's name
+        llm.queue(intent("build_flow"), plan("ChatInput", "ChatOutput"), spec_reply(edited))
+        ip.rl_next_input = None
+        card = ip.run_cell_magic("assist", "--max-retries 1 --quiet", "make the change")
+        assert card.flow is not None, card.error
+        cell = ip.rl_next_input
+        assert cell.startswith(f"%%assist_flow --edit {path.name}\n"), cell[:200]
+        ip.run_line_magic("assist", "flow save card.json")
+    finally:
+        _close(ip)
+    assert kept(original, card.flow, change) == (True, "")
+
+    # The inserted cell, run where there is no conversation: the card's flow, and the same file.
+    ip = _fresh_shell(tmp_path, sandbox, "second")
+    try:
+        head, _, body = cell.partition("\n")
+        rerun = ip.run_cell_magic("assist_flow", head.removeprefix("%%assist_flow ") + " --save rerun.json", body)
+        assert json.dumps(rerun.flow) == json.dumps(card.flow)  # the flow the card showed, byte for byte
+        assert (tmp_path / "rerun.json").read_bytes() == (tmp_path / "card.json").read_bytes()
+        # Control: the spec alone (the cell without the file it names) is not that flow.
+        alone = ip.run_cell_magic("assist_flow", "", body)
+        assert alone.flow is None or nodes(alone.flow) != nodes(card.flow)
+
+        # Load what was saved, one more change in its cell, save: untouched nodes as the first save.
+        ip.rl_next_input = None
+        again = ip.run_line_magic("assist", "flow load rerun.json")
+        head, _, spec = ip.rl_next_input.partition("\n")
+        assert head == "%%assist_flow --edit rerun.json" and spec.strip() == again.spec.strip()
+        second, change2 = one_change(spec, catalog)
+        ip.run_cell_magic("assist_flow", "--edit rerun.json --save second.json --quiet", second)
+    finally:
+        _close(ip)
+    first_file = json.loads((tmp_path / "rerun.json").read_text())
+    second_file = json.loads((tmp_path / "second.json").read_text())
+    assert kept(first_file, second_file, change2) == (True, "")
+    assert second_file["id"] == first_file["id"] == original["id"]
