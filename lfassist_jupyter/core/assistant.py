@@ -402,6 +402,17 @@ class Assistant:
         self._save_session()
         return data
 
+    def _base_of_generated(self, flow: dict[str, Any]) -> str | None:
+        """A flow built from its spec that holds components its spec alone cannot make anywhere
+        else (a component this conversation generated, one of a connected Langflow: custom code)
+        is kept as a file (``_keep_copy``), so the inserted cell names it (``--edit``) and a fresh
+        kernel, which lacks those components, makes the same flow; None for a flow of lfx's
+        components only (its spec alone makes it)."""
+        from lfassist_jupyter.core.flow.pipeline import custom_templates
+        from lfassist_jupyter.flows.load import without_secrets
+
+        return self._keep_copy(without_secrets(flow)) if custom_templates(flow) else None
+
     def _keep_copy(self, flow: Mapping[str, object]) -> str | None:
         """A loaded flow that came from no file (a Langflow server's, JSON given in code) written to
         ``<data dir>/flows/``, so its edits are applied to it as to a file of the user's, and the
@@ -693,6 +704,8 @@ class Assistant:
     def _finish(self, outcome: Outcome, job: _Job, *, remember: bool = True) -> None:
         """The assistant's turn written and saved (saved before "complete", so a failure to save can
         be told), then the ``complete`` event and the log line."""
+        if isinstance(outcome, FlowOutcome) and outcome.flow is not None and outcome.base is None:
+            outcome.base = self._base_of_generated(outcome.flow)
         if remember:
             self._record(self.session, outcome)
             if unsaved := self._save_session():

@@ -240,11 +240,14 @@ def spec_kinds(flow: Mapping[str, Any], catalog: Catalog) -> dict[str, str]:
 
 
 def _own_entry(node: Mapping[str, Any], inner: Mapping[str, Any], kind: str, catalog: Catalog) -> str:
-    """Register the node's saved template as a catalogue entry; its key."""
+    """Register the node's saved template as a catalogue entry; its key: the name lfx's builder
+    made the node from (``_flow_builder_registry_type``: a generated component's, as the spec that
+    built it named it), else its type, display name, or ``<type> <node id>``."""
     template = copy.deepcopy(dict(inner))
     template.pop("flow", None)  # a group's inner flow stays in the node; the entry needs its ports only
     code = _code(inner)
-    for key in (kind, str(inner.get("display_name") or ""), f"{kind} {node['id']}"):
+    noted = facts.registry_type(node) or ""
+    for key in (noted, kind, str(inner.get("display_name") or ""), f"{kind} {node['id']}"):
         if not key or key == "CustomComponent":  # the type every custom node shares: never a key
             continue
         if key in catalog.names_of or (key in catalog.registry and key not in catalog.added):
