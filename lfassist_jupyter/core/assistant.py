@@ -402,7 +402,7 @@ class Assistant:
         self._save_session()
         return data
 
-    def _base_of_generated(self, flow: dict[str, Any]) -> str | None:
+    def _base_of_generated(self, flow: dict[str, object]) -> str | None:
         """A flow built from its spec that holds components its spec alone cannot make anywhere
         else (a component this conversation generated, one of a connected Langflow: custom code)
         is kept as a file (``_keep_copy``), so the inserted cell names it (``--edit``) and a fresh
