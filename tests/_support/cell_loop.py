@@ -21,6 +21,17 @@ def with_save(cell: str, target: str) -> list[str]:
     return [f"{head} --save {shlex.quote(target)} --force --quiet --out view\n{body}\n", dump]
 
 
+CAPTURE = "_inserted = []; get_ipython().set_next_input = lambda text, replace=False: _inserted.append(text)"
+"""A fresh kernel's first cell: what the magics insert as the next cell (``set_next_input``, which
+Jupyter turns into a new cell) is kept in ``_inserted``, so a later cell can write it to a file."""
+
+
+def dump(names: dict[str, str], target: str) -> str:
+    """A cell writing ``{name: the expression's value}`` as JSON to ``target`` (in the kernel)."""
+    body = ", ".join(f"{k!r}: {v}" for k, v in names.items())
+    return f"import json; open({target!r}, 'w').write(json.dumps({{{body}}}, default=str))"
+
+
 def run_in_fresh_kernel(folder: Path, cells: list[str], env: dict[str, str], timeout: float = 900) -> list[dict]:
     """``cells`` run in one fresh kernel started in ``folder`` (after ``%load_ext``), with ``env``:
     each cell's outputs and seconds (nbclient's own timing of the cell)."""

@@ -3,13 +3,14 @@ authors exported: the cell the assistant inserts, run again in a **fresh kernel*
 nothing but the notebook's files), makes exactly the flow its card showed; what that cell saves
 ``lfx validate`` accepts, runs for real, loads and edits again with every untouched node kept.
 
-How the time stays small: the steps that make cells (the ``%%assist`` requests, ``%assist flow
-load``, the user's edit of a cell) run in this process's IPython shells, each step a new shell
-and workspace (a new conversation); the steps whose only input is the cell run in real fresh
-kernels (nbclient), **one kernel per step shared by every flow**: the sentence flow's cell, the
-cells the assistant inserted for two exported flows it edited, and twenty exported flows' load
-cells each edited by one spec change (22 cells in the first kernel, the second edit's cell in the
-second).  The promise is about what a fresh kernel makes of a cell, so that is where the kernels are.
+The flow made from a sentence goes through every step in a fresh kernel of its own (nbclient):
+the request, its inserted cell re-run and saved, ``lfx validate`` (the installed CLI), the real run
+of the saved file, its load and edit, that edit's cell re-run and saved.  How the time stays small
+for the exports: the steps that make their cells (the assistant's edits, ``%assist flow load``,
+the user's edit of a cell) run in this process's IPython shells, each a new shell and workspace (a
+new conversation); the step whose only input is the cell -- the promise -- runs in a real fresh
+kernel, **one kernel shared by every flow** (the sentence's cell, two cells the assistant inserted
+for exports it edited, twenty exports' load cells each edited by one spec change).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _support.cell_loop import kept, run_in_fresh_kernel, with_save
+from _support.cell_loop import CAPTURE, dump, kept, run_in_fresh_kernel, with_save
 from _support.components import ONE_SENTENCE_ANSWER, ONE_SENTENCE_SPEC, intent, plan, spec_reply
 from _support.corpus import corpus_file, corpus_flow, one_change
 from _support.fakellm import Reply
@@ -109,14 +110,25 @@ def test_the_loop_from_a_sentence_and_from_exports_in_fresh_kernels(sandbox, llm
 
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    kernel_env = {"LFASSIST_DATA_DIR": str(tmp_path / "kernel-data")}
+    # A fresh kernel's environment: its own data folder (no conversation of this process's shells),
+    # the fake model server and its key (a --run-local run reads it with --env OPENAI_API_KEY).
+    kernel_env = {"LFASSIST_DATA_DIR": str(tmp_path / "kernel-data"), "OPENAI_BASE_URL": llm.openai_base_url}
+    kernel_env["OPENAI_API_KEY"] = KEY
     catalog = default_catalog(sandbox)
 
-    # -- step 1, cells are made: a sentence; two exports edited by the assistant; twenty loaded -----
+    # -- step 1, cells are made: a sentence (in a fresh kernel); two exports edited by the assistant;
+    # twenty loaded -----------------------------------------------------------------------------------
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent"))
+    llm.queue(spec_reply(ONE_SENTENCE_SPEC))
+    request = "%%assist --max-retries 1 --out card --quiet\na flow that answers in one sentence with a language model"
+    said = {"flow": "card.flow", "validated": "card.validated", "error": "card.error", "cell": "_inserted[-1]"}
+    ran = run_in_fresh_kernel(tmp_path, [CAPTURE, request, dump(said, "sentence.card.json")], kernel_env)
+    assert not [r for r in ran if any(o.get("output_type") == "error" for o in r["outputs"])], ran
+    sentence = json.loads((tmp_path / "sentence.card.json").read_text())
+    assert sentence["validated"], sentence["error"]
+    sentence_cell = sentence["cell"]
+    assert sentence_cell.startswith("%%assist_flow\n"), sentence_cell  # a flow of lfx's components: its spec
     ip = shell(tmp_path, monkeypatch)
-    sentence, sentence_cell = assist(ip, llm, "a flow that answers in one sentence with a language model",
-                                     ONE_SENTENCE_SPEC)  # fmt: skip
-    assert sentence.validated, sentence.error
     edited_by_assistant = {}
     for flow_id in EDITED_BY_THE_ASSISTANT:
         corpus_file(flow_id, tmp_path)
@@ -149,7 +161,7 @@ def test_the_loop_from_a_sentence_and_from_exports_in_fresh_kernels(sandbox, llm
     assert not failed, failed[:2]
 
     # The sentence's cell makes the card's flow, byte for byte (node ids, positions, values).
-    assert json.dumps(made(tmp_path, "first.json", sentence.flow)) == json.dumps(sentence.flow)
+    assert json.dumps(made(tmp_path, "first.json", sentence["flow"])) == json.dumps(sentence["flow"])
     # The assistant's cells for the exports make their cards' flows; only the change differs from the file.
     for flow_id, (card, _, change) in edited_by_assistant.items():
         again = made(tmp_path, f"{flow_id}.edited.json", card)
@@ -176,28 +188,37 @@ def test_the_loop_from_a_sentence_and_from_exports_in_fresh_kernels(sandbox, llm
     assert key["value"] == "OPENAI_API_KEY" and key["load_from_db"] is True  # the variable's name, never a key
     assert KEY not in (tmp_path / "first.json").read_text()
 
-    # -- step 4, the saved file runs for real (a new shell: nothing but the file) -----------------------
-    ip = shell(tmp_path, monkeypatch)
+    # -- step 4, the saved file runs for real (a fresh kernel: nothing but the file) ---------------------
     llm.queue(Reply(ONE_SENTENCE_ANSWER))
-    view = ip.run_cell_magic("assist_flow", '--run-local "what is Langflow?" --env OPENAI_API_KEY', "first.json")
-    assert view.run is not None and view.run.ok, (view.run, view.notes)
-    assert view.run.text == ONE_SENTENCE_ANSWER and view.run.variables == ["OPENAI_API_KEY"]
+    run = '%%assist_flow --run-local "what is Langflow?" --env OPENAI_API_KEY --out view --quiet\nfirst.json'
+    said = {"ok": "view.run.ok", "text": "view.run.text", "variables": "view.run.variables", "notes": "view.notes"}
+    ran = run_in_fresh_kernel(tmp_path, [run, dump(said, "run.json")], kernel_env)
+    real = json.loads((tmp_path / "run.json").read_text())
+    assert real["ok"], (real, ran)
+    assert real["text"] == ONE_SENTENCE_ANSWER and real["variables"] == ["OPENAI_API_KEY"]
     assert llm.requests[-1].headers["authorization"] == f"Bearer {KEY}"
-    close(ip)
 
-    # -- step 5, load the saved file and edit it (a new shell, a new conversation) ----------------------
-    ip = shell(tmp_path, monkeypatch)
-    loaded = ip.run_line_magic("assist", "flow load first.json")
-    prompt = next(line for line in loaded.spec.splitlines() if line.strip().startswith("B.template:"))
-    two = loaded.spec.replace(prompt, prompt.replace("in one sentence", "in two sentences"))
-    edit, edit_cell = assist(ip, llm, "answer in two sentences", two)
-    assert edit_cell.startswith("%%assist_flow --edit first.json\n")
-    close(ip)
+    # -- step 5, load the saved file and edit it (a fresh kernel) ----------------------------------------
+    from lfassist_jupyter.flows import flow_to_spec
 
-    # -- step 6, a second fresh kernel runs that cell and saves it; diff against the first file --------
+    spec = flow_to_spec(first, catalog=catalog)  # what the load will show (checked against it below)
+    prompt = next(line for line in spec.splitlines() if line.strip().startswith("B.template:"))
+    two = spec.replace(prompt, prompt.replace("in one sentence", "in two sentences"))
+    llm.queue(intent("build_flow"), plan("ChatInput", "Prompt Template", "LanguageModelComponent"), spec_reply(two))
+    request = "%%assist --max-retries 1 --out edit --quiet\nanswer in two sentences"
+    cells = [CAPTURE, "%assist flow load first.json", request]
+    said = {"flow": "edit.flow", "error": "edit.error", "cells": "_inserted"}
+    ran = run_in_fresh_kernel(tmp_path, [*cells, dump(said, "edit.card.json")], kernel_env)
+    assert not [r for r in ran if any(o.get("output_type") == "error" for o in r["outputs"])], ran
+    edit = json.loads((tmp_path / "edit.card.json").read_text())
+    load_cell, edit_cell = edit["cells"]
+    assert load_cell == f"%%assist_flow --edit first.json\n{spec}", load_cell  # the load inserts the flow's cell
+    assert edit_cell.startswith("%%assist_flow --edit first.json\n"), edit["error"]
+
+    # -- step 6, a fresh kernel runs that cell and saves it; diff against the first file -----------------
     runs = run_in_fresh_kernel(tmp_path, with_save(edit_cell, "second.json"), kernel_env)
     assert not [r for r in runs if any(o.get("output_type") == "error" for o in r["outputs"])], runs
-    assert json.dumps(made(tmp_path, "second.json", edit.flow)) == json.dumps(edit.flow)
+    assert json.dumps(made(tmp_path, "second.json", edit["flow"])) == json.dumps(edit["flow"])
     before, after = nodes(first), nodes(json.loads((tmp_path / "second.json").read_text()))
     assert set(before) == set(after)
     changed = [nid for nid in before if json.dumps(before[nid]) != json.dumps(after[nid])]
