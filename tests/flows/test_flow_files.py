@@ -104,17 +104,21 @@ def test_every_save_path_writes_a_file_lfx_validate_passes(flow_ip, sandbox, llm
 
 
 def test_lfx_export_leaves_a_saved_file_as_it_is(flow_ip, tmp_path):
+    """``lfx export --keep-secrets`` (one call for both files) writes each saved file byte for byte as
+    it is; a key field naming a variable keeps the name (Langflow's reference, what a real run
+    reads).  Plain ``lfx export`` also clears that name, as it clears every ``load_from_db`` value:
+    the one difference the docs state."""
     flow_ip.run_cell_magic("assist_flow", "--save upper.json --quiet", named(UPPER_SPEC, "Upper"))
-    done = lfx("export", "upper.json", "-o", "exported.json", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "exported.json").read_bytes() == (tmp_path / "upper.json").read_bytes()
-    # A key field naming a variable keeps the name (Langflow's reference): lfx export --keep-secrets
-    # leaves the file as it is; plain lfx export is the one that clears the name (control).
     keyed = named(LLM_SPEC, "Keyed") + "  M.model: gpt-4o-mini\n  M.api_key: OPENAI_API_KEY\n"
     flow_ip.run_cell_magic("assist_flow", "--save keyed.json --quiet", keyed)
-    kept = lfx("export", "keyed.json", "--keep-secrets", "-o", "kept.json", cwd=tmp_path)
-    assert kept.returncode == 0, kept.stderr
-    assert (tmp_path / "kept.json").read_bytes() == (tmp_path / "keyed.json").read_bytes()
+    (tmp_path / "exported").mkdir()
+    copies = [f"exported/{name}" for name in ("upper.json", "keyed.json")]
+    for copy in copies:
+        (tmp_path / copy).write_bytes((tmp_path / Path(copy).name).read_bytes())
+    done = lfx("export", *copies, "--keep-secrets", "--in-place", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr.count("Exported") == 2, (done.stdout, done.stderr)
+    for copy in copies:
+        assert (tmp_path / copy).read_bytes() == (tmp_path / Path(copy).name).read_bytes(), copy
     assert '"value": "OPENAI_API_KEY"' in (tmp_path / "keyed.json").read_text()
     body = json.loads((tmp_path / "upper.json").read_text())
     assert is_flow_id(body["id"]) and body["name"] == "Upper" and body["is_component"] is False
