@@ -410,20 +410,36 @@ def merge_flow(
 def _apply_config(
     node: dict[str, Any], old: SpecParts, new: SpecParts, sid: str, built_node: Mapping[str, Any] | None
 ) -> list[str]:
-    """Set on ``node`` the config values the edit changed (as lfx's build coerced them)."""
+    """Set on ``node`` the config values the edit changed (as lfx's build coerced them).
+
+    A changed field with ``real_time_refresh`` is one whose new value reshapes the node's form
+    (the component's ``update_build_config``, which the build ran in the sandbox, as Langflow's UI
+    runs it when the value changes): the fields that refresh added are added too.  The node's
+    other fields stay as they were."""
     changed = []
+    refreshed = False
+    built_fields = facts.fields(dict(built_node)) if built_node is not None else {}
     for (nsid, fname), text in new.config.items():
         if nsid != sid or old.config.get((sid, fname)) == text or built_node is None:
             continue
-        built_field = facts.fields(dict(built_node)).get(fname)
+        built_field = built_fields.get(fname)
         template = facts.frontend_node(node).setdefault("template", {})
         if not isinstance(built_field, Mapping):
             continue
-        if isinstance(template.get(fname), dict):
-            template[fname]["value"] = copy.deepcopy(built_field.get("value"))
+        own = template.get(fname)
+        refreshed = refreshed or bool(built_field.get("real_time_refresh"))
+        refreshed = refreshed or (isinstance(own, dict) and bool(own.get("real_time_refresh")))
+        if isinstance(own, dict):
+            own["value"] = copy.deepcopy(built_field.get("value"))
         else:
             template[fname] = copy.deepcopy(dict(built_field))
         changed.append(fname)
+    if refreshed:
+        template = facts.frontend_node(node).setdefault("template", {})
+        for fname, built_field in built_fields.items():
+            if fname not in template and isinstance(built_field, Mapping):
+                template[fname] = copy.deepcopy(dict(built_field))
+                changed.append(fname)
     return changed
 
 
