@@ -532,33 +532,53 @@ def _bundle_entries(bundled: dict[str, Any]) -> dict[str, dict[str, Any]]:
     template made by ``create_component_template``), keyed by the name saved flows carry as their
     node type (the class's ``name``, lfx's ``legacy_name``: ``OpenAIModel``), which lfx's builder
     writes as ``data.type``.  Installed packages' code, like lfx's own; a bundle that fails to load
-    is left out (lfx logs it), as Langflow leaves it out of its palette."""
-    import contextlib
+    is left out (lfx logs it), as Langflow leaves it out of its palette.
+
+    lfx's ``build_custom_class`` copies every module a class's code imported into the globals of
+    ``lfx.custom.validate``, which every class made afterwards starts from: read here, in the
+    zygote, the bundles' imports (``json``...) would reach every component validated in its forked
+    children, and a component that uses ``json`` without importing it would pass.  Those globals
+    are put back as they were."""
     import logging
 
     found: dict[str, dict[str, Any]] = {}
     logging.disable(logging.WARNING)  # lfx's loader warns on stderr about bundles it skips
     try:
+        from lfx.custom import validate as lfx_validate
         from lfx.custom.utils import create_component_template
         from lfx.extension import load_installed_extensions
 
+        scope = vars(lfx_validate)
+        before = dict(scope)
         results = load_installed_extensions()
     except Exception:  # an lfx without extension bundles (before 1.10)
         return found
     finally:
         logging.disable(logging.NOTSET)
+    try:
+        _read_bundles(results, bundled, found, create_component_template)
+    finally:
+        for name in [n for n in scope if n not in before]:
+            del scope[name]
+        scope.update(before)
+    return found
+
+
+def _read_bundles(results: Any, bundled: dict[str, Any], found: dict[str, Any], make_template: Any) -> None:
+    """Each loaded bundle component's template into ``found`` (see ``_bundle_entries``)."""
+    import contextlib
+
     for result in results:
         for loaded in result.components:
             with contextlib.suppress(Exception):
                 instance = loaded.klass()
-                template, _ = create_component_template(component_extractor=instance, module_name=loaded.module_name)
+                template, _ = make_template(component_extractor=instance, module_name=loaded.module_name)
                 name = str(getattr(instance, "name", None) or loaded.class_name)
                 if name in bundled or name in found or not isinstance(template.get("template"), dict):
                     continue
                 template["category"] = str(result.bundle or "bundles")
                 template["namespaced_id"] = loaded.namespaced_id
                 found[name] = template
-    return found
 
 
 def _names(registry: dict[str, Any]) -> dict[str, list[str]]:
