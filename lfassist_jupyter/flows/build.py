@@ -397,7 +397,7 @@ def edit_flow(original: dict[str, Any], text: str, *, catalog: Catalog, repair: 
     built = build_flow(text, catalog=catalog, repair=repair)
     if built.flow is None:
         return built
-    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids, names)
+    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids, names, catalog.registry)
     errors = _edit_errors(built.errors, old_spec, built.spec, merged)
     update = {"flow": merged.flow, "node_ids": merged.node_ids, "errors": errors, "ok": not errors}
     return built.model_copy(update=update)

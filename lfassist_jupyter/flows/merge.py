@@ -349,11 +349,13 @@ def merge_flow(
     built: Mapping[str, Any],
     built_ids: Mapping[str, str],
     names: Mapping[str, set[str]] | None = None,
+    entries: Mapping[str, Mapping[str, object]] | None = None,
 ) -> Merged:
     """The original flow with the edit from ``old_spec`` to ``new_spec`` applied (see the module
     docstring); ``built`` is lfx's build of ``new_spec`` and ``built_ids`` its spec id -> node id.
     A node is kept when the new spec gives its spec id the same component, or one of ``names``
-    (spec id -> the names that still mean that node: ``node_names``)."""
+    (spec id -> the names that still mean that node: ``node_names``); ``entries`` (the catalogue's
+    templates) tell a field a refresh added from one the component has anyway."""
     old, new = read_spec(old_spec), read_spec(new_spec)
     out = copy.deepcopy(dict(original))
     data = facts.graph(out)
@@ -380,7 +382,8 @@ def merge_flow(
         if sid is None:
             nodes.append(node)  # a note, or what the spec never listed: untouched
         elif sid in kept:
-            changed = _apply_config(node, old, new, sid, built_nodes.get(built_ids.get(sid, "")))
+            built_node = built_nodes.get(built_ids.get(sid, ""))
+            changed = _apply_config(node, old, new, sid, built_node, entries or {})
             if changed:
                 merged.changed[node["id"]] = changed
             nodes.append(node)
@@ -408,14 +411,20 @@ def merge_flow(
 
 
 def _apply_config(
-    node: dict[str, Any], old: SpecParts, new: SpecParts, sid: str, built_node: Mapping[str, Any] | None
+    node: dict[str, Any],
+    old: SpecParts,
+    new: SpecParts,
+    sid: str,
+    built_node: Mapping[str, Any] | None,
+    entries: Mapping[str, Mapping[str, object]],
 ) -> list[str]:
     """Set on ``node`` the config values the edit changed (as lfx's build coerced them).
 
     A changed field with ``real_time_refresh`` is one whose new value reshapes the node's form
     (the component's ``update_build_config``, which the build ran in the sandbox, as Langflow's UI
-    runs it when the value changes): the fields that refresh added are added too.  The node's
-    other fields stay as they were."""
+    runs it when the value changes): the fields that refresh added -- in the build, and in neither
+    the node nor its component's catalogue template (a field today's component has and an old
+    export lacks is no refresh's) -- are added too.  The node's other fields stay as they were."""
     changed = []
     refreshed = False
     built_fields = facts.fields(dict(built_node)) if built_node is not None else {}
@@ -434,10 +443,12 @@ def _apply_config(
         else:
             template[fname] = copy.deepcopy(dict(built_field))
         changed.append(fname)
-    if refreshed:
+    if refreshed and built_node is not None:
         template = facts.frontend_node(node).setdefault("template", {})
+        own_kind = facts.registry_type(built_node)
+        defaults = facts.obj(facts.obj(entries.get(own_kind or "")).get("template"))
         for fname, built_field in built_fields.items():
-            if fname not in template and isinstance(built_field, Mapping):
+            if fname not in template and fname not in defaults and isinstance(built_field, Mapping):
                 template[fname] = copy.deepcopy(dict(built_field))
                 changed.append(fname)
     return changed
