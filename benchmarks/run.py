@@ -863,6 +863,20 @@ def time_to_provisioned_verdict() -> dict | None:
             "flow": flow.name.removesuffix(".json.gz")}  # fmt: skip
 
 
+def notebook_loop() -> dict | None:
+    """The notebook loop on the held-back half (``benchmarks/cell_loop.py``): load, one edit, the
+    inserted cell re-run in a fresh kernel, save; and each step's time, the real run of a saved
+    flow included.  ``LFASSIST_BENCH_NO_CORPUS=1`` skips it."""
+    if os.environ.get("LFASSIST_BENCH_NO_CORPUS"):
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import cell_loop
+
+    found = cell_loop.measure("held_back")
+    found["sentence"] = cell_loop.sentence_loop()
+    return found
+
+
 def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
     if not corpus:
         return []
@@ -983,6 +997,7 @@ def main() -> None:
     corpus = real_flows()
     starters_corpus = real_flows("starters")
     provision_timing = time_to_provisioned_verdict()
+    loop = notebook_loop()
 
     p50_floor = pct(floor, 50)
     rows = [
@@ -1139,6 +1154,10 @@ def main() -> None:
     rows += corpus_rows(corpus)
     rows += provision_rows(corpus, provision_timing) + provision_rows(starters_corpus, None)
     rows += persona_rows(persona)
+    if loop is not None:
+        import cell_loop
+
+        rows += cell_loop.rows(loop)
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  {'value':>10}  {'ratio':<26}  note")
     print("-" * (width + 56))
@@ -1157,7 +1176,7 @@ def main() -> None:
            "repairs": repairs, "held_back_mistakes": mistakes,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
            "real_flows": corpus, "own_server_calls": providers, "starters": starters_corpus,
-           "provision_timing": provision_timing, "jupyter_ai_persona": persona}  # fmt: skip
+           "provision_timing": provision_timing, "jupyter_ai_persona": persona, "notebook_loop": loop}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

@@ -264,6 +264,7 @@ def flow_message(
     error: str | None = None,
     steps: list[str] | None = None,
     reduced_isolation: str | None = None,
+    base: str | None = None,
 ) -> PanelMessage:
     """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it.
 
@@ -292,7 +293,7 @@ def flow_message(
         provision=plan.summary() if plan is not None and not plan.error else None,
         attempts=attempts,
         spec=spec or "",
-        cell=flow_cell_source(spec) if spec else None,
+        cell=flow_cell_source(spec, base) if spec else None,
         picture_html=flow_picture_html(flow),
         lines=lines,
         error=error or None,
@@ -309,8 +310,8 @@ def outcome_message(event: CompleteEvent, steps: list[str] | None = None) -> Pan
     A flow card keeps its flow JSON (``PanelMessage.flow``), never sent to a view."""
     data, outcome = event.data, event.outcome
     flow, spec = getattr(data, "flow", None), getattr(data, "spec", None)
-    if flow is not None or spec:
-        is_flow = outcome is not None and outcome.kind == "flow"
+    is_flow = outcome is not None and outcome.kind == "flow"
+    if flow is not None or spec or (is_flow and bool(data.validation_error)):  # a failed flow request says why
         return flow_message(
             flow=flow,
             spec=spec,
@@ -321,6 +322,7 @@ def outcome_message(event: CompleteEvent, steps: list[str] | None = None) -> Pan
             error=data.validation_error,
             steps=steps,
             reduced_isolation=outcome.reduced_isolation if is_flow else None,
+            base=outcome.base if is_flow else None,
         )
     if data.component_code:
         is_component = outcome is not None and outcome.kind == "component"
@@ -369,6 +371,7 @@ def turn_message(turn: Turn) -> PanelMessage:
             validated=turn.validated,
             attempts=turn.attempts,
             reduced_isolation=turn.reduced_isolation,
+            base=turn.base,
         )
     if turn.kind == "cancelled":
         return cancelled_message()
