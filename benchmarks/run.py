@@ -37,6 +37,9 @@ what is measured is our overhead, not a model's.
 - hostile input: the worst case of code extraction and of static validation over a set of
   1 MB adversarial replies, and the time to a clear error from a model server that accepts
   the connection and never answers, at the default settings (``LFASSIST_BENCH_NO_HANG=1`` skips it)
+- Jupyter AI: a chat message to the Langflow persona's first streamed write and to its validated card
+  in a real JupyterLab, beside the same request through the panel's engine (fake model;
+  ``LFASSIST_BENCH_NO_JUPYTER_AI=1`` skips it)
 """
 
 from __future__ import annotations
@@ -636,6 +639,79 @@ def own_server_rows(found: dict[str, dict]) -> list[tuple[str, str, str, str]]:
                 f"{r['listings']} list requests",
             )
         )
+
+
+def persona_latency(validator: SandboxValidator, n: int = 5) -> dict | None:
+    """Jupyter AI: ms from a chat message to the persona's first streamed write and to its
+    validated card, in a real JupyterLab over its chat WebSocket (each request in a new chat, after
+    one that warms the server's sandbox up), beside the same request through the panel's engine in
+    this process (``Assistant.stream``: its first event and its card), on the same fake model
+    server with the same replies.  ``LFASSIST_BENCH_NO_JUPYTER_AI=1`` skips it; so does a missing
+    ``jupyter-ai`` extra."""
+    if os.environ.get("LFASSIST_BENCH_NO_JUPYTER_AI"):
+        return None
+    try:
+        import jupyter_ai_persona_manager  # noqa: F401
+    except ImportError:
+        return None
+    import tempfile
+
+    from _support.components import intent
+    from _support.fakellm import FakeLLM, Reply
+    from _support.jupyterlab import ChatClient, lab_server
+
+    from lfassist_jupyter.providers import create_provider
+
+    card = "**UppercaseComponent** ✓ validated"
+    request = "a component that uppercases text"
+    out: dict[str, list[float]] = {"persona_first": [], "persona_card": [], "panel_first": [], "panel_card": []}
+    with FakeLLM() as llm, tempfile.TemporaryDirectory(prefix="lfassist-bench-lab-") as tmp:
+        root = Path(tmp)
+        with lab_server(root, llm.openai_base_url) as url:
+            for i in range(n + 1):
+                chat = ChatClient(url, f"bench-{i}.chat", root)
+                try:
+                    if i == 0:
+                        chat.personas()
+                    llm.queue(intent("generate_component", request), Reply(fenced(GOOD)))
+                    sent = chat.send(request)
+                    chat.reply(lambda body: card in body)
+                    times = [t for t, _ in chat.bodies() if t >= sent]
+                finally:
+                    chat.close()
+                if i:  # the first one started the server's sandbox
+                    out["persona_first"].append((times[0] - sent) * 1000)
+                    out["persona_card"].append((times[-1] - sent) * 1000)
+
+        async def panel() -> tuple[float, float]:
+            provider = create_provider("openai", api_key="bench-key-0123456789", base_url=llm.openai_base_url)
+            assistant = Assistant(provider=provider, validator=validator, session_store=False)
+            llm.queue(intent("generate_component", request), Reply(fenced(GOOD)))
+            t0 = time.perf_counter()
+            first = None
+            async for event in assistant.stream(request):
+                first = first if first is not None else time.perf_counter()
+                if event.event == "complete":
+                    assert event.data.validated, event.data.validation_error
+            return ((first or t0) - t0) * 1000, (time.perf_counter() - t0) * 1000
+
+        for i in range(n + 1):
+            first_ms, card_ms = asyncio.run(panel())
+            if i:  # the first one imported the provider's SDK
+                out["panel_first"].append(first_ms)
+                out["panel_card"].append(card_ms)
+    return out
+
+
+def persona_rows(latency: dict | None) -> list[tuple[str, str, str, str]]:
+    if latency is None:
+        return []
+    rows = []
+    for what, persona, panel in (("first streamed write", "persona_first", "panel_first"),
+                                 ("validated card", "persona_card", "panel_card")):  # fmt: skip
+        p, q = pct(latency[persona], 50), pct(latency[panel], 50)
+        rows.append((f"Jupyter AI persona: message to {what} p50", f"{p:.0f} ms",
+                     f"vs {q:.0f} ms the panel's engine", "real JupyterLab, fake model"))  # fmt: skip
     return rows
 
 
@@ -787,6 +863,20 @@ def time_to_provisioned_verdict() -> dict | None:
             "flow": flow.name.removesuffix(".json.gz")}  # fmt: skip
 
 
+def notebook_loop() -> dict | None:
+    """The notebook loop on the held-back half (``benchmarks/cell_loop.py``): load, one edit, the
+    inserted cell re-run in a fresh kernel, save; and each step's time, the real run of a saved
+    flow included.  ``LFASSIST_BENCH_NO_CORPUS=1`` skips it."""
+    if os.environ.get("LFASSIST_BENCH_NO_CORPUS"):
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import cell_loop
+
+    found = cell_loop.measure("held_back")
+    found["sentence"] = cell_loop.sentence_loop()
+    return found
+
+
 def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
     if not corpus:
         return []
@@ -897,6 +987,7 @@ def main() -> None:
     repairs = repair_savings(validator)
     mistakes = held_back_mistakes(validator)
     kernel = kernel_after_flow()
+    persona = persona_latency(validator)
     validator.close()
     reduced = reduced_warm(N)
     server, server_paced = langflow_server(N) or (None, None)
@@ -906,6 +997,7 @@ def main() -> None:
     corpus = real_flows()
     starters_corpus = real_flows("starters")
     provision_timing = time_to_provisioned_verdict()
+    loop = notebook_loop()
 
     p50_floor = pct(floor, 50)
     rows = [
@@ -1061,6 +1153,11 @@ def main() -> None:
         rows.append(("time to a clear error with a hung model server", f"{hang[0]:.1f} s", "defaults", "target < 60 s"))
     rows += corpus_rows(corpus)
     rows += provision_rows(corpus, provision_timing) + provision_rows(starters_corpus, None)
+    rows += persona_rows(persona)
+    if loop is not None:
+        import cell_loop
+
+        rows += cell_loop.rows(loop)
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  {'value':>10}  {'ratio':<26}  note")
     print("-" * (width + 56))
@@ -1079,7 +1176,7 @@ def main() -> None:
            "repairs": repairs, "held_back_mistakes": mistakes,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
            "real_flows": corpus, "own_server_calls": providers, "starters": starters_corpus,
-           "provision_timing": provision_timing}  # fmt: skip
+           "provision_timing": provision_timing, "jupyter_ai_persona": persona, "notebook_loop": loop}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

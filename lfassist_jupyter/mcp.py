@@ -38,7 +38,7 @@ this project's sandbox (a fresh confined child per request), never in the server
 Nothing is written to stdout but the protocol: the process's own fd 1 is pointed at stderr
 once the transport holds the real one, so a stray print, or a child process that inherited
 it, cannot corrupt the stream. The modules the tools use are imported before the server answers
-(``_import_tools``): imported lazily, the first tool call raced the sandbox's warm-up thread for
+(``import_tool_modules``): imported lazily, the first tool call raced the sandbox's warm-up thread for
 ``lfassist_jupyter.validation`` and answered ``KeyError``. A bug of ours is one line for the agent
 and a redacted traceback on stderr.
 """
@@ -48,6 +48,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import contextvars
+import functools
+import inspect
 import json
 import logging
 import os
@@ -56,7 +59,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.fastmcp import Context, FastMCP  # the official MCP SDK (not this module)
+from mcp.server.fastmcp import FastMCP  # the official MCP SDK (not this module)
 from mcp.server.fastmcp.exceptions import ToolError
 
 from lfassist_jupyter.providers.table import setup_variables
@@ -187,6 +190,13 @@ def _inside(root: Path, path: Any, what: str, *, folder: Path | None = None) -> 
     return target
 
 
+def flow_file(root: str | Path, name: str) -> Path:
+    """Where a flow file named ``name`` lives under ``root``: ``<root>/flows/<name>.json``, by the
+    rules ``save_flow`` applies (no hidden part, nothing out of the folder); ``ToolFailure``, one
+    line, else.  The persona's ``/save`` writes there too."""
+    return _flow_path(Path(root).expanduser().resolve(), name)
+
+
 def _flow_path(root: Path, path: Any, what: str = "path") -> Path:
     """A flow file's place: in ``<root>/flows/`` (``qa``, ``flows/qa.json`` and the absolute path
     all name ``<root>/flows/qa.json``), with ``.json`` added, by ``_inside``'s rules."""
@@ -232,10 +242,21 @@ def _without_keys(tree: Any) -> Any:
     return out
 
 
-async def _progress(ctx: Context, done: float, total: float | None, message: str) -> None:
+Reporter = Callable[[float, "float | None", str], Awaitable[None]]
+"""Sends one progress notification of the request being answered (its MCP server's own call)."""
+
+_reporter: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar("lfassist_mcp_reporter", default=None)
+"""The progress channel of the tool call in flight, set by the server that serves it (``serve_tool``):
+the tools are written once and served by two MCP servers, each with its own context object."""
+
+
+async def _progress(done: float, total: float | None, message: str) -> None:
     """One MCP progress notification (sent only when the client asked, with a progress token)."""
+    report = _reporter.get()
+    if report is None:
+        return
     with contextlib.suppress(Exception):  # a client that went away: the tool still answers
-        await ctx.report_progress(done, total, message)
+        await report(done, total, message)
 
 
 def _outgoing(the_flow: dict[str, Any], what: str) -> None:
@@ -252,17 +273,37 @@ def _outgoing(the_flow: dict[str, Any], what: str) -> None:
         raise ToolFailure(f"{problem}; {what}.")
 
 
-Register = Callable[[Callable[..., Awaitable[Any]]], Any]
-"""Registers a tool function on the server (what ``_registrar`` returns)."""
+Tool = Callable[..., Awaitable[Any]]
+Register = Callable[[Tool], Any]
+"""Collects a tool function (what ``tools`` hands each group)."""
+
+
+def tools(root: str | Path | None = None, *, max_retries: int | None = None) -> list[Tool]:
+    """The tools, defined once for every MCP server that serves them: this module's stdio server
+    (``build_server``) and Jupyter's own (``jupyter_ai/tools.py``, through jupyter-server-mcp's
+    entry point). Each is an async function whose name, arguments and docstring are the tool's; it
+    answers a typed result or raises ``ToolFailure``/``LfAssistError``, and reports progress
+    through ``_progress``. A server serves each through ``serve_tool`` (redacted JSON, one-line
+    errors). Files are written and read under ``root`` only; the register tools are there only
+    when ``LANGFLOW_URL`` is set (the gate)."""
+    base = Path(root or os.getcwd()).expanduser().resolve()
+    found: list[Tool] = []
+
+    def tool(fn: Tool) -> Tool:
+        found.append(fn)
+        return fn
+
+    _component_tools(tool, max_retries, base)
+    _flow_tools(tool)
+    _file_tools(tool, base)
+    if os.environ.get("LANGFLOW_URL"):
+        _langflow_tools(tool)
+    return found
 
 
 def build_server(root: str | Path | None = None, *, max_retries: int | None = None) -> FastMCP:
-    """The MCP server with its tools (register tools only when ``LANGFLOW_URL`` is set).
-
-    The tools come in groups, each registered by a function of its own (``_component_tools``,
-    ``_flow_tools``, ``_file_tools``, ``_langflow_tools``) through one decorator (``_registrar``):
-    the order here is the order ``list_tools`` answers."""
-    base = Path(root or os.getcwd()).expanduser().resolve()
+    """The MCP server with its tools (``tools``: register tools only when ``LANGFLOW_URL`` is set),
+    in the order ``list_tools`` answers."""
     server = FastMCP(
         NAME,
         instructions=(
@@ -273,43 +314,69 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
             "a pip-installable Langflow extension of validated components."
         ),
     )
-    tool = _registrar(server)
-    _component_tools(tool, max_retries, base)
-    _flow_tools(tool)
-    _file_tools(tool, base)
-    if os.environ.get("LANGFLOW_URL"):
-        _langflow_tools(tool)
+    for fn in tools(root, max_retries=max_retries):
+        # The docstring without its indentation, as Jupyter's MCP server (FastMCP 3) gives it: the
+        # SDK's FastMCP would send the source's indentation to the agent.
+        description = inspect.cleandoc(fn.__doc__ or "")
+        server.tool(description=description)(serve_tool(fn, ToolError, lambda: server.get_context().report_progress))
     return server
 
 
-def _registrar(server: FastMCP) -> Register:
-    """The decorator that registers a tool on ``server``: its answer redacted JSON, every failure
-    one redacted line.  Name, arguments and description are the function's own."""
-    import functools
+def serve_tool(
+    fn: Tool,
+    error: type[Exception],
+    reporter: Callable[[], Reporter | None],
+    *,
+    engine: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> Tool:
+    """``fn`` as an MCP server serves it: its answer redacted JSON, every failure one redacted line
+    raised as that server's ``error`` (its ``ToolError``), progress sent through ``reporter()``
+    (the call's own channel, read when the call starts).  Name, arguments and description are the
+    function's own (``functools.wraps``: a server reads them through ``__wrapped__``).
 
-    def tool(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        @functools.wraps(fn)
-        async def wrapped(*args: Any, **kwargs: Any) -> dict[str, Any]:
-            from lfassist_jupyter.artifacts.flow import one_line
-            from lfassist_jupyter.errors import LfAssistError
-            from lfassist_jupyter.redaction import redact_text
+    ``engine``: the loop the tool runs on, when not the server's own (a server that shares its loop
+    with more than MCP, as Jupyter's does: the assistant's work never holds that loop); progress
+    then goes back to the server's loop, where its channel lives."""
 
-            try:
+    @functools.wraps(fn)
+    async def wrapped(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        from lfassist_jupyter.artifacts.flow import one_line
+        from lfassist_jupyter.errors import LfAssistError
+        from lfassist_jupyter.redaction import redact_text
+
+        try:
+            report = reporter()
+        except Exception:  # no request context (a direct call): no progress, the tool still answers
+            report = None
+        if engine is not None and report is not None:
+            report = _from_another_loop(report, asyncio.get_running_loop())
+        token = _reporter.set(report)
+        try:
+            if engine is None:
                 return _clean(await fn(*args, **kwargs))
-            except (ToolFailure, LfAssistError) as exc:
-                raise ToolError(one_line(redact_text(str(exc)), 2000)) from None
-            except Exception as exc:  # a bug of ours: one line for the agent, the traceback logged
-                import traceback
+            # The context (the reporter) travels with the coroutine: run_coroutine_threadsafe copies it.
+            return _clean(await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), engine())))
+        except (ToolFailure, LfAssistError) as exc:
+            raise error(one_line(redact_text(str(exc)), 2000)) from None
+        except Exception as exc:  # a bug of ours: one line for the agent, the traceback logged
+            import traceback
 
-                log.error("%s failed:\n%s", fn.__name__, redact_text(traceback.format_exc()))
-                said = one_line(f"{type(exc).__name__}: {exc}", 500)
-                raise ToolError(
-                    redact_text(f"{said} (a bug of the lfassist server; its log has the details)")
-                ) from None
+            log.error("%s failed:\n%s", fn.__name__, redact_text(traceback.format_exc()))
+            said = one_line(f"{type(exc).__name__}: {exc}", 500)
+            raise error(redact_text(f"{said} (a bug of the lfassist server; its log has the details)")) from None
+        finally:
+            _reporter.reset(token)
 
-        return server.tool()(wrapped)
+    return wrapped
 
-    return tool
+
+def _from_another_loop(report: Reporter, home: asyncio.AbstractEventLoop) -> Reporter:
+    """``report`` (bound to the loop ``home``) callable from a tool running on another loop."""
+
+    async def hop(done: float, total: float | None, message: str) -> None:
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(report(done, total, message), home))
+
+    return hop
 
 
 def _sandbox() -> SandboxValidator:
@@ -367,7 +434,7 @@ def _component_tools(tool: Register, max_retries: int | None, base: Path) -> Non
 
     @tool
     async def generate_component(
-        ctx: Context, request: str, max_attempts: int | None = None, new_conversation: bool = False
+        request: str, max_attempts: int | None = None, new_conversation: bool = False
     ) -> dict[str, Any]:
         """Write a Langflow custom component from a plain-language request with the configured model
         provider, validate it in the sandbox (lfx builds it, every output is called with sample
@@ -399,7 +466,7 @@ def _component_tools(tool: Register, max_retries: int | None, base: Path) -> Non
                 if event.event == "progress":
                     done += 1
                     label = f"{step_label(event.step, event.reduced_isolation)} ({event.attempt}/{event.max_attempts})"
-                    await _progress(ctx, done, None, label)
+                    await _progress(done, None, label)
                 elif event.event == "complete":
                     outcome = event.outcome
                 elif event.event in ("error", "cancelled"):
@@ -409,9 +476,7 @@ def _component_tools(tool: Register, max_retries: int | None, base: Path) -> Non
         return {"status": "complete", **outcome.model_dump(mode="json")}
 
     @tool
-    async def validate_component(
-        ctx: Context, code: str, smoke: bool = True, security: str = "reject"
-    ) -> dict[str, Any]:
+    async def validate_component(code: str, smoke: bool = True, security: str = "reject") -> dict[str, Any]:
         """Validate Langflow component code: static and security checks, then lfx builds it as
         Langflow's POST /api/v1/custom_component does and (smoke) every output is called with typed
         sample inputs, in a fresh sandboxed process. Returns the ValidationReport: is_valid, phase,
@@ -422,12 +487,12 @@ def _component_tools(tool: Register, max_retries: int | None, base: Path) -> Non
         _text(code, "code", MAX_CODE)
         if security not in ("reject", "report", "off"):
             raise ToolFailure(f"security must be reject, report or off, not {security[:40]!r}.")
-        await _progress(ctx, 0, 1, "Validating in the sandbox")
+        await _progress(0, 1, "Validating in the sandbox")
         report = await avalidate_component(code, smoke=bool(smoke), security=security, validator=_sandbox())
         from lfassist_jupyter.core.events import step_label
 
         said = step_label("validated", report.reduced_isolation) if report.is_valid else "Validation failed"
-        await _progress(ctx, 1, 1, said)
+        await _progress(1, 1, said)
         return report
 
 
@@ -435,7 +500,7 @@ def _flow_tools(tool: Register) -> None:
     """``build_flow``, ``validate_flow`` and ``probe_run_flow``: flows in the sandbox, nothing written."""
 
     @tool
-    async def build_flow(ctx: Context, spec: str) -> dict[str, Any]:
+    async def build_flow(spec: str) -> dict[str, Any]:
         """Build Langflow flow JSON from lfx's compact spec (name:, nodes: ID: ComponentType, edges:
         A.output -> B.input, config: B.field: value) with lfx's own builder in the sandbox, repair
         wiring mistakes deterministically, and validate it. Returns {flow, spec, ok, errors,
@@ -444,13 +509,13 @@ def _flow_tools(tool: Register) -> None:
         from lfassist_jupyter.flows import validate_flow
 
         _text(spec, "spec", MAX_SPEC)
-        await _progress(ctx, 0, 2, "Building the flow")
+        await _progress(0, 2, "Building the flow")
         catalog = await asyncio.to_thread(_catalog)
         built = await asyncio.to_thread(lambda: build(spec, catalog=catalog))
-        await _progress(ctx, 1, 2, "Validating the flow")
+        await _progress(1, 2, "Validating the flow")
         flow = built.flow
         report = await asyncio.to_thread(lambda: validate_flow(flow, catalog=catalog)) if flow is not None else None
-        await _progress(ctx, 2, 2, "Flow built" if built.ok else "Flow has problems")
+        await _progress(2, 2, "Flow built" if built.ok else "Flow has problems")
         return {**built.model_dump(mode="json"), "report": report.model_dump(mode="json") if report else None}
 
     @tool
@@ -471,15 +536,15 @@ def _flow_tools(tool: Register) -> None:
         )
 
     @tool
-    async def probe_run_flow(ctx: Context, flow: dict[str, Any] | str, input_text: str = "hello") -> dict[str, Any]:
+    async def probe_run_flow(flow: dict[str, Any] | str, input_text: str = "hello") -> dict[str, Any]:
         """Probe-run a flow in the sandbox on input_text with lfx's own runner: model and keyed-API
         nodes are replaced by deterministic stubs (no keys, no network). Returns the FlowRun: ok,
         text (the chat output), outputs, stubbed, error."""
         the_flow = _flow(flow)
         _text(input_text, "input_text", MAX_TEXT, empty=True)
-        await _progress(ctx, 0, 1, "Probe run")
+        await _progress(0, 1, "Probe run")
         run = await asyncio.to_thread(_sandbox().probe_run, the_flow, input_text)
-        await _progress(ctx, 1, 1, "Probe run done" if run.ok else "Probe run failed")
+        await _progress(1, 1, "Probe run done" if run.ok else "Probe run failed")
         return run
 
 
@@ -505,9 +570,7 @@ def _file_tools(tool: Register, base: Path) -> None:
         return {"path": str(saved.path), "id": saved.id, "id_source": saved.id_source}
 
     @tool
-    async def export_extension(
-        ctx: Context, components: list[str], directory: str, name: str | None = None
-    ) -> dict[str, Any]:
+    async def export_extension(components: list[str], directory: str, name: str | None = None) -> dict[str, Any]:
         """Export component code as a Langflow 1.13 extension bundle (the layout `lfx extension init`
         makes: extension.json, components/, tests/ with a test per component from its smoke run,
         pyproject.toml) in directory (relative to the server's root). Each component is validated
@@ -527,9 +590,9 @@ def _file_tools(tool: Register, base: Path) -> None:
             raise ToolFailure(f"directory {directory!r} is in the flows folder {base / FLOWS}; choose another.")
         if name is not None:
             _text(name, "name", 200)
-        await _progress(ctx, 0, 1, f"Validating {len(components)} component(s) and writing the bundle")
+        await _progress(0, 1, f"Validating {len(components)} component(s) and writing the bundle")
         exported = await aexport_extension(target, components, name=name, validator=_sandbox())
-        await _progress(ctx, 1, 1, "Exported")
+        await _progress(1, 1, "Exported")
         return {**vars(exported), "path": str(exported.path), "files": [str(f) for f in exported.files]}
 
 
@@ -721,7 +784,7 @@ TOOL_MODULES = (
 a function, a test checks it), and the few those import on first use."""
 
 
-def _import_tools() -> None:
+def import_tool_modules() -> None:
     """Import what the tools need before the server answers anything: the first tool call, left
     to import lazily on the event loop, raced the warm-up thread importing the sandbox client.
     Two threads entering ``lfassist_jupyter.validation`` and its ``static`` module from opposite
@@ -734,7 +797,7 @@ def _import_tools() -> None:
         importlib.import_module(name)
 
 
-def _warm_up() -> None:
+def warm_up_sandbox() -> None:
     """Start the sandbox while the client connects: the first validation does not wait for lfx."""
     import threading
 
@@ -800,8 +863,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     server = build_server(root, max_retries=args.max_retries)
     _redact_logs()
-    _import_tools()
-    _warm_up()
+    import_tool_modules()
+    warm_up_sandbox()
     import anyio
 
     with contextlib.suppress(KeyboardInterrupt):

@@ -71,7 +71,13 @@ class FlowSandbox(Protocol):
     the kernel's)."""
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
-        """lfx's bundled components, ``{type: node template}`` (cached by the sandbox)."""
+        """lfx's bundled components and the installed extension bundles', ``{type: node
+        template}`` (cached by the sandbox)."""
+        ...
+
+    def flow_names(self) -> dict[str, list[str]]:
+        """Every other name lfx knows a catalogue entry by (display and class names, the names of
+        earlier Langflow versions, its migration table) -> the entries it may mean."""
         ...
 
     def component_template(

@@ -209,7 +209,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         names = getattr(item, "fixturenames", ())
         if item.get_closest_marker("langflow") or "langflow_server" in names:
             group = "langflow"
-        elif item.get_closest_marker("browser"):
+        elif item.get_closest_marker("browser") or "lab" in names:  # tests/e2e's one JupyterLab
             group = "browser"
         else:
             group = item.nodeid.split("::")[0]

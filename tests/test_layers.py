@@ -60,6 +60,15 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+SHARED_VIEW_PARTS = ("lfassist_jupyter.ui.workspace", "lfassist_jupyter.ui.messages", "lfassist_jupyter.ui.render")
+"""What the Jupyter AI view (``jupyter_ai/``) may use of ``ui/``: the workspace and the cards the views
+share, never a kernel's view (the magics, the panel, the dock)."""
+
+
+def _shared_part(name: str) -> bool:
+    return any(name == part or name.startswith(part + ".") for part in SHARED_VIEW_PARTS)
+
+
 def test_no_module_outside_ui_imports_the_views():
     allowed = {PACKAGE / "__init__.py", PACKAGE / "magics.py"}  # the root; the 0.1.0 shim (being deleted)
     offenders = [
@@ -68,8 +77,59 @@ def test_no_module_outside_ui_imports_the_views():
         if "ui" not in path.relative_to(PACKAGE).parts[:1] and path not in allowed
         for line, name in _imports(path)
         if name == "lfassist_jupyter.ui" or name.startswith("lfassist_jupyter.ui.")
+        if not (path.relative_to(PACKAGE).parts[0] == "jupyter_ai" and _shared_part(name))
     ]
     assert offenders == []
+
+
+def test_the_jupyter_ai_view_uses_only_the_shared_parts_of_ui():
+    """The control for the exception above: the persona reaching the panel is an offender."""
+    assert _shared_part("lfassist_jupyter.ui.workspace") and _shared_part("lfassist_jupyter.ui.render.markdown")
+    assert not _shared_part("lfassist_jupyter.ui.panel") and not _shared_part("lfassist_jupyter.ui.workspaces")
+
+
+def _lint(tmp_path: Path, contract: str, files: dict[str, str]) -> subprocess.CompletedProcess:
+    """``lint-imports`` with one contract of ``.importlinter``, copied as it is, over a small stand-in
+    of the package (``files``: path -> source), so a control runs the real contract in a second."""
+    config = configparser.ConfigParser(inline_comment_prefixes=None, comment_prefixes=(";", "#"))
+    config.read(ROOT / ".importlinter")
+    lines = ["[importlinter]", "root_package = lfassist_jupyter", "include_external_packages = True", ""]
+    lines += [f"[importlinter:contract:{contract}]"]
+    section = config[f"importlinter:contract:{contract}"]
+    lines += [f"{key} = {value}".replace("\n", "\n    ") for key, value in section.items()]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / ".importlinter").write_text("\n".join(lines) + "\n")
+    for relative, source in files.items():
+        target = tmp_path / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(source)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_jupyter_ai_contract_catches_the_core_importing_jupyter_ai(tmp_path):
+    """The control: the contract as written in .importlinter fails a core module that imports
+    Jupyter AI's persona manager, and passes the same package when only the view imports it."""
+    package = {
+        f"lfassist_jupyter/{name}/__init__.py": ""
+        for name in ("artifacts", "core", "errors", "eval", "flows", "langflow", "mcp", "metrics", "ports",
+                     "providers", "redaction", "runtime", "sandbox", "settings", "ui", "validation", "jupyter_ai")
+    }  # fmt: skip
+    package["lfassist_jupyter/__init__.py"] = ""
+    package["lfassist_jupyter/jupyter_ai/persona.py"] = "import jupyter_ai_persona_manager\nimport jupyterlab_chat\n"
+    package["lfassist_jupyter/core/uses.py"] = "import jupyterlab_chat\n"
+    clean = _lint(tmp_path / "clean", "jupyter-ai", {**package, "lfassist_jupyter/core/uses.py": "import json\n"})
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    broken = _lint(tmp_path / "broken", "jupyter-ai", {**package, "lfassist_jupyter/core/assistant.py": (
+        "from jupyter_ai_persona_manager import BasePersona\n")})  # fmt: skip
+    assert broken.returncode != 0
+    assert "lfassist_jupyter.core.assistant -> jupyter_ai_persona_manager" in broken.stdout
 
 
 def test_the_check_sees_every_kind_of_import(tmp_path, monkeypatch):

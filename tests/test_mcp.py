@@ -554,7 +554,7 @@ class Pause:
 
 if sys.argv[1] == "fixed":
     import lfassist_jupyter.mcp
-    lfassist_jupyter.mcp._import_tools()  # what the server does before it answers
+    lfassist_jupyter.mcp.import_tool_modules()  # what the server does before it answers
 sys.meta_path.insert(0, Pause())
 errors = []
 def warm_up():

@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,6 +271,7 @@ class Assistant:
             templates=self._templates,
             current_flow=last.flow if last else None,
             current_spec=last.content if last else None,
+            base=last.base if last else None,
             flows=self._session_flows(),
             library=_library(resolved.langflow),
             flow_model=self.flow_model,
@@ -357,21 +358,29 @@ class Assistant:
         ``flow`` is Langflow flow JSON (a dict or its text), a path to a ``.json`` file, or
         spec text. Returns the flow JSON. Raises ``ConfigError`` with the reason when it is
         none of these or cannot be built; the session is unchanged then.
+
+        The flow's file is remembered (``Turn.base``): every edit of the flow is its spec applied
+        to that file's flow (``flows.apply_spec``), as the inserted ``%%assist_flow --edit FILE``
+        cell does, so the cell reproduces the card in any kernel.  Flow JSON from elsewhere is
+        kept as a file in the data folder for the same reason; a spec needs none.
         """
-        from lfassist_jupyter.core.flow.pipeline import custom_templates, without_secrets
+        from lfassist_jupyter.core.flow.pipeline import custom_templates
         from lfassist_jupyter.errors import ConfigError
         from lfassist_jupyter.flows import FlowSpecError, build_flow, default_catalog, flow_to_spec
-        from lfassist_jupyter.flows.load import is_flow_path, read_flow_file, require_flow
+        from lfassist_jupyter.flows.load import is_flow_path, read_flow_file, require_flow, without_secrets
 
         data: Any = flow
+        base = None
         if is_flow_path(flow):
             data = read_flow_file(flow)  # FlowFileError (a ConfigError): one line naming what is wrong
+            base = str(Path(flow).expanduser().resolve())  # the file an edit of it is applied to
         elif isinstance(flow, str) and flow.lstrip().startswith("{"):
             try:
                 data = json.loads(flow)
             except (ValueError, RecursionError) as exc:
                 raise ConfigError(f"The flow is not valid JSON: {exc}") from exc
         catalog = default_catalog(self.sandbox)  # the sandbox that builds and runs flows gives it
+        built_from_spec = isinstance(data, str)
         if isinstance(data, str):
             try:
                 built = build_flow(data, catalog=catalog)
@@ -382,6 +391,8 @@ class Assistant:
             data = built.flow
         require_flow(data)
         data = without_secrets(data)  # the session is written to disk: no key goes with it
+        if base is None and not built_from_spec:
+            base = self._keep_copy(data)  # a Langflow's flow, or JSON: edits apply to this copy
         for name, template in custom_templates(data).items():
             if name not in catalog:
                 catalog.add(name, template)
@@ -391,10 +402,44 @@ class Assistant:
             window=self.history_window,
         )
         self.session.add(
-            Turn(role="assistant", content=spec, kind="flow", flow=data, validated=None), window=self.history_window
+            Turn(role="assistant", content=spec, kind="flow", flow=data, validated=None, base=base),
+            window=self.history_window,
         )
         self._save_session()
         return data
+
+    def _base_of_generated(self, flow: dict[str, object]) -> str | None:
+        """A flow built from its spec that holds components its spec alone cannot make anywhere
+        else (a component this conversation generated, one of a connected Langflow: custom code)
+        is kept as a file (``_keep_copy``), so the inserted cell names it (``--edit``) and a fresh
+        kernel, which lacks those components, makes the same flow; None for a flow of lfx's
+        components only (its spec alone makes it)."""
+        from lfassist_jupyter.core.flow.pipeline import custom_templates
+        from lfassist_jupyter.flows.load import without_secrets
+
+        return self._keep_copy(without_secrets(flow)) if custom_templates(flow) else None
+
+    def _keep_copy(self, flow: Mapping[str, object]) -> str | None:
+        """A loaded flow that came from no file (a Langflow server's, JSON given in code) written to
+        ``<data dir>/flows/``, so its edits are applied to it as to a file of the user's, and the
+        inserted cell can name it (``--edit``); None when it cannot be written (the edits are then
+        applied to the conversation's copy of the flow, and a cell holds the spec alone)."""
+        import hashlib
+        import re
+
+        from lfassist_jupyter.core.datadir import default_data_dir, write_atomic
+
+        store = self.session_store
+        root = store.directory.parent if store else default_data_dir()
+        text = json.dumps(flow, ensure_ascii=False, indent=1)
+        stem = re.sub(r"[^\w.-]+", "-", str(flow.get("name") or "flow")).strip("-.")[:60] or "flow"
+        path = root / "flows" / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+        try:
+            write_atomic(path, text)
+        except (OSError, ValueError) as exc:
+            log.warning("The loaded flow could not be kept in %s: %s", path.parent, exc)
+            return None
+        return str(path.resolve())
 
     def undo(self) -> str:
         """Restore the flow before the last edit (the restore point every edit keeps); the
@@ -687,6 +732,8 @@ class Assistant:
     def _finish(self, outcome: Outcome, job: _Job, *, remember: bool = True) -> None:
         """The assistant's turn written and saved (saved before "complete", so a failure to save can
         be told), then the ``complete`` event and the log line."""
+        if isinstance(outcome, FlowOutcome) and outcome.flow is not None and outcome.base is None:
+            outcome.base = self._base_of_generated(outcome.flow)
         if remember:
             self._record(self.session, outcome)
             if unsaved := self._save_session():
@@ -715,13 +762,14 @@ class Assistant:
             else:  # the provider failed before any code: nothing was said
                 return
         elif isinstance(outcome, FlowOutcome) and outcome.flow is not None and outcome.spec:
-            from lfassist_jupyter.core.flow.pipeline import without_secrets
+            from lfassist_jupyter.flows.load import without_secrets
 
             turn = Turn(
                 role="assistant",
                 content=outcome.spec,
                 kind="flow",
                 flow=without_secrets(outcome.flow),
+                base=outcome.base,
                 validated=outcome.validated,
                 attempts=outcome.attempts,
                 reduced_isolation=outcome.reduced_isolation if outcome.validated else None,

@@ -130,6 +130,10 @@ class FlowOutcome(_Outcome):
     reused: dict[str, Any] | None = None
     """The existing flow this one started from (reuse before generate): ``{name, where, inputs}``,
     ``inputs`` being the values taken from the request and put into the flow."""
+    base: str | None = None
+    """The flow file this flow is ``spec`` applied to (``flows.apply_spec``): the file a loaded flow
+    came from, which the inserted ``%%assist_flow --edit FILE`` cell names; None when ``spec``
+    alone builds it."""
 
     @property
     def needs(self) -> list[Any]:

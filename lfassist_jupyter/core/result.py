@@ -55,6 +55,8 @@ class AssistResult:
     """A flow result's probe run (``ok``, ``text``, ``stubbed``...)."""
     flow_report: FlowReport | None = field(default=None, repr=False)
     """A flow result's ``validate_flow`` report (errors and ``needs``)."""
+    flow_base: str | None = None
+    """A flow result's file: the flow file its spec is applied to (a loaded flow's), or None."""
     _registered: RegisteredComponent | None = field(default=None, init=False, repr=False)
 
     @property
@@ -158,6 +160,7 @@ class ResultBuilder:
             self._r.report = outcome.report
         elif isinstance(outcome, FlowOutcome):
             self._r.flow_report = outcome.report
+            self._r.flow_base = outcome.base
             made = [c for c in outcome.components if c.code]
             if len(made) == 1:
                 self._r.code, self._r.class_name = made[0].code, made[0].class_name

@@ -68,6 +68,10 @@ class Turn:
     """Why the sandbox that validated this turn's component or flow had reduced isolation (no
     OS-level layer), so a restored card says "validated (reduced isolation: ...)" as the live one
     did; None under full isolation, and in session files written before it was recorded."""
+    base: str | None = None
+    """A flow turn's file: the flow file it edits (loaded with ``%assist flow load FILE``, then
+    edited), whose flow ``content`` is applied to (``flows.apply_spec``); None for a flow built
+    from its spec alone.  The inserted ``%%assist_flow --edit FILE`` cell names it."""
 
 
 @dataclass
@@ -102,7 +106,12 @@ class Session:
         if turn.kind == "flow":
             previous = self.last_flow
             if previous is not None:
-                point = {"version": self.flow_version or 1, "spec": previous.content, "flow": previous.flow}
+                point = {
+                    "version": self.flow_version or 1,
+                    "spec": previous.content,
+                    "flow": previous.flow,
+                    "base": previous.base,
+                }
                 said = {"validated": previous.validated, "reduced_isolation": previous.reduced_isolation}
                 self.restore_points = [*self.restore_points, {**point, **said}]
                 self.restore_points = self.restore_points[-MAX_RESTORE_POINTS:]
@@ -131,6 +140,7 @@ class Session:
             flow=point.get("flow"),
             validated=point.get("validated"),
             reduced_isolation=point.get("reduced_isolation"),
+            base=point.get("base"),
         )
         self.turns.append(turn)
         self.updated = time.time()
@@ -221,6 +231,7 @@ class _TurnFile(BaseModel):
     attempts: int | None = None
     flow: dict[str, Any] | None = None  # a flow turn's Langflow JSON: data, shown as stored, never rebuilt
     reduced_isolation: str | None = Field(default=None, max_length=500)  # absent in older files
+    base: str | None = Field(default=None, max_length=4096)  # a path; absent in older files
 
     _flow_shape = field_validator("flow")(_flow_of_shape)
 
@@ -234,6 +245,7 @@ class _RestorePointFile(BaseModel):
     flow: dict[str, Any] | None = None
     validated: bool | None = None
     reduced_isolation: str | None = Field(default=None, max_length=500)
+    base: str | None = Field(default=None, max_length=4096)
 
     _flow_shape = field_validator("flow")(_flow_of_shape)
 

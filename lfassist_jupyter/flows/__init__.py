@@ -20,6 +20,7 @@ Public API::
     edit_flow(original, text, *, catalog) -> BuildResult              # an edited spec applied to the flow's JSON
     validate_flow(flow, *, catalog) -> FlowReport                     # dict, path or spec text
     repair_flow(flow, *, catalog) -> RepairResult                     # deterministic repairs of flow JSON
+    apply_spec(text, *, catalog, base=None) -> BuildResult          # built, or applied to the flow file `base`
     run_flow_for_real(flow, text, *, catalog, env=None, allow_hosts=(), timeout=300) -> RealRun
 """
 
@@ -41,6 +42,7 @@ __all__ = [
     "FlowSpecError",
     "Need",
     "RepairResult",
+    "apply_spec",
     "build_flow",
     "default_catalog",
     "edit_flow",
@@ -55,6 +57,7 @@ _LAZY = {
     "Catalog": "catalog",
     "default_catalog": "catalog",
     "build_flow": "build",
+    "apply_spec": "build",
     "extract_spec": "spec_text",
     "flow_to_spec": "build",
     "edit_flow": "build",

@@ -19,18 +19,38 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 from typing import Any, get_args
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable, spec_scalar
 
 from .catalog import Catalog
-from .load import require_flow
-from .merge import components, merge_flow, spec_ids, spec_kinds
+from .load import base_flow, require_flow
+from .merge import (
+    Merged,
+    components,
+    merge_flow,
+    node_id_for,
+    node_names,
+    read_spec,
+    rename_nodes,
+    spec_ids,
+    spec_kinds,
+)
 from .results import BuildResult, Change, ErrorCode, FlowProblem
 from .spec_text import extract_spec, spec_nodes
 
-__all__ = ["VARIABLE_REF", "build_flow", "extract_spec", "flow_to_spec", "is_key_field", "name_variable"]
+__all__ = [
+    "VARIABLE_REF",
+    "apply_spec",
+    "build_flow",
+    "edit_flow",
+    "extract_spec",
+    "flow_to_spec",
+    "is_key_field",
+    "name_variable",
+]
 
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)
 _ERROR_CODES = set(get_args(ErrorCode))
@@ -48,6 +68,7 @@ def build_flow(text: str, *, catalog: Catalog, repair: bool = True) -> BuildResu
     (``lfassist_jupyter.build_flow`` is this over the shared sandbox's catalogue.)
     """
     spec_text = extract_spec(text)
+    spec_text, renamed = _known_names(spec_text, catalog)
     sandbox = catalog.sandbox
     if sandbox is None:
         error = FlowProblem(code="structure", message="The flow could not be built: its catalogue has no sandbox.")
@@ -79,11 +100,14 @@ def build_flow(text: str, *, catalog: Catalog, repair: bool = True) -> BuildResu
     changes = [Change.model_validate(c.model_dump()) for c in answer.changes if c.kind in kinds]
     if control is not None:
         changes[:0], errors[:0] = control.changes, control.errors
+    changes[:0] = renamed
     # This build ran no code but lfx's own (custom refreshes ran before, on their own): what the
     # sandbox refused here is lfx's doing, said but not held against the flow.
     refused = [f"The sandbox refused `{r.get('what')}` while lfx built the flow." for r in answer.refused[:3]]
+    node_ids = dict(answer.node_ids)
     if isinstance(answer.flow, dict):
         answer.flow.pop("id", None)  # the builder's is a new UUID per build, not an identity
+        node_ids = _settle_ids(answer.flow, node_ids)
     return BuildResult(
         ok=answer.ok and not errors and answer.flow is not None,
         flow=answer.flow,
@@ -91,8 +115,43 @@ def build_flow(text: str, *, catalog: Catalog, repair: bool = True) -> BuildResu
         errors=errors,
         warnings=[*answer.warnings, *refused],
         changes=changes,
-        node_ids=dict(answer.node_ids),
+        node_ids=node_ids,
     )
+
+
+def _settle_ids(flow: object, node_ids: dict[str, str]) -> dict[str, str]:
+    """Each built node's id from its spec id (``ChatInput-A``, ``merge.node_id_for``) instead of
+    lfx's random suffix: the same spec builds the same flow, in this kernel or a fresh one (the
+    re-run of an inserted cell reproduces the card's flow), and ``flow_to_spec`` gives the spec
+    its own ids back.  ``flow`` is renamed in place; the spec id -> node id map is returned."""
+    present = {facts.node_id(n) for n in facts.nodes(flow)}
+    renamed = {nid: node_id_for(nid, sid) for sid, nid in node_ids.items() if nid in present}
+    finals = set(renamed.values())
+    if len(finals) != len(renamed) or finals & (present - set(renamed)):
+        return node_ids  # (cannot happen: spec ids are unique) never two nodes under one id
+    rename_nodes(flow, renamed)
+    return {sid: renamed.get(nid, nid) for sid, nid in node_ids.items()}
+
+
+_NODE_TYPE = re.compile(r"^(\s*[\w-]+\s*:\s*)(\S.*?)(\s*)$")
+
+
+def _known_names(spec_text: str, catalog: Catalog) -> tuple[str, list[Change]]:
+    """The spec with each component named as the catalogue names it, when lfx knows the name the
+    spec wrote as exactly one entry (``Catalog.known``: ``Prompt`` of Langflow 1.0-1.12 is
+    ``Prompt Template``; ``OpenAIModelComponent``, ``ext:openai:OpenAIModelComponent@official`` are
+    ``OpenAIModel``): before the builder's near-miss repair, which would guess."""
+    lines = extract_spec(spec_text).splitlines()  # the text spec_nodes numbers the lines of
+    changes: list[Change] = []
+    for spec_id, kind, number in spec_nodes(spec_text) or []:
+        meant = catalog.known(kind) if kind not in catalog.registry else None
+        match = _NODE_TYPE.match(lines[number - 1]) if meant else None
+        if match is None or meant is None:
+            continue
+        lines[number - 1] = f"{match.group(1)}{meant}{match.group(3)}"
+        message = f"{kind!r} is lfx's {meant!r}"
+        changes.append(Change(kind="component", node=spec_id, before=kind, after=meant, message=message))
+    return ("\n".join(lines) if changes else spec_text), changes
 
 
 # -- what a build may bring back ---------------------------------------------------------------
@@ -243,6 +302,13 @@ def _format_value(value: Any) -> str | None:
     return value
 
 
+_NUMERIC = ("float", "int", "slider")
+
+
+def _is_number(text: str) -> bool:
+    return isinstance(spec_scalar(text), (int, float)) and not isinstance(spec_scalar(text), bool)
+
+
 def _model_value(value: Any) -> str | None:
     """A model selection as the spec writes it: ``{"name": ..., "provider": ...}`` (lfx's own shape
     without its metadata, which the build fills in again for a model lfx lists)."""
@@ -302,7 +368,12 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog) -> str:
             default = (defaults.get(name) or {}).get("value") if isinstance(defaults.get(name), dict) else None
             if value in (None, "", [], {}) or value == default:
                 continue
-            text = _model_value(value) if field.get("type") == "model" else _format_value(value)
+            if field.get("type") == "model":
+                text = _model_value(value)
+            elif field.get("type") in _NUMERIC and isinstance(value, str) and _is_number(value.strip()):
+                text = value.strip()  # an old flow's "0.9" in today's slider: the number it means
+            else:
+                text = _format_value(value)
             if text is not None:
                 config.append(f"  {sids[facts.node_id(node)]}.{name}: {text}")
     if config:
@@ -317,11 +388,57 @@ def edit_flow(original: dict[str, Any], text: str, *, catalog: Catalog, repair: 
     (``build_flow``) and merged into the original JSON (``merge.merge_flow``): what the edit keeps
     comes back byte for byte (positions, values, code, groups, components this lfx lacks); only
     what it names changes. The result's ``flow`` is the merged flow, ``node_ids`` its spec id ->
-    node id. Raises ``FlowSpecError`` like ``build_flow`` when there is no spec at all.
+    node id, ``errors`` the build's errors about what the edit changes (``_edit_errors``). Raises
+    ``FlowSpecError`` like ``build_flow`` when there is no spec at all.
     """
     old_spec = flow_to_spec(original, catalog=catalog)
+    kinds, sids = spec_kinds(original, catalog), spec_ids(components(original))
+    names = {sids[n["id"]]: node_names(n, kinds[n["id"]], catalog) for n in components(original)}
     built = build_flow(text, catalog=catalog, repair=repair)
     if built.flow is None:
         return built
-    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids)
-    return built.model_copy(update={"flow": merged.flow, "node_ids": merged.node_ids})
+    merged = merge_flow(original, old_spec, built.spec, built.flow, built.node_ids, names, catalog.registry)
+    errors = _edit_errors(built.errors, old_spec, built.spec, merged)
+    update = {"flow": merged.flow, "node_ids": merged.node_ids, "errors": errors, "ok": not errors}
+    return built.model_copy(update=update)
+
+
+def _edit_errors(errors: list[FlowProblem], old_spec: str, new_spec: str, merged: Merged) -> list[FlowProblem]:
+    """The build's errors that concern what the edit changed.  A node the edit keeps is the
+    original node (``merge_flow``): a value of it the edit left as it was, or a port of it an
+    unchanged edge uses, is the original's, not the build's -- an old flow's ``temperature: "0.9"``
+    that today's slider refuses to rebuild is not an error of the edit (``validate_flow`` of the
+    merged flow judges what the flow really holds)."""
+    old, new = read_spec(old_spec), read_spec(new_spec)
+    kept = {sid for sid, nid in merged.node_ids.items() if nid in merged.kept}
+    same_edges = set(old.edges) & set(new.edges)
+    ports = {(e[0], e[1]) for e in same_edges} | {(e[2], e[3]) for e in same_edges}
+    # The nodes the edit touches: a new edge to them, a value of theirs it changes.
+    touched = {e[0] for e in set(new.edges) - same_edges} | {e[2] for e in set(new.edges) - same_edges}
+    touched |= {sid for (sid, name), text in new.config.items() if old.config.get((sid, name)) != text}
+    out = []
+    for error in errors:
+        node, field = error.node or "", error.field or ""
+        untouched_value = (node, field) in old.config and old.config.get((node, field)) == new.config.get((node, field))
+        untouched_port = error.code in ("missing_input", "missing_output", "type_mismatch") and (node, field) in ports
+        # A kept node the spec names as it was named before (its own entry, which this catalogue
+        # does not hold): the file's node, which the edit does not touch.
+        untouched_node = error.code == "unknown_component" and node not in touched
+        if node in kept and ((field and (untouched_value or untouched_port)) or untouched_node):
+            continue
+        out.append(error)
+    return out
+
+
+def apply_spec(text: str, *, catalog: Catalog, base: str | Path | None = None, repair: bool = True) -> BuildResult:
+    """The flow a spec makes, the one way every view makes it: built from nothing (``base`` None),
+    or applied to the flow in the file ``base`` names (``edit_flow`` on ``load.base_flow``: the
+    file's flow without its keys), so every node the spec keeps is the file's, byte for byte.
+
+    What a ``%%assist_flow [--edit FILE]`` cell runs, and what the assistant runs for the card it
+    inserts that cell for: the same spec and file give the same flow, in this kernel or a fresh
+    one (node ids come from spec ids, ``merge.node_id_for``).  ``FlowFileError`` (one line) when
+    ``base`` is not a readable flow file; ``FlowSpecError`` when ``text`` holds no spec."""
+    if base is None:
+        return build_flow(text, catalog=catalog, repair=repair)
+    return edit_flow(base_flow(base), text, catalog=catalog, repair=repair)

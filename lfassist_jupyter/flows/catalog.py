@@ -40,11 +40,20 @@ class Catalog:
     the bundled ones, which a build sends along.
     """
 
-    def __init__(self, registry: dict[str, dict[str, Any]], *, sandbox: FlowSandbox | None = None) -> None:
+    def __init__(
+        self,
+        registry: dict[str, dict[str, Any]],
+        *,
+        sandbox: FlowSandbox | None = None,
+        names: dict[str, list[str]] | None = None,
+    ) -> None:
         # A shallow copy: add() must never change the validator's cached catalogue.
         self.registry: dict[str, dict[str, Any]] = dict(registry)
         self.sandbox = sandbox
         self.added: dict[str, dict[str, Any]] = {}
+        self.names_of: dict[str, list[str]] = dict(names or {})
+        """Every other name lfx knows an entry by -> the entries it may mean (the sandbox's
+        ``flow_names``: lfx's identity index and migration table)."""
         self._builtin_codes: frozenset[str] | None = None
 
     @property
@@ -112,9 +121,21 @@ class Catalog:
         return added
 
     # -- finding a name ---------------------------------------------------------------------
+    def known(self, name: str) -> str | None:
+        """The entry ``name`` is, without a guess: the entry of that name, else the one entry lfx
+        knows by it (a display name, a class name, the name of an earlier Langflow version:
+        ``Prompt`` is ``Prompt Template``, ``OpenAIModelComponent`` is ``OpenAIModel``).  None when
+        lfx knows no entry by it, or several (an ambiguous name is never settled by a guess)."""
+        if name in self.registry:
+            return name
+        meant = [key for key in self.names_of.get(name, []) if key in self.registry]
+        return meant[0] if len(meant) == 1 else None
+
     def resolve(self, name: str) -> str | None:
-        """The catalogue name meant by ``name``: exact, case-insensitive, display name, or a near miss."""
-        return _resolve(name, self.registry)
+        """The catalogue name meant by ``name``: exact, one lfx knows by that name (``known``), else
+        case-insensitive, display name, or a near miss (a model's slip of the pen)."""
+        stripped = (name or "").strip().strip("`'\"*")
+        return self.known(stripped) or (None if stripped in self.names_of else _resolve(stripped, self.registry))
 
     def parse_choice(self, reply: str) -> list[str]:
         """The components a model chose, from a JSON list, a bulleted list, or names in prose.
@@ -246,11 +267,12 @@ def describe_component(key: str, entry: dict[str, Any]) -> str:
 
 
 def default_catalog(sandbox: FlowSandbox) -> Catalog:
-    """A fresh catalogue of ``sandbox``'s lfx bundled components (about 130), ready for `add`,
-    carrying that sandbox: whatever builds, checks or runs a flow over it uses that one.
+    """A fresh catalogue of ``sandbox``'s lfx components (about 130 bundled, plus the installed
+    extension bundles' such as ``lfx-openai``), with the other names lfx knows each by, ready for
+    `add`, carrying that sandbox: whatever builds, checks or runs a flow over it uses that one.
 
     The templates come from the sandbox: its zygote read them before any request ran, and it
     caches them. Raises ``ConfigError`` when the sandbox cannot give them (lfx missing in the
     worker's interpreter).  (``lfassist_jupyter.default_catalog()`` is this over the shared one.)
     """
-    return Catalog(sandbox.flow_catalog(), sandbox=sandbox)
+    return Catalog(sandbox.flow_catalog(), sandbox=sandbox, names=sandbox.flow_names())

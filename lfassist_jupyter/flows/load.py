@@ -19,6 +19,7 @@ import stat
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.errors import FlowFileError
 
@@ -88,3 +89,25 @@ def read_flow_file(path: str | Path) -> dict[str, Any]:
 def flow_argument(flow: Any) -> dict[str, Any]:
     """What a public function's ``flow`` argument holds: a file (a path) read, or a dict checked."""
     return read_flow_file(flow) if is_flow_path(flow) else require_flow(flow)
+
+
+def without_secrets(flow: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``flow`` whose password fields are empty (a global variable's *name* stays):
+    what the session keeps on disk and the prompts see never holds a key."""
+    import copy
+
+    clean = copy.deepcopy(flow)
+    for node in facts.nodes(clean):
+        for field in facts.fields(node).values():
+            secret = isinstance(field, dict) and field.get("password") and not field.get("load_from_db")
+            if secret and field.get("value"):
+                field["value"] = ""
+    return clean
+
+
+def base_flow(path: str | Path) -> dict[str, Any]:
+    """The flow an edit is applied to when it names its file (``%assist flow load FILE``, a
+    ``%%assist_flow --edit FILE`` cell): the file's flow without its keys, as the conversation
+    keeps it, so the cell and the conversation start from the same flow.
+    ``FlowFileError`` with one line when the file is not a readable flow."""
+    return without_secrets(read_flow_file(path))

@@ -20,12 +20,16 @@ here, so each is such a file:
   whoever made it, and a file holding its extra keys could be read as something else (an
   ``ipython_config.json`` with ``InteractiveShellApp.exec_lines`` ran in the next kernel).
   ``tags`` mark it as ours, so a pushed flow is found by Register like a registered one.
-- **lfx export's normalisation**, with its defaults: node keys that change when a node is dragged
-  (``positionAbsolute``, ``dragging``, ``selected``) removed, the ``value`` of every ``password``
-  or ``load_from_db`` field cleared (no key is ever written, and no variable name either: that is
-  what ``lfx export`` and ``lfx push`` do), every object's keys sorted, two-space indent,
-  non-ASCII kept, a final newline. ``lfx export FILE`` leaves such a file byte for byte as it is
-  (the tests check it against the installed lfx).
+- **lfx export's normalisation** (``lfx export --keep-secrets``): node keys that change when a node
+  is dragged (``positionAbsolute``, ``dragging``, ``selected``) removed, every object's keys
+  sorted, two-space indent, non-ASCII kept, a final newline; and no key is ever written: the
+  ``value`` of every ``password`` or ``load_from_db`` field is cleared, **except** a global
+  variable's name (``load_from_db: true`` and an ``UPPER_SNAKE`` name such as
+  ``OPENAI_API_KEY``): that is Langflow's reference to the variable, which Langflow, ``lfx run``
+  and ``%%assist_flow --run-local --env OPENAI_API_KEY`` read the key from, so a saved flow runs
+  and is edited again as it was (plain ``lfx export`` clears these names too).
+  ``lfx export --keep-secrets FILE`` leaves such a file byte for byte as it is (the tests check it
+  against the installed lfx).
 
 Standard library only, and nothing here runs a node's code: a flow is JSON. Callers check what
 leaves for Langflow (the security scan) before they write.
@@ -39,10 +43,12 @@ import os
 import stat
 import tempfile
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lfassist_jupyter.artifacts.flow import VARIABLE_REF
 from lfassist_jupyter.errors import ConfigError
 
 FLOW_TAGS = ("lfassist", "lfassist-flow")
@@ -122,9 +128,18 @@ def _sorted(obj: Any) -> Any:
 
 
 def normal_node(node: Any) -> Any:
-    """A node as ``lfx export`` writes it: no drag-state keys, no secret values, keys sorted (what
-    "unchanged" means for a node of a saved file: an edit keeps every other node equal to this)."""
+    """A node as ``lfx export`` writes it: no drag-state keys, no secret values (a variable's name
+    kept), keys sorted (what "unchanged" means for a node of a saved file: an edit keeps every
+    other node equal to this)."""
     return _sorted(_normal_node(node))
+
+
+def names_variable(field: Mapping[str, object]) -> bool:
+    """A field holding a global variable's name, as Langflow refers to one: ``load_from_db`` and an
+    ``UPPER_SNAKE`` name (``OPENAI_API_KEY``); Langflow and ``lfx run`` read the value from that
+    variable (``lfx run``: the environment variable of that name).  A name, never a key."""
+    value = field.get("value")
+    return field.get("load_from_db") is True and isinstance(value, str) and bool(VARIABLE_REF.match(value))
 
 
 def _normal_node(node: Any) -> Any:
@@ -135,7 +150,8 @@ def _normal_node(node: Any) -> Any:
     inner = dict(data.get("node") or {})
     template = dict(inner.get("template") or {})
     for name, field in template.items():
-        if isinstance(field, dict) and (field.get("password") or field.get("load_from_db")):
+        secret = isinstance(field, dict) and (field.get("password") or field.get("load_from_db"))
+        if secret and not names_variable(field):
             template[name] = {**field, "value": ""}
     inner["template"] = template
     data["node"] = inner

@@ -14,7 +14,10 @@ from .results import FlowSpecError
 
 __all__ = ["extract_spec", "spec_nodes"]
 
-_FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+# The closing fence starts a line (CommonMark: at most three spaces before it): a value of the
+# spec that holds a fence of its own (a prompt asking for ```markdown) is indented in its `|`
+# block, so it never closes the spec's fence.
+_FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)^ {0,3}```", re.DOTALL | re.MULTILINE)
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)
 _NODE_LINE = re.compile(r"^\s*([\w-]+)\s*:\s*(\S.*?)\s*$")
 

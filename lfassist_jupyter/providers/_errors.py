@@ -7,7 +7,7 @@ body, not at SDK-specific classes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from lfassist_jupyter.errors import (
     ProviderAuthError,
@@ -39,7 +39,20 @@ def sdk_errors(api_error: type[BaseException]) -> tuple[type[BaseException], ...
     return (api_error, *transport, ValueError)
 
 
-def _body_message(body: Any) -> tuple[str, str]:
+class _Origin(TypedDict):
+    """The keywords every ``ProviderError`` of one failure shares: who failed, and with what status."""
+
+    provider: str
+    status_code: int | None
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status an SDK error carries (``status_code``), if it carries one that is a number."""
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _body_message(body: object) -> tuple[str, str]:
     """(code/type, message) from an OpenAI- or Anthropic-shaped error body."""
     if isinstance(body, dict):
         err = body.get("error", body)
@@ -67,12 +80,12 @@ def map_sdk_error(
     ``key_given`` False: no key was configured (a keyless OpenAI-compatible server), so a 401 is
     the server asking for one, not a key it rejected."""
     name = type(exc).__name__
-    status = getattr(exc, "status_code", None)
+    status = _status(exc)
     code, server_msg = _body_message(getattr(exc, "body", None))
     server_msg = redact(server_msg)[:300]
     where = f" at {without_credentials(base_url)}" if base_url else ""
     lowered = f"{code} {server_msg}".lower()
-    kw = {"provider": provider, "status_code": status}
+    kw = _Origin(provider=provider, status_code=status)
 
     if name in ("APITimeoutError",) or "timeout" in name.lower():
         return ProviderTimeoutError(

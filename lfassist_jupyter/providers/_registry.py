@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError, NoProviderError
@@ -60,6 +60,47 @@ def check_environment(env: Mapping[str, str] | None = None) -> None:
     settings.check_all(env, providers=PREFERRED_ORDER)
 
 
+class ModelEntry(TypedDict):
+    """One model of a provider's list, as ``/check-config`` shows it."""
+
+    name: str
+    display_name: str
+
+
+class ProviderEntry(TypedDict):
+    """A provider as ``/check-config`` shows it (``ProviderInfo.to_dict``): never its key."""
+
+    name: str
+    configured: bool
+    default_model: str
+    base_url: str | None
+    models: list[ModelEntry]
+
+
+class ConfigAnswer(TypedDict):
+    """The Langflow spec's ``/check-config`` answer (``check_config``)."""
+
+    configured: bool
+    configured_providers: list[str]
+    providers: list[ProviderEntry]
+    default_provider: str | None
+    default_model: str | None
+
+
+class _Common(TypedDict):
+    """What ``create_provider`` gives either SDK provider, whichever it builds."""
+
+    name: str
+    display_name: str
+    api_key: str | None
+    base_url: str | None
+    spec: ProviderSpec
+    own_server: bool
+    model: str
+    intent_model: str
+    models: list[ModelInfo]
+
+
 @dataclass
 class ProviderInfo:
     """A provider as configuration sees it (no secrets in ``repr``)."""
@@ -84,7 +125,7 @@ class ProviderInfo:
     def default_model(self) -> str:
         return self.task_models.main
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ProviderEntry:
         return {
             "name": self.name,
             "configured": self.configured,
@@ -139,7 +180,7 @@ def available_providers(env: Mapping[str, str] | None = None) -> list[ProviderIn
     return infos
 
 
-def check_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def check_config(env: Mapping[str, str] | None = None) -> ConfigAnswer:
     """The Langflow spec's ``/check-config`` answer for this environment."""
     env = os.environ if env is None else env
     infos = available_providers(env)
@@ -195,7 +236,7 @@ def create_provider(
     if base_url and provider.url_form == "ollama":
         url = sdk_base_url(provider, base_url)
     own = own_server(provider, check_base_url(url, provider.display_name))
-    common: dict[str, Any] = {
+    common: _Common = {
         "name": provider.name,
         "display_name": provider.display_name,
         "api_key": api_key or info.api_key,

@@ -23,7 +23,7 @@ from lfassist_jupyter.providers.base import (
     check_timeout,
     env_timeout,
 )
-from lfassist_jupyter.providers.table import server_root
+from lfassist_jupyter.providers.table import ProviderSpec, server_root
 from lfassist_jupyter.redaction import without_credentials
 
 LIST_TIMEOUT = 10.0
@@ -86,12 +86,12 @@ class SDKProvider(Provider):
         if not self.own_server or self.spec is None or self.spec.listing is None:
             return await super().alist_models()
         if self._listed is None:
-            self._listed = await self._ask_server(self.spec.listing)
+            self._listed = await self._ask_server(self.spec, self.spec.listing)
         return list(self._listed)
 
-    async def _ask_server(self, listing: str) -> list[str]:
+    async def _ask_server(self, spec: ProviderSpec, listing: str) -> list[str]:
         if listing == "ollama":
-            return await self._ollama_tags()
+            return await self._ollama_tags(spec)
         sdk = self._sdk()
         try:
             page = await self._get_client().models.list(timeout=LIST_TIMEOUT)
@@ -99,10 +99,10 @@ class SDKProvider(Provider):
         except (sdk.APIError, ValueError) as exc:
             raise self._list_error(exc) from exc
 
-    async def _ollama_tags(self) -> list[str]:
+    async def _ollama_tags(self, spec: ProviderSpec) -> list[str]:
         import httpx
 
-        url = f"{server_root(self.spec, self.base_url or '')}/api/tags"  # type: ignore[arg-type]
+        url = f"{server_root(spec, self.base_url or '')}/api/tags"
         try:
             async with httpx.AsyncClient(timeout=LIST_TIMEOUT) as http:
                 response = await http.get(url)

@@ -28,7 +28,7 @@ from lfassist_jupyter.errors import (
 from lfassist_jupyter.providers.table import ProviderSpec, Task, TaskModels, model_setting, task_models
 from lfassist_jupyter.redaction import redact, without_credentials
 
-DEFAULT_TIMEOUT: float = settings.FIELDS["timeout"].default
+DEFAULT_TIMEOUT: float = settings.ProcessSettings.timeout
 """Seconds a model call may take to *start* answering (connection, SDK retries, first text),
 overridable with ``LFASSIST_TIMEOUT`` or ``timeout=``.  A server that accepts the connection and
 never answers is reported within this time, well inside a minute, instead of 120 s x 3 attempts."""
@@ -85,7 +85,7 @@ def check_base_url(url: str | None, display: str) -> str | None:
 
 
 @asynccontextmanager
-async def _within(seconds: float):  # type: ignore[no-untyped-def]
+async def _within(seconds: float) -> AsyncIterator[None]:
     """``asyncio.timeout`` where it exists (3.11+), so the awaited step stays in this task."""
     if hasattr(asyncio, "timeout"):
         async with asyncio.timeout(seconds):

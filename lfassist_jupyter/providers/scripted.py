@@ -21,7 +21,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from lfassist_jupyter.errors import (
     ConfigError,
@@ -42,15 +42,24 @@ _ERRORS: dict[str, ProviderError] = {
 }
 
 
+class ScriptedCall(TypedDict):
+    """One request the scripted provider answered (``ScriptedProvider.calls``), for tests to read back."""
+
+    system: str
+    messages: list[dict[str, str]]
+    model: str
+
+
 @dataclass
 class ScriptedProvider(Provider):
     name: str = "scripted"
     display_name: str = "Scripted (offline demo)"
     model: str = "scripted"
-    replies: list[Any] = field(default_factory=list)
+    replies: list[object] = field(default_factory=list)
+    """Each a string or a dict (see above), as a script's JSON has them: narrowed where read."""
     chunk_size: int = 12
     delay: float = 0.0
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ScriptedCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.models = [ModelInfo("scripted", "Scripted replies")]
@@ -67,7 +76,7 @@ class ScriptedProvider(Provider):
             kwargs.setdefault("delay", float(data.get("delay", 0.0)))
         return cls(replies=list(replies), **kwargs)
 
-    def _take(self, haystack: str) -> Any:
+    def _take(self, haystack: str) -> object:
         for i, entry in enumerate(self.replies):
             pattern = entry.get("match") if isinstance(entry, dict) else None
             if pattern is None or re.search(pattern, haystack, re.I | re.S):

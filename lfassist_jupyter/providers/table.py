@@ -350,7 +350,7 @@ def own_server(provider: ProviderSpec, base_url: str | None) -> bool:
     are the server's, not the vendor's list."""
     if provider.vendor_url is None:
         return provider.url_form == "ollama"
-    return bool(base_url) and base_url.rstrip("/") != provider.vendor_url.rstrip("/")
+    return bool(base_url and base_url.rstrip("/") != provider.vendor_url.rstrip("/"))
 
 
 # -- the model of each task ---------------------------------------------------------------------

@@ -301,3 +301,18 @@ def check_catalog(registry: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(entry.get("outputs", []), list):
             raise ValueError(f"catalogue entry {name[:80]!r} has no outputs list")
     return registry
+
+
+def check_names(names: object, registry: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """The catalogue's other names: ``{name: [entries of the catalogue it may mean]}``, bounded;
+    a name pointing at an entry the catalogue does not hold is dropped."""
+    if not isinstance(names, dict) or len(names) > 20 * CATALOG_MAX_ENTRIES:
+        raise ValueError("not a table of component names")
+    out: dict[str, list[str]] = {}
+    for name, keys in names.items():
+        if not isinstance(name, str) or not name or len(name) > 300 or not isinstance(keys, list):
+            raise ValueError("a component name is not usable")
+        known = [k for k in keys if isinstance(k, str) and k in registry]
+        if known:
+            out[name] = known
+    return out

@@ -45,6 +45,7 @@ from lfassist_jupyter.sandbox.answers import (
     Retired,
     Stubbed,
     check_catalog,
+    check_names,
 )
 from lfassist_jupyter.sandbox.zygote import (
     STARTUP_TIMEOUT,
@@ -90,6 +91,7 @@ class SandboxValidator(ZygoteProcess):
         self.timeout = timeout
         self.smoke = smoke
         self._flow_catalog: dict[str, dict[str, Any]] | None = None  # cached: it depends on the interpreter only
+        self._flow_names: dict[str, list[str]] = {}
         self._names_for: Reference | None = None  # the reference the name map was merged into
         # What built-in types, node codes and providers need that the interpreter lacks; what needs
         # something is asked again once packages were installed (`_packages_stamp` changed).
@@ -317,10 +319,19 @@ class SandboxValidator(ZygoteProcess):
                 raise ConfigError(f"The flow catalogue is unavailable: {failure}")
             try:
                 registry = check_catalog(unpack(answer.get("z"), CATALOG_CAP))
+                names = check_names(unpack(answer["names"], CATALOG_CAP), registry) if answer.get("names") else {}
             except ValueError as exc:
                 raise ConfigError(f"The sandbox sent no usable flow catalogue ({exc}).") from None
-            self._flow_catalog = registry
+            self._flow_catalog, self._flow_names = registry, names
             return registry
+
+    def flow_names(self) -> dict[str, list[str]]:
+        """Every other name lfx knows a catalogue entry by (its identity index: class names,
+        display names, names of earlier Langflow versions such as ``Prompt``; its migration table
+        for components that moved to a bundle) -> the entries it may mean.  Sent with the
+        catalogue (``flow_catalog``), cached with it."""
+        self.flow_catalog()
+        return self._flow_names
 
     def flow_packages(
         self, types: list[str], codes: list[str], providers: list[str], timeout: float | None = None

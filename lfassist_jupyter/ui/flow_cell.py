@@ -40,6 +40,8 @@ class FlowView:
     server_run: FlowRunResult | None = None
     saved: Path | None = None
     notes: list[Note] = field(default_factory=list)
+    base: str | None = None
+    """The flow file the spec was applied to (``--edit FILE``), or None: the spec alone built it."""
 
     @property
     def ok(self) -> bool:
@@ -76,15 +78,19 @@ def change_text(change: Any) -> str:
     return f"Repaired {change.node}: {change.message}"
 
 
-def build_view(workspace: Workspace, body: str, *, provision: bool | None = None) -> FlowView:
+def build_view(workspace: Workspace, body: str, edit: str | None = None, *, provision: bool | None = None) -> FlowView:
     """The cell body (spec text or a path to a flow JSON file) built and validated over the
-    workspace's catalogue, in its sandbox (``provision``: a flow the sandbox cannot judge is judged
-    in a separate environment, see ``validate_flow``)."""
-    from lfassist_jupyter.flows import FlowReport, build_flow, flow_to_spec, validate_flow
+    workspace's catalogue, in its sandbox; with ``edit`` (``--edit FILE``), the spec applied to
+    that file's flow (``flows.apply_spec``): every node the spec keeps is the file's, byte for byte.
+    ``provision``: a flow the sandbox cannot judge is judged in a separate environment (see
+    ``validate_flow``)."""
+    from lfassist_jupyter.flows import FlowReport, apply_spec, flow_to_spec, validate_flow
 
     if not body.strip():
         raise ConfigError("The cell is empty: write a flow spec (nodes:, edges:, config:) or a path to a flow JSON.")
     notes: list[Note] = []
+    if edit is not None and _looks_like_path(body):
+        raise ConfigError("--edit FILE applies the spec in the cell to FILE: the cell holds a spec, not a file name.")
     if _looks_like_path(body):
         from lfassist_jupyter.flows.load import read_flow_file
 
@@ -98,18 +104,20 @@ def build_view(workspace: Workspace, body: str, *, provision: bool | None = None
             flow=flow, spec=spec, report=validate_flow(flow, catalog=catalog, provision=provision), notes=notes
         )
     catalog = workspace.catalog()
-    built = build_flow(body, catalog=catalog)  # FlowSpecError (a ConfigError) when there is no spec at all
+    # FlowSpecError (a ConfigError) when there is no spec at all; FlowFileError for an unreadable --edit file
+    built = apply_spec(body, catalog=catalog, base=edit)
     notes += [(change_text(c), None) for c in built.changes]
     notes += [(w, None) for w in built.warnings]
+    base = str(Path(edit).expanduser().resolve()) if edit is not None else None
     if built.flow is None:
         report = FlowReport(is_valid=False, errors=list(built.errors))
-        return FlowView(flow=None, spec=built.spec or body, report=report, notes=notes)
+        return FlowView(flow=None, spec=built.spec or body, report=report, notes=notes, base=base)
     report = validate_flow(built.flow, catalog=catalog, provision=provision)
     if built.errors:  # what the builder could not do (an edge it dropped) is an error of the flow too
         seen = {str(e) for e in report.errors}
         extra = [e for e in built.errors if str(e) not in seen]
         report = report.model_copy(update={"is_valid": False, "errors": [*extra, *report.errors]})
-    return FlowView(flow=built.flow, spec=built.spec or body, report=report, notes=notes)
+    return FlowView(flow=built.flow, spec=built.spec or body, report=report, notes=notes, base=base)
 
 
 def probe_run(workspace: Workspace, view: FlowView, text: str) -> None:
@@ -178,10 +186,28 @@ def local_run(
         view.notes.append((str(exc), False))
 
 
-def save(workspace: Workspace, view: FlowView, path: str | Path, name: str | None = None) -> None:
+def errors_line(errors: list[Any], limit: int = 3) -> str:
+    """A flow's errors as one clause: ``2 errors: B has no input 'x'; ...``."""
+    shown = "; ".join(str(e).splitlines()[0][:200] for e in errors[:limit])
+    more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
+    return f"{len(errors)} error{'s' * (len(errors) != 1)}: {shown}{more}"
+
+
+def save(
+    workspace: Workspace, view: FlowView, path: str | Path, name: str | None = None, *, force: bool = False
+) -> None:
+    """Write the view's flow (the flow the card shows) as a flow file; a flow with errors only with
+    ``force``, and the note says which errors either way."""
     if view.flow is None:
         view.notes.append(("Not saved: there is no flow.", False))
         return
+    errors = list(view.report.errors) if view.report is not None else []
+    if errors and not force:
+        why = f"Not saved: the flow has {errors_line(errors)}. Fix them, or add --force to save it anyway."
+        view.notes.append((why, False))
+        return
+    if errors:
+        view.notes.append((f"Saved with --force although the flow has {errors_line(errors)}.", None))
     try:
         view.saved = workspace.save_flow(view.flow, path, name)
     except ConfigError as exc:
@@ -308,12 +334,15 @@ def assist_flow(
     env_names: list[str] | None = None,
     allow_hosts: list[str] | None = None,
     provision: bool | None = None,
+    edit: str | None = None,
+    force: bool = False,
 ) -> FlowView:
-    """The whole of ``%%assist_flow``: build + validate, then the requested actions: a run, the
-    registration, the file (which then holds the id Langflow keeps the flow under)."""
+    """The whole of ``%%assist_flow``: build + validate (the spec applied to ``edit``'s flow when
+    given), then the requested actions: a run, the registration, the file (which then holds the
+    id Langflow keeps the flow under; a flow with errors only with ``force``)."""
     from lfassist_jupyter.flows.save import file_flow_id, flow_file_path, is_flow_id
 
-    view = build_view(workspace, body, provision=provision)
+    view = build_view(workspace, body, edit, provision=provision)
     if run is not None and run_local is not None:
         raise ConfigError("Use --run (a probe run, models stubbed) or --run-local (a real run), not both.")
     if run is not None:
@@ -328,5 +357,5 @@ def assist_flow(
     if register_flow:  # before the save: the id Langflow keeps the flow under goes into the file
         register(workspace, view, name=name, run_text=run)
     if save_to:
-        save(workspace, view, save_to, name)
+        save(workspace, view, save_to, name, force=force)
     return view

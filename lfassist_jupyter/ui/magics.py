@@ -66,8 +66,12 @@ HELP = f"""\
                          again first): `lfx extension validate DIR`, then `pip install DIR` into Langflow
 %assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
                          conversation: the next %%assist request edits it ("add a summariser before the output");
+                         its spec goes into the next cell (%%assist_flow --edit FILE): edit it and run it;
                          --provision: a flow the sandbox cannot judge (it lacks a package) is judged in a
                          separate environment with lfx and those packages (uv, cached; the kernel's untouched)
+%assist flow save FILE [--force]
+                         write the conversation's current flow (the last flow card) as a flow file; a flow
+                         with errors only with --force
 %assist flows            the flows registered in Langflow from notebooks
 %assist undo             restore the flow before the last edit (each edit keeps a restore point)
 %assist panel [--main]   the chat panel, docked in JupyterLab's right sidebar (--main: a tab); again: focus it.
@@ -84,13 +88,16 @@ HELP = f"""\
   --fix                  repair mechanical mistakes (no model call): show the repaired code and the changes
 %%assist_flow [options]  the cell body is a flow spec (nodes:/edges:/config:) or a flow JSON file path:
                          build it, validate it and draw it (re-run the cell after editing the spec)
+  --edit FILE            apply the spec to the flow in FILE: what it keeps stays as in FILE, byte for byte
+                         (the cell a loaded flow's edit inserts names its file so)
   --run "TEXT"           probe-run it in the sandbox on TEXT (models stubbed: no keys, no network)
   --run-local "TEXT"     run it for real on TEXT: its models are called; it shows the variables it wants
                          and the hosts it reaches, and runs only when each wanted variable is allowed:
   --env NAME             allow the variable NAME (from the kernel's environment) to a --run-local run
   --allow-host HOST      let a --run-local run reach HOST or HOST:PORT too (its model providers' hosts
                          are allowed; a local or private address only when named here)
-  --save FILE.json       write a flow file Langflow's UI imports (Upload a flow)
+  --save FILE.json       write a flow file Langflow's UI imports (Upload a flow); not when the flow has errors:
+  --force                save it anyway
   --register             create or update it in the connected Langflow, then run it there once
   --name NAME            the flow's name for --save / --register (default: the spec's name)
   --out VAR              bind the result (FlowView: .flow, .spec, .report, .run) to VAR
@@ -647,7 +654,7 @@ class AssistMagics(Magics):
         if result.status == "complete" and spec and self.insert and not args.no_insert:
             from lfassist_jupyter.ui.render.flow import flow_cell_source
 
-            self.shell.set_next_input(flow_cell_source(spec), replace=False)
+            self.shell.set_next_input(flow_cell_source(spec, getattr(result, "flow_base", None)), replace=False)
         flow = getattr(result, "flow", None)
         if args.register and result.status == "complete" and flow:
             from lfassist_jupyter.ui.flow_cell import FlowView, register
@@ -662,7 +669,7 @@ class AssistMagics(Magics):
         return self._flow_subcommand(words)
 
     def _flow_subcommand(self, words: list[str]) -> Any:
-        """``%assist flow load FILE|ID [--provision]`` and ``%assist flows``."""
+        """``%assist flow load FILE|ID [--provision]``, ``%assist flow save FILE`` and ``%assist flows``."""
         from lfassist_jupyter.errors import ConfigError, LfAssistError
 
         provision = "--provision" in words
@@ -671,9 +678,12 @@ class AssistMagics(Magics):
             from lfassist_jupyter.langflow.flows import list_flows
 
             return self._list_registered("flows", "%%assist_flow --register", list_flows)
+        if words[:1] == ["save"]:
+            return self._flow_save(words[1:])
         if len(words) != 2 or words[0] != "load":
             raise UsageError(
-                "Usage: %assist flow load FILE.json [--provision]  (or the id of a flow in the connected Langflow)"
+                "Usage: %assist flow load FILE.json [--provision]  (or the id of a flow in the connected Langflow), "
+                "or %assist flow save FILE.json [--force]"
             )
         source: Any = words[1]
         from pathlib import Path
@@ -694,16 +704,42 @@ class AssistMagics(Magics):
             flow = assistant.load_flow(source)
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc
-        from lfassist_jupyter.flows import flow_to_spec
         from lfassist_jupyter.ui.flow_cell import FlowView
 
-        view = FlowView(flow=flow, report=self.workspace.validate_flow(flow, provision=True if provision else None))
-        try:
-            view.spec = flow_to_spec(flow, catalog=self.workspace.catalog())
-        except Exception:
-            view.spec = None
+        turn = assistant.session.last_flow
+        base = turn.base if turn is not None else None
+        view = FlowView(
+            flow=flow, report=self.workspace.validate_flow(flow, provision=True if provision else None), base=base
+        )
+        view.spec = turn.content if turn is not None else None  # the spec the conversation edits
         view.notes.append(("Loaded into this conversation: the next %%assist request edits it.", True))
+        if view.spec and self.insert:
+            from lfassist_jupyter.ui.render.flow import flow_cell_source
+
+            # The flow as a cell: edit its spec and run it (in any kernel) to change the file's flow.
+            self.shell.set_next_input(flow_cell_source(view.spec, base), replace=False)
+            view.notes.append(("Its spec is in the next cell: edit it and run the cell to change the flow.", None))
         return view
+
+    def _flow_save(self, words: list[str]) -> Any:
+        """``%assist flow save FILE [--force]``: the conversation's current flow (what its last flow
+        card shows) as a flow file, as ``--save`` writes one; a flow with errors only with --force."""
+        force = "--force" in words
+        paths = [w for w in words if w != "--force"]
+        if len(paths) != 1 or paths[0].startswith("-"):
+            raise UsageError("Usage: %assist flow save FILE.json [--force]")
+        assistant = self._assistant
+        if assistant is None and self._session_id is not None:
+            assistant = self._assistant = self.workspace.assistant(self._session_id)
+        turn = assistant.session.last_flow if assistant is not None else None
+        if turn is None or not isinstance(turn.flow, dict):
+            return Lines(["Nothing to save: this conversation has no flow yet (%%assist one, or %assist flow load)."])
+        from lfassist_jupyter.ui.flow_cell import FlowView, save
+
+        report = self.workspace.validate_flow(turn.flow)
+        view = FlowView(flow=turn.flow, spec=turn.content, report=report, base=turn.base)
+        save(self.workspace, view, paths[0], force=force)
+        return view  # the card of the flow written (or of why it was not), its notes saying which
 
     @magic_arguments()
     @argument("--run", default=None, metavar="TEXT", help="probe-run the flow in the sandbox on TEXT")
@@ -727,7 +763,9 @@ class AssistMagics(Magics):
         metavar="HOST",
         help="let a --run-local run reach HOST[:PORT] besides its model providers; repeat for more",
     )
+    @argument("--edit", default=None, metavar="FILE", help="apply the spec to the flow in FILE (what it keeps stays)")
     @argument("--save", default=None, metavar="FILE", help="write a flow JSON file Langflow's UI imports")
+    @argument("--force", action="store_true", help="--save even a flow with errors")
     @argument("--register", action="store_true", help="create or update the flow in the connected Langflow")
     @argument("--name", default=None, help="the flow's name for --save and --register")
     @argument("--out", default=None, help="bind the FlowView to this variable")
@@ -759,6 +797,8 @@ class AssistMagics(Magics):
                 env_names=args.env,
                 allow_hosts=args.allow_host,
                 provision=True if args.provision else None,
+                edit=args.edit,
+                force=args.force,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc

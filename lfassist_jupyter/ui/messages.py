@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from lfassist_jupyter.core.events import ATTEMPT_STEPS, ProgressEvent, step_label
+from lfassist_jupyter.core.events import ATTEMPT_STEPS, CompleteEvent, ProgressEvent, step_label
 from lfassist_jupyter.core.session import Session, Turn
 from lfassist_jupyter.sandbox.answers import FlowRun, RealRun
 from lfassist_jupyter.ui.render.markdown import render_markdown
@@ -264,6 +264,7 @@ def flow_message(
     error: str | None = None,
     steps: list[str] | None = None,
     reduced_isolation: str | None = None,
+    base: str | None = None,
 ) -> PanelMessage:
     """A flow card: name, picture, validation summary and probe run; Insert/Save/Register/Run act on it.
 
@@ -292,7 +293,7 @@ def flow_message(
         provision=plan.summary() if plan is not None and not plan.error else None,
         attempts=attempts,
         spec=spec or "",
-        cell=flow_cell_source(spec) if spec else None,
+        cell=flow_cell_source(spec, base) if spec else None,
         picture_html=flow_picture_html(flow),
         lines=lines,
         error=error or None,
@@ -300,6 +301,43 @@ def flow_message(
     )
     message._flow = flow
     return message
+
+
+def outcome_message(event: CompleteEvent, steps: list[str] | None = None) -> PanelMessage:
+    """The card a request's ``complete`` event makes, as every view draws it: a flow card, a
+    component card (or a failure card), or an answer; ``steps`` are the labels of the steps it went
+    through. The typed outcome behind the event's spec data gives the reports drawn on the card.
+    A flow card keeps its flow JSON (``PanelMessage.flow``), never sent to a view."""
+    data, outcome = event.data, event.outcome
+    flow, spec = getattr(data, "flow", None), getattr(data, "spec", None)
+    is_flow = outcome is not None and outcome.kind == "flow"
+    if flow is not None or spec or (is_flow and bool(data.validation_error)):  # a failed flow request says why
+        return flow_message(
+            flow=flow,
+            spec=spec,
+            report=outcome.report if is_flow else None,
+            run=getattr(data, "run", None),
+            validated=data.validated,
+            attempts=data.validation_attempts,
+            error=data.validation_error,
+            steps=steps,
+            reduced_isolation=outcome.reduced_isolation if is_flow else None,
+            base=outcome.base if is_flow else None,
+        )
+    if data.component_code:
+        is_component = outcome is not None and outcome.kind == "component"
+        return component_message(
+            code=data.component_code,
+            class_name=data.class_name,
+            validated=data.validated,
+            attempts=data.validation_attempts,
+            error=data.validation_error,
+            steps=steps,
+            report=outcome.report if is_component else None,
+            repairs=data.repairs,
+            reduced_isolation=outcome.reduced_isolation if is_component else None,
+        )
+    return answer_message(data.result)
 
 
 def flow_from_spec(spec: str, catalog: Catalog) -> dict[str, Any] | None:
@@ -333,6 +371,7 @@ def turn_message(turn: Turn) -> PanelMessage:
             validated=turn.validated,
             attempts=turn.attempts,
             reduced_isolation=turn.reduced_isolation,
+            base=turn.base,
         )
     if turn.kind == "cancelled":
         return cancelled_message()

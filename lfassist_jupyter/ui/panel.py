@@ -46,10 +46,9 @@ from lfassist_jupyter.ui.messages import (
     ProgressStep,
     answer_message,
     cancelled_message,
-    component_message,
     error_message,
     flow_from_spec,
-    flow_message,
+    outcome_message,
     turn_message,
     usage_line,
     user_message,
@@ -380,41 +379,10 @@ class ChatPanel(anywidget.AnyWidget):
         data = event.data
         if data.warnings:  # e.g. "this conversation is not being saved": never silent
             self.notice = " ".join(data.warnings)
-        outcome = event.outcome  # the typed outcome behind the spec data: its report is drawn too
-        flow, spec = getattr(data, "flow", None), getattr(data, "spec", None)
-        if flow is not None or spec:
-            message = flow_message(
-                flow=flow,
-                spec=spec,
-                report=outcome.report if outcome is not None and outcome.kind == "flow" else None,
-                run=getattr(data, "run", None),
-                validated=data.validated,
-                attempts=data.validation_attempts,
-                error=data.validation_error,
-                steps=[s.label for s in steps],
-                reduced_isolation=outcome.reduced_isolation if outcome is not None and outcome.kind == "flow" else None,
-            )
-            if flow is not None:
-                self._flows[message.id] = flow
-            self._append(message.model_copy(update=decorations))
-        elif data.component_code:
-            self._append(
-                component_message(
-                    code=data.component_code,
-                    class_name=data.class_name,
-                    validated=data.validated,
-                    attempts=data.validation_attempts,
-                    error=data.validation_error,
-                    steps=[s.label for s in steps],
-                    report=outcome.report if outcome is not None and outcome.kind == "component" else None,
-                    repairs=data.repairs,
-                    reduced_isolation=outcome.reduced_isolation
-                    if outcome is not None and outcome.kind == "component"
-                    else None,
-                ).model_copy(update=decorations)
-            )
-        else:
-            self._append(answer_message(data.result).model_copy(update=decorations))
+        message = outcome_message(event, [s.label for s in steps])
+        if message.flow is not None:
+            self._flows[message.id] = message.flow
+        self._append(message.model_copy(update=decorations))
 
     # -- buttons ----------------------------------------------------------------------------
 

@@ -79,3 +79,33 @@ def single_node_flow(flow: dict[str, Any], node_id: str) -> dict[str, Any]:
     """A flow of one of ``flow``'s nodes, exactly as saved (nothing else can fail first)."""
     node = next(n for n in flow["data"]["nodes"] if n["id"] == node_id)
     return {"name": node_id, "data": {"nodes": [node], "edges": []}}
+
+
+EDITED = " (edited)"
+"""What ``one_change`` appends to the value it changes."""
+
+
+def one_change(spec: str, catalog: Any) -> tuple[str, tuple[str, str | None, str]]:
+    """``spec`` with one change a user could ask for, chosen from the spec alone, and what it is:
+    ``(spec id, field, the new value)``.  In order of preference: a one-line text value of a
+    component lfx knows (a text field with no options, no variable in it) gets ``EDITED`` appended;
+    else the flow's name (``("", None, name)``)."""
+    from lfassist_jupyter.artifacts.flow import spec_scalar
+    from lfassist_jupyter.flows.merge import read_spec
+
+    parts = read_spec(spec)
+    for (sid, name), text in parts.config.items():
+        kind = parts.nodes.get(sid)
+        entry = catalog.registry.get(kind) if kind not in catalog.added else None
+        field = ((entry or {}).get("template") or {}).get(name)
+        if not isinstance(field, dict) or field.get("type") not in ("str", "prompt") or field.get("options"):
+            continue
+        if field.get("password") or field.get("load_from_db") or field.get("list") or "{" in text:
+            continue
+        old = f"  {sid}.{name}: {text}\n"
+        if "\n" not in text and text[:1] not in "|\"'[" and spec_scalar(text) == text and old in spec:
+            return spec.replace(old, f"  {sid}.{name}: {text}{EDITED}\n", 1), (sid, name, text + EDITED)
+    name = parts.head.get("name") or "Flow"
+    head = f"name: {name}\n"
+    edited = spec.replace(head, f"name: {name}{EDITED}\n", 1) if head in spec else f"name: {name}{EDITED}\n{spec}"
+    return edited, ("", None, name + EDITED)

@@ -201,6 +201,11 @@ class FakeLLM:
     def pending(self) -> int:
         return len(self._replies)
 
+    def clear(self) -> None:
+        """Drop the replies still queued (a failed test's), so the next test gets its own."""
+        with self._lock:
+            self._replies.clear()
+
     def __enter__(self) -> FakeLLM:
         self._thread.start()
         return self

@@ -85,10 +85,10 @@ async def test_adding_a_node_keeps_the_rest_and_wires_the_new_one(llm, make_assi
     """A step inserted before the output: two edges change, everything else is as exported."""
 
     def change(spec: str) -> str:
-        wire = "  D.text_output -> C.input_value\n"
-        assert wire in spec and "  D: OllamaModel\n" in spec
-        spec = spec.replace("  D: OllamaModel\n", "  D: OllamaModel\n  X: TextOperations\n")
-        spec = spec.replace(wire, "  D.text_output -> X.text_input\n  X.message -> C.input_value\n")
+        wire = "  qRwJF.text_output -> VjHp8.input_value\n"  # spec ids are the nodes' own (OllamaModel-qRwJF)
+        assert wire in spec and "  qRwJF: OllamaModel\n" in spec
+        spec = spec.replace("  qRwJF: OllamaModel\n", "  qRwJF: OllamaModel\n  X: TextOperations\n")
+        spec = spec.replace(wire, "  qRwJF.text_output -> X.text_input\n  X.message -> VjHp8.input_value\n")
         return spec + "  X.operation: Case Conversion\n  X.case_type: uppercase\n"
 
     original, saved, _, result = await edit_and_save(

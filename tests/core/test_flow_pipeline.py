@@ -126,7 +126,7 @@ async def test_model_flow_is_stubbed_in_the_probe_run_and_needs_are_reported(llm
     assert "Before a real run, provide" in result.result
 
 
-async def test_component_then_flow_generates_the_custom_node_and_uses_it(llm, make_assistant):
+async def test_component_then_flow_generates_the_custom_node_and_uses_it(llm, make_assistant, sandbox):
     custom = plan("ChatInput", "ChatOutput", new=[{"name": "Uppercase", "description": "uppercases the text"}])
     upper_spec = (
         "nodes:\n  A: ChatInput\n  U: UppercaseComponent\n  C: ChatOutput\n"
@@ -147,6 +147,14 @@ async def test_component_then_flow_generates_the_custom_node_and_uses_it(llm, ma
     assert result.run.text == PROBE_TEXT.upper()
     assert lfx_run(result.flow, "shout this") == "SHOUT THIS"
     assert result.outcome.components[0].validated
+    # Issue 40: its spec alone is no flow where the component is not (a fresh kernel's catalogue), so
+    # the flow is kept as a file its inserted cell names (--edit): there, the cell makes this flow.
+    from lfassist_jupyter.flows import apply_spec
+
+    fresh = default_catalog(sandbox)
+    assert "UppercaseComponent" not in fresh.registry and not build_flow(upper_spec, catalog=fresh).ok
+    again = apply_spec(result.spec, base=result.flow_base, catalog=fresh)
+    assert again.ok and json.dumps(again.flow) == json.dumps(result.flow), again.errors
 
 
 async def test_repair_round_sends_the_error_naming_the_node_and_skips_bad_lines(llm, make_assistant):

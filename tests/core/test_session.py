@@ -73,3 +73,31 @@ def test_a_loaded_flow_survives_a_session_reload(make_assistant, tmp_path):
     assert last is not None and last.flow is not None
     assert [n["id"] for n in last.flow["data"]["nodes"]] == [n["id"] for n in flow["data"]["nodes"]]
     assert again.flow_pipeline().current_flow == last.flow  # the next request edits it
+
+
+def test_the_file_a_flow_edits_is_kept_with_it_on_disk_and_through_undo(make_assistant, tmp_path):
+    """Issue 40: a loaded flow remembers its file (what every edit of it, and its inserted cell, is
+    applied to), after a reload and after an undo; flow JSON from no file is kept as a file of its
+    own in the data folder (so its edits and its cell have one too)."""
+    from _support.components import QA_SPEC
+
+    from lfassist_jupyter import build_flow
+    from lfassist_jupyter.flows.load import base_flow
+    from lfassist_jupyter.flows.save import write_flow_file
+
+    store = SessionStore(tmp_path / "sessions")
+    flow = build_flow(QA_SPEC).flow
+    path = write_flow_file(flow, tmp_path / "qa.json").path
+    assistant = make_assistant("openai", session_id="agentic_base", session_store=store)
+    assistant.load_flow(str(path))
+    assert assistant.session.last_flow.base == str(path) == assistant.flow_pipeline().base
+    assistant.load_flow(flow)  # JSON: kept beside the sessions, under flows/
+    copy = assistant.session.last_flow.base
+    assert copy.startswith(str(tmp_path / "flows")) and base_flow(copy) == assistant.session.last_flow.flow
+
+    again = make_assistant("openai", session_id="agentic_base", session_store=store)
+    assert again.session.last_flow.base == copy
+    again.undo()
+    assert again.session.last_flow.base == str(path)  # the restore point kept the file too
+    reread = SessionStore(tmp_path / "sessions").load("agentic_base")
+    assert reread.last_flow.base == str(path) and reread.restore_points == []

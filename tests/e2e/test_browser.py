@@ -1,10 +1,11 @@
 """The chat panel in a real JupyterLab, in Debian's chromium driven by Playwright.
 
-JupyterLab is started on 127.0.0.1 by the test with the engine pointed at the local
-OpenAI-compatible test server.  The test types a request, watches the progress steps and
-the component card, inserts the code into the notebook, stops a long answer mid-stream,
-switches sessions, saves the notebook and searches it for the key -- and saves the
-screenshots the README uses (``make screenshots`` writes them to docs/screenshots/).
+JupyterLab is started on 127.0.0.1 by the tests (``conftest.py``: one server, shared with the
+Jupyter AI tests) with the engine pointed at the local OpenAI-compatible test server.  The test
+types a request, watches the progress steps and the component card, inserts the code into the
+notebook, stops a long answer mid-stream, switches sessions, saves the notebook and searches it
+for the key -- and saves the screenshots the README uses (``make screenshots`` writes them to
+docs/screenshots/).
 """
 
 from __future__ import annotations
@@ -13,17 +14,14 @@ import contextlib
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 from _support.components import GOOD, ONE_SENTENCE_SPEC, QA_SPEC, WRONG_IMPORT, fenced, intent, named
-from _support.fakellm import FakeLLM, Reply
+from _support.fakellm import Reply
+from _support.jupyterlab import KEY, TOKEN
 
 pytestmark = pytest.mark.browser
 
@@ -37,8 +35,6 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-KEY = "sk-browser-secret-0123456789abcdef"
-TOKEN = "lfassist-browser-test"
 # Screenshots go to tests/_artifacts; `make screenshots` refreshes the README's copies in docs/.
 _ROOT = Path(__file__).resolve().parents[2]
 SHOTS = _ROOT / ("docs/screenshots" if os.environ.get("LFASSIST_UPDATE_SCREENSHOTS") else "tests/_artifacts")
@@ -47,91 +43,19 @@ if not Path(CHROMIUM).exists():  # `make test` installs it with apt; elsewhere s
     pytest.skip(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def llm_server():
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def lab(llm_server, tmp_path_factory):
-    root = tmp_path_factory.mktemp("lab")
-    settings = root / ".settings" / "@jupyter-widgets" / "jupyterlab-manager"
-    settings.mkdir(parents=True)
-    # Save widget state into the notebook, so the saved file is what we search for secrets.
-    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
-    news = root / ".settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-    # The key binding the README tells users to add for the palette command.
-    keys = root / ".settings" / "@jupyterlab" / "shortcuts-extension"
-    keys.mkdir(parents=True)
-    binding = {"command": "lfassist:open-assistant", "keys": ["Alt Shift A"], "selector": "body"}
-    (keys / "shortcuts.jupyterlab-settings").write_text(json.dumps({"shortcuts": [binding]}))
-    # Every cell rendered: with JupyterLab's default windowing, a cell scrolled out of view may
-    # have no editor yet, and its text reads as "" although the notebook holds it.
-    tracker = root / ".settings" / "@jupyterlab" / "notebook-extension"
-    tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+def notebook(lab):
+    """The panel's notebook, in the shared JupyterLab's root (``conftest.py``)."""
+    _, root = lab
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell("from lfassist_jupyter import ChatPanel\npanel = ChatPanel()\npanel")]
     nbformat.write(nb, str(root / "panel.ipynb"))
-    port = _port()
-    env = {
-        **os.environ,
-        "OPENAI_BASE_URL": llm_server.openai_base_url,
-        "OPENAI_API_KEY": KEY,
-        "LFASSIST_DATA_DIR": str(root / ".data"),
-        "JUPYTERLAB_SETTINGS_DIR": str(root / ".settings"),
-        "JUPYTER_RUNTIME_DIR": str(root / ".runtime"),
-    }
-    log = open(root / "lab.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            f"--ServerApp.root_dir={root}",
-            f"--IdentityProvider.token={TOKEN}",
-            "--LabApp.news_url=",
-            "--allow-root",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"JupyterLab exited ({proc.returncode}); see {root / 'lab.log'}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=1):
-            break
-        time.sleep(0.3)
-    else:
-        raise TimeoutError(f"JupyterLab did not start; see {root / 'lab.log'}")
-    yield url, root
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    return root / "panel.ipynb"
 
 
 @pytest.fixture(scope="module")
-def page(lab):
+def page(lab, notebook):
     from playwright.sync_api import sync_playwright
 
     url, _ = lab
@@ -322,7 +246,8 @@ def test_flow_card_run_for_real_shows_the_plan_asks_then_answers(page, llm_serve
     assert "variables given: OPENAI_API_KEY" in answer.inner_text()
     assert llm_server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
     assert page.locator(".lfa-consent").count() == 0  # the plan closes once the run is done
-    answer.scroll_into_view_if_needed()
+    # A locator, not the handle: the panel may have redrawn the card since (the handle then detaches).
+    page.locator(".lfa-card[data-kind='run']").last.scroll_into_view_if_needed()
     page.locator(".lfa-panel").screenshot(path=str(SHOTS / "chat-panel-real-run.png"))
     assert KEY not in page.content()
 

@@ -2,8 +2,9 @@
 
 Every save path a user has (``%%assist_flow --save`` in a real IPython shell, the panel's Save
 button) writes a file that ``lfx validate`` passes at levels 1-3 (no error; each warning is one
-of lfx's own false positives, shown to be so from the file), that ``lfx export`` leaves byte for
-byte as it is, and whose ``id`` stays the same across saves of the same flow and registrations.
+of lfx's own false positives, shown to be so from the file), that ``lfx export --keep-secrets``
+leaves byte for byte as it is (a variable's name kept, no key), and whose ``id`` stays the same
+across saves of the same flow and registrations.
 """
 
 from __future__ import annotations
@@ -103,10 +104,22 @@ def test_every_save_path_writes_a_file_lfx_validate_passes(flow_ip, sandbox, llm
 
 
 def test_lfx_export_leaves_a_saved_file_as_it_is(flow_ip, tmp_path):
+    """``lfx export --keep-secrets`` (one call for both files) writes each saved file byte for byte as
+    it is; a key field naming a variable keeps the name (Langflow's reference, what a real run
+    reads).  Plain ``lfx export`` also clears that name, as it clears every ``load_from_db`` value:
+    the one difference the docs state."""
     flow_ip.run_cell_magic("assist_flow", "--save upper.json --quiet", named(UPPER_SPEC, "Upper"))
-    done = lfx("export", "upper.json", "-o", "exported.json", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "exported.json").read_bytes() == (tmp_path / "upper.json").read_bytes()
+    keyed = named(LLM_SPEC, "Keyed") + "  M.model: gpt-4o-mini\n  M.api_key: OPENAI_API_KEY\n"
+    flow_ip.run_cell_magic("assist_flow", "--save keyed.json --quiet", keyed)
+    (tmp_path / "exported").mkdir()
+    copies = [f"exported/{name}" for name in ("upper.json", "keyed.json")]
+    for copy in copies:
+        (tmp_path / copy).write_bytes((tmp_path / Path(copy).name).read_bytes())
+    done = lfx("export", *copies, "--keep-secrets", "--in-place", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr.count("Exported") == 2, (done.stdout, done.stderr)
+    for copy in copies:
+        assert (tmp_path / copy).read_bytes() == (tmp_path / Path(copy).name).read_bytes(), copy
+    assert '"value": "OPENAI_API_KEY"' in (tmp_path / "keyed.json").read_text()
     body = json.loads((tmp_path / "upper.json").read_text())
     assert is_flow_id(body["id"]) and body["name"] == "Upper" and body["is_component"] is False
     assert set(FLOW_TAGS) <= set(body["tags"]) and body["data"]["viewport"]
@@ -168,7 +181,7 @@ def test_save_then_register_and_register_then_save_share_one_id(tmp_path):
     assert file_flow_id(workspace.save_flow(fresh, tmp_path / "first.json")) == first.id
 
 
-def test_no_key_and_no_variable_name_is_written(tmp_path):
+def test_no_key_is_written(tmp_path):
     flow = build_flow(named(LLM_SPEC, "Keys")).flow
     model = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "LanguageModelComponent")
     model["data"]["node"]["template"]["api_key"]["value"] = "sk-proj-do-not-write-me-0123456789"

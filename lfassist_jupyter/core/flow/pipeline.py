@@ -25,7 +25,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.core.component.pipeline import ComponentPipeline, check_max_retries
@@ -36,10 +36,14 @@ from lfassist_jupyter.core.outcome import ComponentOutcome, FlowOutcome, flow_re
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.errors import ProviderError
+from lfassist_jupyter.flows.load import without_secrets
 from lfassist_jupyter.flows.model_nodes import FlowModel, spec_node_ids
 from lfassist_jupyter.flows.results import FlowReport, Need
 from lfassist_jupyter.ports import NAME_CAP, ComponentValidator, FlowLibrary, FlowSandbox, one_line
 from lfassist_jupyter.sandbox.answers import FlowRun
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.flows.catalog import Catalog
 
 PROBE_TEXT = "Hello! This is a probe run."
 """The text input of the probe run (the user runs the flow with real input later)."""
@@ -63,20 +67,6 @@ def custom_templates(flow: Mapping[str, Any] | None) -> dict[str, dict[str, Any]
         if name:
             out[str(name)] = dict(template)
     return out
-
-
-def without_secrets(flow: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``flow`` whose password fields are empty (a global variable's *name* stays):
-    what the session keeps on disk and the prompts see never holds a key."""
-    import copy
-
-    clean = copy.deepcopy(flow)
-    for node in facts.nodes(clean):
-        for field in facts.fields(node).values():
-            secret = isinstance(field, dict) and field.get("password") and not field.get("load_from_db")
-            if secret and field.get("value"):
-                field["value"] = ""
-    return clean
 
 
 def file_needs(flow: dict[str, Any], error: str) -> list[Need]:
@@ -204,6 +194,9 @@ class FlowPipeline:
             writing a new one; ``library`` (a ``FlowLibrary``: the connected Langflow) adds its
             flows and its starter templates.
         current_spec: that flow's spec, when known (else derived with ``flow_to_spec``).
+        base: the flow file ``current_flow`` is its spec applied to (a loaded flow's file): an edit
+            is applied to that file's flow (``flows.apply_spec``), as the inserted cell will be;
+            None: ``current_flow`` is what its spec builds, and so is the edit.
         probe_timeout: seconds the probe run may take.
         flow_model: the model the flow's model nodes call (``provider:model`` or a model of the
             request's provider); default: the request's own provider and model
@@ -222,6 +215,7 @@ class FlowPipeline:
         templates: dict[str, dict[str, Any]] | None = None,
         current_flow: Mapping[str, Any] | None = None,
         current_spec: str | None = None,
+        base: str | None = None,
         probe_timeout: float = 30.0,
         flows: list[dict[str, Any]] | None = None,
         library: FlowLibrary | None = None,
@@ -236,6 +230,8 @@ class FlowPipeline:
         self.templates = {} if templates is None else templates
         self.current_flow = dict(current_flow) if current_flow else None
         self.current_spec = current_spec
+        self.base = base
+        self._base_used: str | None = None  # the file the last build applied its spec to
         self.probe_timeout = probe_timeout
         self.flows = flows
         self.library = library
@@ -458,7 +454,10 @@ class FlowPipeline:
             if built is None and not problems:
                 if attempt == 1:
                     # No spec at all: the model answered in prose (e.g. asked which model to use).
-                    return FlowOutcome(result=reply, intent=self.intent, components=components)
+                    # Its words are the answer; the card and the text view say why there is no flow.
+                    said = one_line(reply or "", 300) or "(nothing)"
+                    why = f"No flow was built: the model's reply held no flow spec ('nodes:'). It said: {said}"
+                    return FlowOutcome(result=reply, intent=self.intent, components=components, error=why)
                 problems = ["flow: the reply held no spec (a fenced block with 'nodes:' and 'edges:')."]
             if built is not None:
                 last.flow, last.spec = built.flow, built.spec
@@ -560,26 +559,37 @@ class FlowPipeline:
             log.warning("%s The flow's model nodes are left for the user to choose.", exc)
             return None
 
-    def _build(self, reply: str, catalog: Any) -> tuple[Any, list[str], list[str]]:
+    def _build(self, reply: str, catalog: Catalog) -> tuple[Any, list[str], list[str]]:
         """lfx's builder with our deterministic repairs, the model nodes set to the user's model
         first (``flows.model_nodes``); (result, blocking problems, notes).
-        An edit of a flow (``current_flow``) is applied to that flow's JSON (``edit_flow``):
-        what the edit does not name comes back as it was, its model nodes included (only the
-        nodes the edit adds get the user's model)."""
-        from lfassist_jupyter.flows import FlowSpecError, build_flow, edit_flow, extract_spec
+
+        The flow is made as the inserted ``%%assist_flow`` cell will make it (``apply_spec``), so
+        the card and a re-run of the cell are one flow: an edit of a loaded flow is applied to its
+        file's flow (``base``; ``edit_flow``: what the edit does not name comes back byte for byte,
+        its model nodes included -- only the nodes the edit adds get the user's model); any other
+        flow is what its spec builds.  A file that can no longer be read: the edit is applied to
+        the conversation's copy of the flow, and a note says the cell holds the spec alone."""
+        from lfassist_jupyter.errors import FlowFileError
+        from lfassist_jupyter.flows import FlowSpecError, apply_spec, edit_flow, extract_spec
         from lfassist_jupyter.flows.model_nodes import configure_model_nodes
 
         editing = bool(self.current_flow and not self._reused)
+        base = self.base if editing else None
+        lost: list[str] = []
         try:
             keep = self._edited_ids if editing else set()
             spec, configured = configure_model_nodes(extract_spec(reply), catalog, self.choice, keep=keep)
-            if editing:
+            try:
+                built = apply_spec(spec, base=base, catalog=catalog, repair=True)
+            except FlowFileError as exc:
+                assert self.current_flow is not None
+                lost = [f"{exc} The edit was applied to the conversation's copy; the cell holds its spec alone."]
+                base = None
                 built = edit_flow(self.current_flow, spec, catalog=catalog, repair=True)
-            else:
-                built = build_flow(spec, catalog=catalog, repair=True)
         except FlowSpecError as exc:
             return None, [str(exc)] if "```" in (reply or "") or "nodes" in (reply or "") else [], []
-        notes = [f"{c.node}: {c.message}" for c in configured]
+        self._base_used = base
+        notes = [*lost, *(f"{c.node}: {c.message}" for c in configured)]
         notes += [*built.warnings, *(f"Repaired {c.node}: {c.message}" for c in built.changes if c.kind != "quote")]
         if built.flow is None:
             return None, [str(e) for e in built.errors] or ["The spec has no usable node."], notes
@@ -689,6 +699,7 @@ class FlowPipeline:
             run=run,
             components=components,
             notes=last.notes,
+            base=self._base_used if flow is not None else None,
         )
 
 

@@ -4,10 +4,13 @@ An op module of the worker package (stdlib + lfx only, plus the package's ``flow
 facts of ``artifacts/flow.py``, bound into the sandbox and loaded by the zygote as a module of
 this package), imported in the zygote before its first fork.
 
-* ``flow_catalog`` is a *fact*: lfx's bundled component registry, read by the zygote itself
-  (on the first request for it: a session without flows does not pay for it) and sent by the
-  zygote (``FACTS``), packed (zlib + base64 chunks). No request's code ever runs in the
-  zygote, so it is trusted. The kernel caches it per validator and never imports lfx.
+* ``flow_catalog`` is a *fact*: lfx's bundled component registry plus the components of the
+  installed extension bundles (``lfx-openai``...), with every other name lfx knows each by
+  (``names``: its identity index and migration table), read by the zygote itself (on the first
+  request for it: a session without flows does not pay for it) and sent by the zygote
+  (``FACTS``), packed (zlib + base64 chunks). No request's code ever runs in the zygote (only
+  lfx's and the installed bundles'), so it is trusted. The kernel caches it per validator and
+  never imports lfx.
 * ``flow_build`` runs in a fresh, sandboxed child like every validation, because building a
   flow can run a node's code: Langflow's real-time refresh of a field (a dropdown that
   reshapes the form) instantiates the component from the node's ``code`` and runs its
@@ -520,17 +523,121 @@ class _FlowBuild:
                 self.errors.append(_edge_error(str(exc), edge, src, tgt, out_name, in_name, flow))
 
 
+_CATALOG: dict[str, Any] = {}
+
+
+def _bundle_entries(bundled: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The components of the installed extension bundles (``lfx-openai``, ``lfx-anthropic``...), as
+    Langflow's palette builds them (``import_extension_components``: the class instantiated, its
+    template made by ``create_component_template``), keyed by the name saved flows carry as their
+    node type (the class's ``name``, lfx's ``legacy_name``: ``OpenAIModel``), which lfx's builder
+    writes as ``data.type``.  Installed packages' code, like lfx's own; a bundle that fails to load
+    is left out (lfx logs it), as Langflow leaves it out of its palette.
+
+    lfx's ``build_custom_class`` copies every module a class's code imported into the globals of
+    ``lfx.custom.validate``, which every class made afterwards starts from: read here, in the
+    zygote, the bundles' imports (``json``...) would reach every component validated in its forked
+    children, and a component that uses ``json`` without importing it would pass.  Those globals
+    are put back as they were."""
+    import logging
+
+    found: dict[str, dict[str, Any]] = {}
+    logging.disable(logging.WARNING)  # lfx's loader warns on stderr about bundles it skips
+    try:
+        from lfx.custom import validate as lfx_validate
+        from lfx.custom.utils import create_component_template
+        from lfx.extension import load_installed_extensions
+
+        scope = vars(lfx_validate)
+        before = dict(scope)
+        results = load_installed_extensions()
+    except Exception:  # an lfx without extension bundles (before 1.10)
+        return found
+    finally:
+        logging.disable(logging.NOTSET)
+    try:
+        _read_bundles(results, bundled, found, create_component_template)
+    finally:
+        for name in [n for n in scope if n not in before]:
+            del scope[name]
+        scope.update(before)
+    return found
+
+
+def _read_bundles(results: Any, bundled: dict[str, Any], found: dict[str, Any], make_template: Any) -> None:
+    """Each loaded bundle component's template into ``found`` (see ``_bundle_entries``)."""
+    import contextlib
+
+    for result in results:
+        for loaded in result.components:
+            with contextlib.suppress(Exception):
+                instance = loaded.klass()
+                template, _ = make_template(component_extractor=instance, module_name=loaded.module_name)
+                name = str(getattr(instance, "name", None) or loaded.class_name)
+                if name in bundled or name in found or not isinstance(template.get("template"), dict):
+                    continue
+                template["category"] = str(result.bundle or "bundles")
+                template["namespaced_id"] = loaded.namespaced_id
+                found[name] = template
+
+
+def _names(registry: dict[str, Any]) -> dict[str, list[str]]:
+    """Every other name lfx knows a catalogue entry by -> the entries it may mean: lfx's own
+    identity index (``build_component_identity_index``: each entry's ``name``, class name, module
+    class name, display name, and lfx's ``LEGACY_TYPE_ALIASES`` such as ``Prompt`` -> ``Prompt
+    Template``), then lfx's migration table (the bare class names, import paths and earlier slots
+    of components that moved to a bundle) for the bundles installed here, then each bundle
+    component's namespaced id.  An ambiguous name keeps every candidate: none is guessed."""
+    import contextlib
+
+    names: dict[str, list[str]] = {}
+    with contextlib.suppress(ImportError):  # lfx's identity index (1.13)
+        from lfx.utils.component_aliases import build_component_identity_index
+
+        index = build_component_identity_index({"components": registry})
+        names = {alias: sorted(keys) for alias, keys in index.aliases.items() if alias and alias not in registry}
+    by_slot = {str(e["namespaced_id"]): key for key, e in registry.items() if isinstance(e.get("namespaced_id"), str)}
+    with contextlib.suppress(Exception):
+        from lfx.extension.migration import load_migration_table
+
+        table, _ = load_migration_table()
+        for entry in table.entries if table is not None else []:
+            old = entry.bare_class_name or entry.import_path or entry.legacy_slot
+            key = by_slot.get(entry.target)
+            if old and key and old not in registry:
+                names.setdefault(old, [key])
+    for slot, key in by_slot.items():
+        names.setdefault(slot, [key])
+    return names
+
+
+def catalogue() -> dict[str, Any]:
+    """lfx's bundled components plus the installed bundles' (``{type: node template}``) and the
+    other names of each (``names``): computed once, in the zygote when the kernel first asks
+    for the catalogue (children forked afterwards inherit it)."""
+    if not _CATALOG:
+        from lfx.graph.flow_builder.builder import load_local_registry
+
+        bundled = load_local_registry()
+        registry = {**bundled, **_bundle_entries(bundled)}
+        _CATALOG.update(registry=registry, names=_names(registry))
+    return _CATALOG
+
+
 def register(ops: dict, facts: dict) -> None:
     """Add the fact ``flow_catalog`` and the op ``flow_build`` (in the zygote, before any fork)."""
-    from lfx.graph.flow_builder.builder import load_local_registry
+
+    def flow_catalog() -> dict:
+        found = catalogue()
+        return {"ok": True, "z": pack(found["registry"]), "names": pack(found["names"])}
 
     # lfx caches the registry in its module: children forked after this ran inherit it.
-    facts["flow_catalog"] = lambda: {"ok": True, "z": pack(load_local_registry())}
+    facts["flow_catalog"] = flow_catalog
 
     def flow_build(req: dict) -> dict:
         spec_text = str(req.get("spec", ""))
         extra = req.get("extra") if isinstance(req.get("extra"), dict) else {}
-        bundled = load_local_registry()
+        bundled = catalogue()["registry"]
         added = {str(k): v for k, v in extra.items() if isinstance(v, dict)}
         registry = {**bundled, **added}
         refresh = req.get("refresh") if isinstance(req.get("refresh"), list) else []

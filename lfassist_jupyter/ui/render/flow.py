@@ -9,6 +9,8 @@ it never validates, builds or runs a flow."""
 from __future__ import annotations
 
 import html
+import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.sandbox.answers import FlowRun, RealRun
@@ -39,9 +41,22 @@ def flow_name(flow: dict[str, Any] | None, default: str = "Flow") -> str:
     return str((flow or {}).get("name") or default) if isinstance(flow, dict) else default
 
 
-def flow_cell_source(spec: str) -> str:
-    """The re-runnable cell that holds a flow: ``%%assist_flow`` and the spec."""
-    return f"%%assist_flow\n{spec.strip()}\n"
+def shown_path(path: str | Path) -> str:
+    """A file as a cell names it: relative to the working directory when it is under it (a
+    notebook opened from another machine still finds its flow next to it), else absolute."""
+    target = Path(path)
+    try:
+        return str(target.relative_to(Path.cwd()))
+    except ValueError:
+        return str(target)
+
+
+def flow_cell_source(spec: str, base: str | Path | None = None) -> str:
+    """The re-runnable cell that holds a flow: ``%%assist_flow`` and the spec, and for a flow
+    whose spec is applied to a file (a loaded flow's, ``--edit FILE``) that file, so running the
+    cell in any kernel makes the flow the card shows (``flows.apply_spec``)."""
+    edit = f" --edit {shlex.quote(shown_path(base))}" if base else ""
+    return f"%%assist_flow{edit}\n{spec.strip()}\n"
 
 
 def run_lines(run: FlowRun | None, input_text: str | None = None) -> list[Line]:

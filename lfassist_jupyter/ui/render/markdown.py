@@ -47,9 +47,9 @@ def sanitize(fragment: str) -> str:
     )
 
 
-def render_markdown(text: str) -> str:
-    """Model-written Markdown as safe HTML: raw HTML disabled, images shown as links (never
-    loaded), Python code highlighted, and the result through the allow-list sanitiser."""
+def _parser() -> Any:
+    """markdown-it as every surface renders a model's text: CommonMark, raw HTML as text, images as
+    links (never loaded), Python code highlighted."""
     from markdown_it import MarkdownIt
 
     def fence(code: str, lang: str, _attrs: str) -> str:
@@ -65,7 +65,55 @@ def render_markdown(text: str) -> str:
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": fence})
     md.add_render_rule("image", image)
-    return sanitize(md.render(text))
+    return md
+
+
+def render_markdown(text: str) -> str:
+    """Model-written Markdown as safe HTML: raw HTML disabled, images shown as links (never
+    loaded), Python code highlighted, and the result through the allow-list sanitiser."""
+    return sanitize(_parser().render(text))
+
+
+def chat_markdown(text: str) -> str:
+    """Model-written Markdown for a front end that renders Markdown itself (Jupyter AI's chat),
+    as safe as ``render_markdown``: its top-level code blocks stay Markdown code blocks (so the
+    chat's code toolbar can insert them into a notebook), everything else is this module's
+    sanitised HTML on one line each (an HTML block ends at a blank line: with its newlines as
+    ``&#10;``, no text inside it, a nested code block's included, is read as Markdown again).
+    A model's image is a link here too, and its raw HTML text."""
+    md = _parser()
+    tokens = md.parse(text)
+    parts: list[str] = []
+    run: list[Any] = []
+
+    def flush() -> None:
+        if run:
+            rendered = sanitize(md.renderer.render(run, md.options, {})).strip()
+            if rendered:
+                parts.append(rendered.replace("\r", "").replace("\n", "&#10;"))
+            run.clear()
+
+    for token in tokens:
+        if token.level == 0 and token.type in ("fence", "code_block"):
+            flush()
+            parts.append(code_fence(token.content, token.info if token.type == "fence" else ""))
+        else:
+            run.append(token)
+    flush()
+    return "\n\n".join(parts)
+
+
+def code_fence(code: str, info: str = "") -> str:
+    """``code`` as a Markdown fenced code block that nothing in it can close: the fence is longer
+    than any run of backticks in the code; the info string is kept only when it is one plain word."""
+    import re
+
+    longest = max((len(m) for m in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    word = info.strip().split()[0] if info.strip() else ""
+    lang = word if re.fullmatch(r"[A-Za-z0-9_+.-]{1,20}", word) else ""
+    body = code if code.endswith("\n") else code + "\n"
+    return f"{fence}{lang}\n{body}{fence}"
 
 
 def highlight(code: str) -> str:
