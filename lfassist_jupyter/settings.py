@@ -152,7 +152,9 @@ class ProcessSettings:
         "would be installed and its size; --provision says yes once), yes (build it without asking) or no.",
     )
     provision_dir: str | None = _setting(
-        None, "Where the environments that judge flows are kept; default: the user cache (lfassist-jupyter/envs)."
+        None,
+        "Where the environments that judge flows are kept; default: the user cache (lfassist-jupyter/envs).",
+        kind="directory",
     )
     provision_cache_mb: int = _setting(
         6000, "The most those environments may take on disk, in MB; the least recently used go first.", ge=100

@@ -111,6 +111,9 @@ BAD_VALUES = {
     "timeout": lambda tmp: "0",
     "script": lambda tmp: str(tmp / "no-such-replies.json"),
     "data_dir": lambda tmp: str(Path(__file__)),  # a file, not a folder
+    "provision": lambda tmp: "maybe",
+    "provision_dir": lambda tmp: str(Path(__file__)),  # a file, not a folder
+    "provision_cache_mb": lambda tmp: "50",
 }
 
 

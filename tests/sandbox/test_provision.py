@@ -20,7 +20,7 @@ import pytest
 from _support.components import GOOD
 from _support.wheels import make_wheel
 
-from lfassist_jupyter.flows import validate_flow
+from lfassist_jupyter import validate_flow
 from lfassist_jupyter.sandbox import provision
 from lfassist_jupyter.ui.render.flow import flow_report_text
 
