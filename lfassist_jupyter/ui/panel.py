@@ -532,7 +532,6 @@ class ChatPanel(anywidget.AnyWidget):
         """**Judge elsewhere**, on a card whose flow was not judged here: the user's yes to build
         (or reuse) the separate environment the card described, and judge the flow there; the
         card then shows that verdict and which environment gave it."""
-        from lfassist_jupyter.flows import validate_flow
         from lfassist_jupyter.ui.messages import flow_message
 
         flow = self._flow(message_id)
@@ -541,7 +540,7 @@ class ChatPanel(anywidget.AnyWidget):
             return None
 
         def job() -> str:
-            report = validate_flow(flow, provision=True)
+            report = self.workspace.validate_flow(flow, provision=True)
             card = flow_message(flow=flow, spec=message.get("spec"), report=report, attempts=message.get("attempts"))
             card.id = message_id
             self.messages = [card.to_wire() if m.get("id") == message_id else m for m in self.messages]
