@@ -8,10 +8,10 @@ anything else, ``validate_flow`` asks this module, which reads the text and the 
 (no lfx: ``ast.parse`` only, nothing executed in this process).
 
 Code that parses but is custom (no built-in carries the same code) is loaded by lfx in the
-sandbox as lfx loads a flow's node (``SandboxValidator.component_verdicts``: all of a flow's
-codes in one child), never here, and its error is named per node.  lfx's own code is neither
-parsed nor loaded again, and every verdict is remembered by the code's hash: validating a flow
-a second time costs no sandbox request.
+sandbox as lfx loads a flow's node (``SandboxValidator.component_verdicts``: each code in a child
+of its own, so that no node's code can write another's verdict), never here, and its error is
+named per node.  lfx's own code is neither parsed nor loaded again, and every verdict is
+remembered by the code's hash: validating a flow a second time costs no sandbox request.
 """
 
 from __future__ import annotations
@@ -216,8 +216,9 @@ def custom_code_errors(
     sandbox's environment lacks (a ``package`` need with its ``%pip install`` line: the flow is
     not broken, this environment is short of it).
 
-    The codes lfx has not judged yet are built together, in one sandboxed child per flow
-    (``_verdicts``): a flow of twenty nodes saved by an older Langflow costs one fork, not twenty."""
+    The codes lfx has not judged yet are loaded each in a sandboxed child of its own
+    (``_verdicts``): a verdict comes from a process in which no other node's code ran, so it can
+    be remembered by the code's hash."""
     used: dict[Any, set[Any]] = {}
     for source, output, _, _ in map(facts.ports, facts.edges(flow)):
         used.setdefault(source, set()).add(output)
@@ -353,9 +354,10 @@ _NOT_BUILT = "Validation did not finish for this node: the sandbox's time for th
 def _verdicts(builds: list[tuple[str, tuple[str, ...], dict[str, Any]]]) -> list[Any]:
     """lfx's verdict on each ``(code, methods, naming)``, loaded in the sandbox as lfx loads a
     flow's node (never in this process): whether lfx loads the code and which of ``methods`` it
-    lacks.  What lfx judged before is remembered by the hash of all three; the rest is loaded in
-    one child (``SandboxValidator.component_verdicts``).  lfx's verdicts are remembered, not the
-    sandbox's failures to give one."""
+    lacks.  What lfx judged before is remembered by the hash of all three; the rest is loaded,
+    each code in a child of its own (``SandboxValidator.component_verdicts``): a verdict written
+    in a process where only its own code ran is the only kind kept for the kernel's life.  lfx's
+    verdicts are remembered, not the sandbox's failures to give one."""
     import json
 
     from lfassist_jupyter.sandbox.client import default_validator
