@@ -537,8 +537,9 @@ def _forker(sock: socket.socket) -> None:
         os.closerange(keep + 1, 1 << 16)
         me = os.getpid()
         pidfds: dict[int, int] = {}
+        unwatched = 0  # live children without a pidfd (an older kernel): looked for every 50 ms
         while True:
-            readable, _, _ = select.select([sock, *pidfds], [], [], None if pidfds or _HAVE_PIDFD else 0.05)
+            readable, _, _ = select.select([sock, *pidfds], [], [], 0.05 if unwatched else None)
             if sock in readable:
                 data, ancillary, _flags, _addr = sock.recvmsg(4096, socket.CMSG_SPACE(3 * 4))
                 if not data:
@@ -560,9 +561,10 @@ def _forker(sock: socket.socket) -> None:
                     os.close(fd)
                 with contextlib.suppress(OSError):
                     os.setpgid(pid, pid)
-                if _HAVE_PIDFD:
-                    with contextlib.suppress(OSError):
-                        pidfds[os.pidfd_open(pid)] = pid
+                try:
+                    pidfds[os.pidfd_open(pid)] = pid
+                except (AttributeError, OSError):
+                    unwatched += 1
                 sock.send(b"pid %d" % pid)
             for fd in [fd for fd in readable if fd in pidfds]:
                 pidfds.pop(fd)
@@ -571,16 +573,19 @@ def _forker(sock: socket.socket) -> None:
                 try:
                     pid, status = os.waitpid(-1, os.WNOHANG)
                 except ChildProcessError:
+                    unwatched = 0
                     break
                 if not pid:
                     break
+                if pid not in pidfds.values():
+                    unwatched = max(unwatched - 1, 0)
+                for fd in [fd for fd, child in pidfds.items() if child == pid]:
+                    pidfds.pop(fd)
+                    os.close(fd)
                 sock.send(b"exit %d %d" % (pid, status))
     except BaseException:
         code = 1
     os._exit(code)
-
-
-_HAVE_PIDFD = hasattr(os, "pidfd_open")
 
 
 def child_status(pid: int, wait: float = 0.0) -> int | None:
