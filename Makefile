@@ -1,5 +1,6 @@
 # Two commands do all the set-up: `make demo` runs the main job and `make test` passes the
-# tests; each builds what it needs (.venv, the JS bundle, Chromium for the browser tests).
+# tests; each builds what it needs (.venv, the JS bundle, Chromium for the browser tests), and
+# `make demo` installs only what the demo runs (the `demo` extra), not the test toolchain.
 # `make test-fast` is the quick loop while working: lint and the tests not marked slow,
 # browser or langflow (no real kernel, no whole-corpus scan, no Langflow server, no notebooks),
 # spread over the cores by pytest-xdist (each worker starts its own warm sandbox).  `make test`,
@@ -10,10 +11,12 @@ PYTHON   ?= python3
 VENV     ?= .venv
 BIN      := $(VENV)/bin
 STAMP    := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
+DOCS_STAMP := $(VENV)/.docs-installed
 BUNDLE   := lfassist_jupyter/static/widget.js
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test test-fast demo lint bench screenshots clean
+.PHONY: test test-fast demo docs lint bench screenshots clean
 
 $(BUNDLE): js/widget.js js/widget.css package.json package-lock.json
 	npm ci --silent --no-audit --no-fund
@@ -25,7 +28,21 @@ $(STAMP): pyproject.toml $(BUNDLE)
 	# --compile-bytecode: the validation worker imports lfx in a fresh process; without
 	# .pyc files every worker start recompiles it (15 s instead of 2.5 s).
 	$(PYTHON) -m uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[test]"
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP) $(DOCS_STAMP)
+
+# What the demo runs: lfx and a kernel (the test extra is a superset of it).
+$(DEMO_STAMP): pyproject.toml $(BUNDLE)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check uv
+	$(PYTHON) -m uv venv --quiet --allow-existing --python $(PYTHON) $(VENV)
+	$(PYTHON) -m uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[demo]"
+	touch $(DEMO_STAMP)
+
+# MkDocs alone: the site needs nothing of the package.
+$(DOCS_STAMP): pyproject.toml
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check uv
+	$(PYTHON) -m uv venv --quiet --allow-existing --python $(PYTHON) $(VENV)
+	$(PYTHON) -m uv pip install --quiet --python $(BIN)/python "mkdocs>=1.6,<2"
+	touch $(DOCS_STAMP)
 
 # Debian's chromium for the browser tests (never `playwright install`).
 $(CHROMIUM):
@@ -50,8 +67,13 @@ test-fast: $(STAMP)
 
 # The main job, offline unless a provider is configured: executes notebooks/quickstart.ipynb
 # and writes notebooks/_build/quickstart.ipynb and .html.  `make demo ARGS=--all` runs them all.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python notebooks/run_demo.py $(ARGS)
+
+# The documentation site (docs/, mkdocs.yml) into site/; warnings (a broken link or anchor) are errors
+# (never --quiet: it hides the warnings from --strict, which then passes a broken link).
+docs: $(DOCS_STAMP)
+	$(BIN)/mkdocs build --strict
 
 # ruff, then the layering (.importlinter: which package may import which).
 lint: $(STAMP)
@@ -67,4 +89,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) node_modules lfassist_jupyter/static .pytest_cache .ruff_cache .import_linter_cache benchmarks/results notebooks/_build tests/_artifacts
+	rm -rf $(VENV) site node_modules lfassist_jupyter/static .pytest_cache .ruff_cache .import_linter_cache benchmarks/results notebooks/_build tests/_artifacts

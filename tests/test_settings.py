@@ -1,5 +1,5 @@
 """Every ``LFASSIST_*`` setting is declared once (``lfassist_jupyter/settings.py``) and read from
-there: no module reads one of its own, the README's table and ``%config AssistMagics`` list them,
+there: no module reads one of its own, the docs' table (docs/configuration.md) and ``%config AssistMagics`` list them,
 and a bad value is the same one ``ConfigError`` line whichever surface reads it first -- the
 settings, ``default_validator()``, ``%load_ext``, the chat panel, the eval CLI."""
 
@@ -42,11 +42,11 @@ def test_nothing_reads_an_lfassist_variable_but_the_settings():
     assert found == []
 
 
-def test_the_readme_table_and_config_help_list_every_setting():
+def test_the_docs_table_and_config_help_list_every_setting():
     from lfassist_jupyter.ui.magics import AssistMagics
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("## Configuration") : readme.index("```", readme.index("## Configuration"))]
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    table = page[: page.index("```")]
     assert all(f"`{variable}`" in table for variable in DECLARED), sorted(v for v in DECLARED if v not in table)
     shown = AssistMagics.class_get_help()
     for name in settings.NOTEBOOK:

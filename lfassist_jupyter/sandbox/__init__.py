@@ -8,7 +8,7 @@
   reference) -- pydantic only, so core and the views import them without any process code.
 - ``_isolation``: bubblewrap command lines and the probe that says full or reduced isolation.
 - ``local_run``: the real run of a flow: ``RealRunner``, a warm process of its own (its script is
-  ``_local_runner.py``: a child per run, in namespaces of its own, under Landlock) behind ``egress``,
+  ``worker/_runner.py``: a child per run, in namespaces of its own, under Landlock) behind ``egress``,
   the kernel-side network fence; used by ``flows.real_run`` once the plan is allowed.
 - ``worker/``: what runs *inside* the sandbox (stdlib + lfx only, bound read-only as one
   directory and loaded there as a package of its own): the zygote's script ``_worker.py``, its

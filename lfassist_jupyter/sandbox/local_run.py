@@ -1,7 +1,7 @@
 """The real run's process: a warm runner, under bubblewrap, behind the egress fence.
 
 ``flows.real_run`` decides what a run may have (the plan: allowed variables and hosts); this module
-runs it. ``RealRunner`` keeps one process warm (``_local_runner.py``: lfx imported once, a
+runs it. ``RealRunner`` keeps one process warm (``worker/_runner.py``: lfx imported once, a
 confined child forked per run, see there), starts the run's egress proxy (``egress.EgressProxy``,
 on a Unix socket in a *fence* directory that is bound into the sandbox), hands the run over and
 returns the capped, redacted answer. Real runs and validations never share a process: the
@@ -25,7 +25,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lfassist_jupyter import settings
@@ -34,6 +33,7 @@ from lfassist_jupyter.redaction import redact_text
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.answers import RealRun, Refused
 from lfassist_jupyter.sandbox.egress import Allowed, EgressProxy
+from lfassist_jupyter.sandbox.worker._channel import descendants
 from lfassist_jupyter.sandbox.zygote import (
     WORKER_DIR,
     WorkerDiedError,
@@ -42,7 +42,7 @@ from lfassist_jupyter.sandbox.zygote import (
     scrubbed_env,
 )
 
-RUNNER = Path(__file__).with_name("_local_runner.py")
+RUNNER = WORKER_DIR / "_runner.py"  # beside the validation worker, bound with it
 MAX_BODY_BYTES = 64 * 1024 * 1024  # the runner's own cap on a run's request
 SANDBOX_UID = 1000
 """The user id inside a real run's bubblewrap when the kernel runs as root: a run's child makes a
@@ -101,7 +101,7 @@ class RealRunner(ZygoteProcess):
     a child forked ahead of it, in namespaces of its own (a loopback whose one way out is this
     run's proxy; a scratch tmpfs of ``scratch_mb``), under Landlock (it reads the interpreter and
     the system, writes its scratch), with only the run's allowed variables; see
-    ``_local_runner.py``. Runs are one at a time.
+    ``worker/_runner.py``. Runs are one at a time.
 
     Args:
         python: the interpreter (default: ``LFASSIST_VALIDATOR_PYTHON``, else this one).
@@ -124,7 +124,6 @@ class RealRunner(ZygoteProcess):
         config: dict[str, Any] = {
             "memory_mb": self.memory_mb,
             "scratch_mb": self.scratch_mb,
-            "worker": str(WORKER_DIR),
             "bound_modules": _isolation.bound_modules(),
             "read": list(_isolation.interpreter_paths(self.python)),
         }
@@ -139,7 +138,7 @@ class RealRunner(ZygoteProcess):
                 self.python,
                 [*argv, json.dumps(config)],
                 env=env,
-                extra_ro=(str(RUNNER), *_isolation.worker_files(), self._fence),
+                extra_ro=(*_isolation.worker_files(), self._fence),
                 scratch_mb=self.scratch_mb,
                 uid=os.getuid() or SANDBOX_UID,
             )
@@ -164,7 +163,7 @@ class RealRunner(ZygoteProcess):
         """Also every process a run left (reduced isolation: no PID namespace takes them down)."""
         proc = self._proc
         if proc is not None and sys.platform.startswith("linux"):
-            for pid in _descendants(proc.pid):
+            for pid, _ in descendants(proc.pid):
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
         super()._kill()
@@ -304,26 +303,6 @@ def _unavailable(python: str, why: str) -> str:
         f"the real runner could not start: {redact_text(why)[:500]}. It needs lfx in {python} "
         "(`%pip install lfx`, or point LFASSIST_VALIDATOR_PYTHON at an environment that has it)."
     )
-
-
-def _descendants(root: int) -> list[int]:
-    """Every live process below ``root`` (a /proc scan)."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read()
-            children.setdefault(int(data[data.rindex(b")") + 2 :].split()[1]), []).append(int(name))
-        except (OSError, ValueError, IndexError):
-            continue
-    found, todo = [], list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
 
 
 _runners: dict[tuple[str, str], RealRunner] = {}

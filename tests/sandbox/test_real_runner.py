@@ -1,4 +1,4 @@
-"""The warm real runner (``sandbox/local_run.py`` + ``_local_runner.py``): one process that imported lfx,
+"""The warm real runner (``sandbox/local_run.py`` + ``worker/_runner.py``): one process that imported lfx,
 one confined child forked per real run.
 
 What a warm process must not cost: a run finds nothing of the run before it -- not its variables in
@@ -23,6 +23,7 @@ from _support.components import QA_SPEC
 import lfassist_jupyter
 from lfassist_jupyter.flows import build_flow, default_catalog
 from lfassist_jupyter.sandbox import local_run
+from lfassist_jupyter.sandbox.worker._channel import descendants
 
 pytestmark = pytest.mark.slow  # each test runs flows for real: the runner imports lfx on first use
 
@@ -190,7 +191,7 @@ def test_a_stopped_real_run_leaves_nothing_running_and_the_next_run_works(sandbo
 
     def stop() -> None:  # the stop button, while the run sleeps: Jupyter sends the kernel a SIGINT
         time.sleep(4)
-        seen.extend([runner.pid, *local_run._descendants(runner.pid)])
+        seen.extend([runner.pid, *(pid for pid, _ in descendants(runner.pid))])
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=stop).start()

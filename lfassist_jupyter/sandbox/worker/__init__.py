@@ -24,3 +24,28 @@ module of this package (``_lfassist_worker.policy``, ``_lfassist_worker.flow``),
 write ``from . import policy`` -- in reduced isolation too, from the same paths.  Nothing
 outside ``sandbox/`` imports this package; inside, only the client reads ``wire``.
 """
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import types
+
+_BOUND = ("flow", "policy")
+
+
+def __getattr__(name: str) -> types.ModuleType:
+    """``from . import policy`` (or ``flow``) when this package is imported as part of
+    lfassist_jupyter -- a documentation tool importing every module -- rather than made by a
+    zygote: the same stdlib-only file of ``artifacts/`` the zygote binds, loaded by path as this
+    package's module, as the zygote loads it (so the worker still imports nothing of the project)."""
+    if name not in _BOUND:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "artifacts", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"{__name__}.{name}", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[module.__name__] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    globals()[name] = module
+    return module

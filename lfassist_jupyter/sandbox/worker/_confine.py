@@ -457,7 +457,7 @@ def read_grants(deny: list[str] | tuple[str, ...], readable: tuple[str, ...]) ->
 
 
 # Landlock's read and execute rights, for a process that may read only what it is given (the real
-# runner's children: ``sandbox/_local_runner.py``).
+# runner's children: ``_runner.py``).
 LL_EXECUTE, LL_READ_FILE, LL_READ_DIR = 1 << 0, 1 << 2, 1 << 3
 LL_READ = LL_READ_FILE | LL_READ_DIR
 _LL_FILE_RIGHTS = LL_EXECUTE | _LL_WRITE_FILE | LL_READ_FILE | _LL_TRUNCATE  # what a rule on a non-directory may hold

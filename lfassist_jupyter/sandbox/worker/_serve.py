@@ -41,6 +41,7 @@ import time
 import traceback
 
 from . import _shared
+from ._channel import descendants
 from ._confine import (
     CONFINE,
     PR_SET_PDEATHSIG,
@@ -209,52 +210,6 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str, parent: int) -> N
     exit_(code)
 
 
-# A task flag of the kernel (include/linux/sched.h), field 9 of /proc/<pid>/task/<tid>/stat: set
-# when the thread enters do_exit, which a killed thread does once its last system call is done.
-PF_EXITING = 0x4
-
-
-def _exiting(pid: int) -> bool:
-    """Whether every thread of ``pid`` has entered its exit (or is gone): it cannot run another
-    instruction of its own, make a system call (write a file, fork) or be anything but reaped."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue  # that thread is gone
-        fields = data[data.rindex(b")") + 2 :].split()
-        if fields[0] not in (b"Z", b"X") and not int(fields[6]) & PF_EXITING:
-            return False
-    return True
-
-
-def _descendants(root: int) -> list[tuple[int, bool]]:
-    """``(pid, exiting)`` of every descendant of ``root``, from a /proc scan (Linux); ``exiting``:
-    each of its threads has entered its exit or is a zombie (``_exiting``)."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        fields = data[data.rindex(b")") + 2 :].split()
-        children.setdefault(int(fields[1]), []).append(int(name))
-    found, todo = [], list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return [(pid, _exiting(pid)) for pid in found]
-
-
 def _reap() -> None:
     while True:
         try:
@@ -289,7 +244,7 @@ def kill_subtree(child: int, *, wait: bool = True) -> None:
     end = time.monotonic() + 5
     forker = FORKER[0].pid if FORKER else None
     while time.monotonic() < end:
-        procs = [(pid, exiting) for pid, exiting in _descendants(ZYGOTE_PID) if pid != forker]
+        procs = [(pid, exiting) for pid, exiting in descendants(ZYGOTE_PID) if pid != forker]
         running = [pid for pid, exiting in procs if not exiting]
         for pid in running:
             with contextlib.suppress(OSError):

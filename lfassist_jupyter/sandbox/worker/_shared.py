@@ -9,14 +9,12 @@ child changes only its own copy (``SANDBOX_DIR``, ``OBSERVED``).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sys
 import time
 import traceback
 
-CONFIG: dict = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+CONFIG: dict = {}  # the zygote's command line (``configure``), before its other modules are imported
 # The writable directory of one request: the zygote's cwd, then in a child its scratch
 # directory (``_serve._child`` rebinds it; read it as ``_shared.SANDBOX_DIR``).
 SANDBOX_DIR = os.path.realpath(os.getcwd())
@@ -56,7 +54,14 @@ def on_alarm(signum: int, frame: object) -> None:
     raise Timeout()
 
 
-signal.signal(signal.SIGALRM, on_alarm)
+def configure(config: dict) -> None:
+    """Set the zygote's configuration (its command line's JSON) and the alarm's handler: called by
+    the script, once, before the modules that read ``CONFIG`` are imported (never on import, so
+    importing the package -- as a documentation tool does -- changes nothing)."""
+    global ANSWER_CAP
+    CONFIG.update(config)
+    ANSWER_CAP = int(CONFIG.get("answer_cap", 4 * 1024 * 1024))
+    signal.signal(signal.SIGALRM, on_alarm)
 
 
 class Armed:

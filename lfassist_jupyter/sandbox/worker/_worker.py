@@ -75,17 +75,11 @@ code involved.
 
 from __future__ import annotations
 
-import gc
-
-# Importing lfx allocates millions of objects; collecting while importing is wasted work
-# (~15% of the start-up here).  Re-enabled after the warm-up, with the warm heap frozen.
-gc.disable()
-
 import contextlib
+import gc
 import importlib
 import importlib.machinery
 import importlib.util
-import io
 import json
 import os
 import resource
@@ -93,23 +87,7 @@ import select
 import sys
 import time
 import types
-
-# -- protocol channel --------------------------------------------------------------------
-
-_proto_fd = os.dup(1)
-_proto = os.fdopen(_proto_fd, "w", buffering=1, encoding="utf-8")
-_null = os.open(os.devnull, os.O_RDWR)
-os.dup2(_null, 1)  # lfx's import-time chatter goes nowhere; children get their own pipe
-os.dup2(_null, 2)
-os.close(_null)
-sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
-sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
-
-
-def send(msg: dict) -> None:
-    _proto.write(json.dumps(msg, default=str) + "\n")
-    _proto.flush()
-
+from typing import Any
 
 # -- siblings ----------------------------------------------------------------------------
 #
@@ -120,12 +98,22 @@ def send(msg: dict) -> None:
 # and sys.path stays as ``-I`` makes it (generated code's ``import policy`` finds no file of
 # ours).  Generated code can reach them in sys.modules, as it always could reach ``__main__``:
 # nothing in them is a switch of the hook, whose state is bound in closures when a child starts.
+#
+# Everything below happens in ``_boot``, called by ``main``: importing this file does nothing.
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = "_lfassist_worker"
-_spec = importlib.machinery.ModuleSpec(PACKAGE, None, is_package=True)
-_spec.submodule_search_locations = [_HERE]
-sys.modules[PACKAGE] = importlib.util.module_from_spec(_spec)
+send: Any = None  # the protocol channel (``_channel.open_channel``)
+shared: Any = None  # the sibling modules, once loaded
+confinement: Any = None
+lfx: Any = None
+validation: Any = None
+facts_about_lfx: Any = None
+server: Any = None
+CONFIG: dict = {}
+OPS: dict = {}
+FACTS: dict = {}
+STARTED = 0.0
 
 
 def _sibling(name: str) -> types.ModuleType:
@@ -136,15 +124,8 @@ def _sibling(name: str) -> types.ModuleType:
 def _bound(name: str) -> types.ModuleType:
     """A module the kernel shares with the worker (``artifacts/flow.py``, ``artifacts/policy.py``),
     loaded from the file the config names -- bound read-only into the sandbox -- as the package's
-    ``_lfassist_worker.<name>``, so siblings import it as ``from . import flow``.  Those files are
-    standard library only: nothing else of lfassist_jupyter is imported, here or by them."""
-    path = shared.CONFIG.get("bound_modules", {})[name]
-    spec = importlib.util.spec_from_file_location(f"{PACKAGE}.{name}", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    setattr(sys.modules[PACKAGE], name, module)
-    return module
+    ``_lfassist_worker.<name>`` (``_channel.bind_module``)."""
+    return _sibling("_channel").bind_module(name, CONFIG.get("bound_modules", {})[name])
 
 
 def _fatal(what: str, exc: BaseException, **extra: object) -> None:
@@ -153,57 +134,64 @@ def _fatal(what: str, exc: BaseException, **extra: object) -> None:
     sys.exit(3)
 
 
-# -- confinement (``_confine.py``): limits, prctl, seccomp, Landlock -----------------------
-
-try:
-    shared = _sibling("_shared")
-    confinement = _sibling("_confine")
-except Exception as exc:  # the worker's own files are incomplete: nothing can be confined
-    _fatal("the confinement could not be loaded: ", exc)
-CONFIG = shared.CONFIG
-
-# Before anything else (the zygote must still be single-threaded): the only writable place,
-# remounted noexec in a private user and mount namespace; no file a request writes can be
-# mapped executable or run.
-confinement.CONFINE["noexec"] = CONFIG.get("noexec") is not False and confinement.noexec(shared.SANDBOX_DIR)
-
-confinement.set_limit(resource.RLIMIT_CORE, 0, 0)
-if CONFIG.get("memory_mb"):
-    _mem = int(CONFIG["memory_mb"]) * 1024 * 1024
-    confinement.set_limit(resource.RLIMIT_AS, _mem, _mem)
-confinement.set_limit(resource.RLIMIT_FSIZE, 64 * 1024 * 1024, 64 * 1024 * 1024)
-
-# -- the audit hook (``_hook.py``), whose tables are the deny list of ``policy.py`` --------
-
-try:  # the deny list the security scan reads too (artifacts/policy.py, bound next to this directory)
-    _bound("policy")
-    _bound("flow")  # flow facts (artifacts/flow.py): the flow ops' rules and repairs
-    _sibling("_hook")
-except Exception as exc:  # the worker's own files are incomplete: nothing can be validated safely
-    _fatal("the deny list could not be loaded: ", exc)
-
-# -- lfx, and everything that uses it ------------------------------------------------------
-
-STARTED = time.perf_counter()
-try:
-    lfx = _sibling("_lfx")
-    validation = _sibling("_validate")
-    facts_about_lfx = _sibling("_reference")
-    server = _sibling("_serve")
-except Exception as exc:
-    _fatal("", exc, python=sys.executable)
-
-
-# -- ops -----------------------------------------------------------------------------------
-
-
 def _op_ping(req: dict) -> dict:
     return {"pong": True, "pid": os.getpid()}
 
 
-OPS, FACTS = shared.OPS, shared.FACTS
-OPS.update(validate=validation.op_validate, ping=_op_ping)
-FACTS["lfx_names"] = facts_about_lfx.names  # where lfx keeps each name: computed on first use
+def _boot() -> None:
+    """The zygote's set-up, in order: the channel, the confinement (while still single-threaded),
+    the audit hook, lfx and the ops; a failure is said once on the channel and the worker exits."""
+    global send, shared, confinement, lfx, validation, facts_about_lfx, server, CONFIG, OPS, FACTS, STARTED
+    # Importing lfx allocates millions of objects; collecting while importing is wasted work
+    # (~15% of the start-up here).  Re-enabled after the warm-up, with the warm heap frozen.
+    gc.disable()
+    spec = importlib.machinery.ModuleSpec(PACKAGE, None, is_package=True)
+    spec.submodule_search_locations = [_HERE]
+    sys.modules[PACKAGE] = importlib.util.module_from_spec(spec)
+    send = _sibling("_channel").open_channel()
+
+    # -- confinement (``_confine.py``): limits, prctl, seccomp, Landlock -------------------
+    try:
+        shared = _sibling("_shared")
+        shared.configure(json.loads(sys.argv[1]) if len(sys.argv) > 1 else {})
+        confinement = _sibling("_confine")
+    except Exception as exc:  # the worker's own files are incomplete: nothing can be confined
+        _fatal("the confinement could not be loaded: ", exc)
+    CONFIG = shared.CONFIG
+
+    # Before anything else (the zygote must still be single-threaded): the only writable place,
+    # remounted noexec in a private user and mount namespace; no file a request writes can be
+    # mapped executable or run.
+    confinement.CONFINE["noexec"] = CONFIG.get("noexec") is not False and confinement.noexec(shared.SANDBOX_DIR)
+
+    confinement.set_limit(resource.RLIMIT_CORE, 0, 0)
+    if CONFIG.get("memory_mb"):
+        mem = int(CONFIG["memory_mb"]) * 1024 * 1024
+        confinement.set_limit(resource.RLIMIT_AS, mem, mem)
+    confinement.set_limit(resource.RLIMIT_FSIZE, 64 * 1024 * 1024, 64 * 1024 * 1024)
+
+    # -- the audit hook (``_hook.py``), whose tables are the deny list of ``policy.py`` ----
+    try:  # the deny list the security scan reads too (artifacts/policy.py, bound next to this directory)
+        _bound("policy")
+        _bound("flow")  # flow facts (artifacts/flow.py): the flow ops' rules and repairs
+        _sibling("_hook")
+    except Exception as exc:  # the worker's own files are incomplete: nothing can be validated safely
+        _fatal("the deny list could not be loaded: ", exc)
+
+    # -- lfx, and everything that uses it --------------------------------------------------
+    STARTED = time.perf_counter()
+    try:
+        lfx = _sibling("_lfx")
+        validation = _sibling("_validate")
+        facts_about_lfx = _sibling("_reference")
+        server = _sibling("_serve")
+    except Exception as exc:
+        _fatal("", exc, python=sys.executable)
+
+    # -- ops ---------------------------------------------------------------------------------
+    OPS, FACTS = shared.OPS, shared.FACTS
+    OPS.update(validate=validation.op_validate, ping=_op_ping)
+    FACTS["lfx_names"] = facts_about_lfx.names  # where lfx keeps each name: computed on first use
 
 
 def _load_op_modules() -> list[str]:
@@ -392,6 +380,7 @@ def _warm_up() -> dict:
 
 
 def main() -> None:
+    _boot()
     ready = _warm_up()
     gc.freeze()  # the imported world is permanent: keep it out of every later collection
     gc.enable()

@@ -1,11 +1,12 @@
 """The warm real runner: a zygote that imports lfx once and forks one confined child per real run.
 
-Runs as a script (``python -I -u _local_runner.py CONFIG``) in the interpreter that validates
+Runs as a script (``python -I -u _runner.py CONFIG``) in the interpreter that validates
 (``LFASSIST_VALIDATOR_PYTHON``, maybe one where lfassist_jupyter is not installed): stdlib, lfx and
-two modules of the validation worker's package (``worker/_confine.py``: the kernel layers;
-``worker/_serve.py``: killing a request's processes and removing its files), loaded from that
-directory as the validation zygote loads them (with the ``artifacts/`` modules it binds).
+modules of the validation worker's package, its siblings (``_channel``: the protocol channel;
+``_confine``: the kernel layers; ``_serve``: killing a request's processes and removing its
+files), loaded as the validation zygote loads them (with the ``artifacts/`` modules it binds).
 ``local_run.RealRunner`` starts it, under bubblewrap where possible, and keeps it warm.
+Importing this file does nothing: ``main`` (the script's entry) sets everything up.
 
 Why a zygote: a fresh interpreter per real run pays lfx's import (3-5 s); a fork of a warm one
 pays milliseconds.  Why not the validation zygote: a real run is the user's explicit choice and
@@ -40,15 +41,11 @@ redacts everything).  The next spare is forked after that.
 
 from __future__ import annotations
 
-import gc
-
-gc.disable()  # importing lfx allocates millions of objects: collect after the warm-up, not during it
-
 import contextlib
+import gc
 import importlib
 import importlib.machinery
 import importlib.util
-import io
 import json
 import os
 import resource
@@ -58,53 +55,58 @@ import socket
 import sys
 import threading
 import time
+from typing import Any
 
-CONFIG: dict = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 ANSWER_CAP = 1_000_000
 LOG_TAIL = 8192
 HEADER_CAP = 4096
 BODY_CAP = 64 * 1024 * 1024
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-_proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-_null = os.open(os.devnull, os.O_RDWR)
-os.dup2(_null, 1)  # lfx's import-time chatter goes nowhere; children get their own pipe
-os.dup2(_null, 2)
-os.close(_null)
-sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
-sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
+# Set by ``_boot`` in the runner's process (never on import: importing this file does nothing).
+CONFIG: dict = {}
+send: Any = None  # the protocol channel (``_channel.open_channel``)
+confine: Any = None  # ``_confine``: the kernel layers
+reaper: Any = None  # ``_serve``: killing a run's processes and removing its files
+lfx_run_flow: Any = None
+STARTED = 0.0
+ZYGOTE_PID = 0
+ROOT = ""
+SCRATCH_MB = 512
 
 
-def send(msg: dict) -> None:
-    _proto.write(json.dumps(msg, default=str) + "\n")
-    _proto.flush()
+def _boot() -> None:
+    """The channel, the worker package's modules by path (this script runs with ``-I``, maybe
+    without our package), lfx: whatever fails is said once on the channel, and the runner exits."""
+    global CONFIG, send, confine, reaper, lfx_run_flow, STARTED, ZYGOTE_PID, ROOT, SCRATCH_MB
+    gc.disable()  # importing lfx allocates millions of objects: collect after the warm-up, not during it
+    CONFIG = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    spec = importlib.machinery.ModuleSpec("_lfassist_worker", None, is_package=True)
+    spec.submodule_search_locations = [HERE]
+    sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    channel = importlib.import_module("_lfassist_worker._channel")
+    send = channel.open_channel()
+    try:
+        for name, path in (CONFIG.get("bound_modules") or {}).items():  # artifacts/policy.py, as the worker does
+            channel.bind_module(name, path)
+        importlib.import_module("_lfassist_worker._shared").configure(CONFIG)
+        confine = importlib.import_module("_lfassist_worker._confine")
+        STARTED = time.perf_counter()
+        reaper = importlib.import_module("_lfassist_worker._serve")  # imports lfx too (the validation's warm names)
+        from lfx.run.base import run_flow
+
+        lfx_run_flow = run_flow
+    except Exception as exc:  # lfx missing or broken, or our files incomplete: say so, once
+        send({"op": "fatal", "error": f"{type(exc).__name__}: {exc}", "python": sys.executable})
+        sys.exit(3)
+    ZYGOTE_PID = os.getpid()
+    ROOT = os.path.realpath(os.getcwd())  # the zygote's writable place: each run's scratch is a directory here
+    if CONFIG.get("root") != ROOT:  # what it wipes is its working directory: never one it was not given
+        send({"op": "fatal", "error": f"the runner must start in its own directory, not {ROOT}"})
+        sys.exit(3)
+    SCRATCH_MB = max(int(CONFIG.get("scratch_mb") or 512), 16)
 
 
-# -- the worker package's modules, by path (this script runs with -I, maybe without our package) --------------------
-
-PACKAGE = "_lfassist_worker"
-try:
-    _spec = importlib.machinery.ModuleSpec(PACKAGE, None, is_package=True)
-    _spec.submodule_search_locations = [CONFIG["worker"]]
-    sys.modules[PACKAGE] = importlib.util.module_from_spec(_spec)
-    for _name, _path in (CONFIG.get("bound_modules") or {}).items():  # artifacts/policy.py, as the worker does
-        _bound = importlib.util.spec_from_file_location(f"{PACKAGE}.{_name}", _path)
-        sys.modules[_bound.name] = _module = importlib.util.module_from_spec(_bound)  # type: ignore[arg-type,union-attr]
-        _bound.loader.exec_module(_module)  # type: ignore[union-attr]
-        setattr(sys.modules[PACKAGE], _name, _module)
-    confine = importlib.import_module(f"{PACKAGE}._confine")
-    STARTED = time.perf_counter()
-    reaper = importlib.import_module(f"{PACKAGE}._serve")  # imports lfx too (the validation's warm names)
-    from lfx.run.base import run_flow as lfx_run_flow
-except Exception as exc:  # lfx missing or broken, or our files incomplete: say so, once
-    send({"op": "fatal", "error": f"{type(exc).__name__}: {exc}", "python": sys.executable})
-    sys.exit(3)
-
-ZYGOTE_PID = os.getpid()
-ROOT = os.path.realpath(os.getcwd())  # the zygote's writable place: each run's scratch is a directory here
-if CONFIG.get("root") != ROOT:  # what it wipes is its working directory: never one it was not given
-    send({"op": "fatal", "error": f"the runner must start in its own directory, not {ROOT}"})
-    sys.exit(3)
-SCRATCH_MB = max(int(CONFIG.get("scratch_mb") or 512), 16)
 CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWNS = 0x10000000, 0x40000000, 0x00020000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 1
@@ -554,6 +556,7 @@ def _warm_up() -> dict:
 
 
 def main() -> None:
+    _boot()
     _set_limits()
     ready = _warm_up()
     gc.freeze()
