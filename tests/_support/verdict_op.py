@@ -3,9 +3,9 @@ from inside a child by code of the worker's own (its frame walking is not the re
 
 Loaded like the worker's own op modules (``OP_MODULES``, stdlib only, ``register(ops, facts)``):
 
-- ``hook_parts``: how the judging hook and the answer hook are made (``make_hook``,
-  ``make_answer_hook``, as every child makes them): their functions' closures, keyword defaults,
-  default values and the opcodes that would read a global or a cell;
+- ``hook_parts``: how the judging hook is made (``make_hook``, as every child makes it) and the
+  answer thread's loop: their functions' closures, keyword defaults, default values and the
+  opcodes that would read a global or a cell;
 - ``hook_frames``: a refused call and a blocked one, their tracebacks walked to the hook's frames
   (what ``bdb.Bdb().get_stack(None, tb)`` handed the code), everything those frames hold searched
   for a way to write the answer or silence a refusal -- and each one tried -- then a refused call
@@ -92,8 +92,7 @@ def register(ops: dict, facts: dict) -> None:
 
     def hook_parts(req: dict) -> dict:
         _hook, parts = hook_module.make_hook(shared.SANDBOX_DIR, (), channel=None, root=None)
-        answer = hook_module.make_answer_hook(None, sys._getframe(), b"0" * 32)
-        return {"parts": _parts_facts((*parts, answer))}
+        return {"parts": _parts_facts((*parts, hook_module._answerer))}
 
     def hook_frames(req: dict) -> dict:
         import socket
@@ -116,7 +115,7 @@ def register(ops: dict, facts: dict) -> None:
         # Each way to change what the hook does, tried on everything found.
         tries = []
         noop = (lambda *a, **k: None).__code__
-        for fn in found["functions"]:
+        for fn in found["functions"][:10]:  # (the zygote keeps 50 refusals: room for what follows)
             tries.append(_refused(lambda fn=fn: setattr(fn, "__code__", noop)))
             tries.append(_refused(lambda fn=fn: setattr(fn, "__defaults__", None)))
             tries.append(_refused(lambda fn=fn: setattr(fn, "__kwdefaults__", {})))

@@ -141,6 +141,43 @@ def test_the_red_teams_forged_verdict_is_reported_as_it_is(box):
     assert "tb_frame" in report.error, report.error
 
 
+# A signal handler gets the frame it interrupted: with a fast timer and audited calls in a loop,
+# that is often a hook's, caught as it starts.  What each frame holds that looks like the secret.
+SIGNALS = """
+import json, os, signal
+
+
+def _catch():
+    seen = {"frames": 0, "hook_frames": 0, "secrets": 0}
+
+    def handler(signum, frame):
+        seen["frames"] += 1
+        if frame is not None and frame.f_code.co_filename.endswith("_hook.py"):
+            seen["hook_frames"] += 1
+            for value in getattr(frame, "f_" + "locals").values():
+                if isinstance(value, bytes) and len(value) == 32:
+                    seen["secrets"] += 1
+
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.0001, 0.0001)
+    for _ in range(30000):
+        os.listdir(".")
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    return json.dumps(seen)
+"""
+
+
+def test_a_signal_handler_that_catches_the_hook_as_it_starts_finds_no_secret(box):
+    """The component's SIGALRM handler, on a fast timer, while it makes audited calls in a loop:
+    it is handed the hook's frame, caught as the hook starts -- the control: the route is real --
+    and none of those frames holds the answer's secret (it is in a thread no handler runs on)."""
+    run = box.run_component(component("return Message(text=_catch())", module=SIGNALS), "x", timeout=20)
+    assert run.ok, run.error
+    seen = json.loads(run.text)
+    assert seen["frames"] > 20 and seen["hook_frames"] > 0, seen  # the control
+    assert seen["secrets"] == 0, seen
+
+
 def test_what_the_hooks_frames_hold_writes_no_answer_and_changes_nothing(box):
     """Seen by code of the worker's own (whose frame walks are allowed): the frames of a refusal
     and of a blocked call, everything they lead to -- no closure cell, nothing like the answer's
@@ -160,11 +197,11 @@ def test_what_the_hooks_frames_hold_writes_no_answer_and_changes_nothing(box):
 
 
 def test_the_hooks_functions_hold_no_state_the_code_could_change(box):
-    """How every child makes its hooks: no function of either has a closure, a keyword-only
-    default or an opcode that reads a global or a cell (the ``builtins`` module, a module's dict
-    and a cell are all the code's to rewrite)."""
+    """How every child makes its hook, and the answer thread's loop: no function has a closure, a
+    keyword-only default or an opcode that reads a global or a cell (the ``builtins`` module, a
+    module's dict and a cell are all the code's to rewrite)."""
     parts = op(box, "hook_parts")["parts"]
-    assert {p["name"] for p in parts} >= {"hook", "judge", "refuse", "emit", "answer_hook"}
+    assert {p["name"] for p in parts} >= {"hook", "judge", "refuse", "emit", "_answerer"}
     for part in parts:
         assert not part["closure"] and not part["kwdefaults"], part
         assert part["globals"] == [] and part["cells"] == [] and part["inner_globals"] == [], part

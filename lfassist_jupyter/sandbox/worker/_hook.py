@@ -23,11 +23,12 @@ fails its forger.
 
 **The answer is the child's owner's.**  The answer frame alone carries a secret, made when the
 child was set up and sent to the zygote in its first frame (``hello``).  The secret lives in a
-second hook (``make_answer_hook``) and nowhere else: nothing refers to that hook but the
-interpreter's list of hooks (which no Python code can read), it never raises and calls none of
-the code's methods, so its frame never reaches the code.  It writes the answer only for the
-``lfassist.answer`` event raised by the child's own top-level frame (``owner``).  A frame the
-zygote cannot parse, or an answer without the secret, makes the report "tampered".
+thread of its own (``start_answerer``) and nowhere else: no Python signal handler runs on it (the
+main thread runs them all, and hands each the frame it interrupted: a hook's, when it struck as
+one started), it raises nothing and calls no method of anything it is given, and nothing refers
+to it.  It sends only the answer of the child's own top-level frame (``owner``), which it reads
+from that frame while the frame waits in ``await_answer``; nothing else can run in that frame.  A
+frame the zygote cannot parse, or an answer without the secret, makes the report "tampered".
 
 Frames: ``<tag> <kind> <length>\\n<payload>``: ``<secret> hello 0`` (the first, with the seccomp
 listener's fd attached when the kernel notifies), ``- refused <n>`` (JSON: event, what, line) and
@@ -54,7 +55,7 @@ _PATH_EVENTS = set(policy.PATH_EVENTS)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 # The directories reads are refused from (reduced isolation: the real HOME, the notebook's).
 DENY_READ = tuple(os.path.realpath(p) for p in CONFIG.get("deny_read", []) if p)
-ANSWER_EVENT = "lfassist.answer"  # raised by the child's top-level frame only, with its answer
+ANSWER_EVENT = "lfassist.answer"  # the answer's old event: raised by the request's code, a forged answer
 # Audited when a function's ``__code__``, defaults or other attributes are replaced or deleted.
 SETTING_FUNCTIONS = frozenset({"object.__setattr__", "object.__delattr__"})
 
@@ -390,7 +391,7 @@ def make_hook(
                 return event, f"'{event}' (walking the interpreter's frames) is not allowed while validating"
             return None
         if event == answer_event:
-            if by_request_code():  # the owner's answer is the answer hook's; this one is forged
+            if by_request_code():  # the answer is the answer thread's; this one is a try at forging it
                 return "a forged answer", "only the sandbox may send the validation's answer"
             return None
         if event == "compile":
@@ -499,7 +500,7 @@ def make_hook(
              network=frozenset(_NETWORK_EVENTS), state=OBSERVED, dict_type=dict_type, net_blocked=NetworkBlocked,
              af_unix=1, judge=judge, refuse=refuse, base_exc=base_exc, length=length, isinst=isinst,
              int_type=int_type, setting=SETTING_FUNCTIONS, function_type=function_type,
-             ours=frozenset(parts)):  # fmt: skip
+             ours=frozenset((*parts, _answerer, await_answer, start_answerer))):  # fmt: skip
         if event in quiet:
             return
         if event == "object.__getattr__":  # ~1,200 per build (``__code__``): out at once unless it reads a frame
@@ -530,41 +531,63 @@ def make_hook(
     return hook, (*parts, hook)
 
 
-# -- the answer hook ---------------------------------------------------------------------------------
+# -- the answer's thread -----------------------------------------------------------------------------
 
 
-def make_answer_hook(channel: int | None, owner: object, secret: bytes):
-    """The hook that sends the child's answer, and the only holder of ``secret``.
-
-    It acts on one event, ``lfassist.answer`` raised by ``owner`` (the child's top-level frame)
-    with the answer's bytes: the answer frame, with the secret, on ``channel``; then nothing more
-    can be the answer (the zygote reads one).  Raised by any other frame, it writes a refusal
-    instead ("a forged answer"; the judging hook refuses it too).  It never raises (a failure ends
-    the child) and calls no method of any object it is given: its frame, which holds the secret,
-    is never in a traceback nor handed to a callback.  Add it to the interpreter and drop every
-    reference to it: the interpreter's list of hooks cannot be read from Python."""
-
-    def answer_hook(event, args, answer_event=ANSWER_EVENT, getframe=sys._getframe, owner=owner, channel=channel,
-                    secret=secret, write=os.write, exit_=os._exit, type_=type, bytes_type=bytes, length=len,
-                    memview=memoryview, base_exc=BaseException):  # fmt: skip
-        if event != answer_event:
-            return
-        try:
-            if channel is None:
+def _answerer(channel, secret, owner, await_code, gate_r, release_w, main, current=sys._current_frames, read=os.read,
+              write=os.write, exit_=os._exit, type_=type, bytes_type=bytes, length=len, memview=memoryview,
+              base_exc=BaseException):  # fmt: skip
+    """The answer thread's loop (``start_answerer``): at each ring of the gate, the main thread's
+    top frame must be ``await_answer`` called by ``owner`` -- the child's top-level frame, which
+    nothing else can execute in -- and its ``data``, the answer, goes out with the secret; any
+    other ring is a forged answer (a refusal frame), and the thread waits on.  It never raises:
+    a failure ends the child."""
+    try:
+        while True:
+            if not read(gate_r, 1):
+                return  # the gate closed: the child is ending
+            top = current().get(main)
+            data = None
+            if top is not None and top.f_code is await_code and top.f_back is owner:
+                data = top.f_locals.get("data")
+            if type_(data) is bytes_type:
+                view = memview(b"%s answer %d\n" % (secret, length(data)) + data)
+                while view:
+                    view = view[write(channel, view) :]
+                write(release_w, b"r")
                 return
-            payload = args[0] if length(args) == 1 and type_(args[0]) is bytes_type else None
-            if payload is not None and getframe(1) is owner:
-                head = b"%s answer %d\n" % (secret, length(payload))
-            else:
-                payload = b'{"event": "lfassist.answer", "what": "a forged answer", "line": null}'
-                head = b"- refused %d\n" % length(payload)
-            view = memview(head + payload)
+            forged = b'{"event": "lfassist.answer", "what": "a forged answer", "line": null}'
+            view = memview(b"- refused %d\n" % length(forged) + forged)
             while view:
                 view = view[write(channel, view) :]
-        except base_exc:
-            exit_(75)
+    except base_exc:
+        exit_(75)
 
-    return answer_hook
+
+def await_answer(data: bytes, gate_w: int, release_r: int) -> None:
+    """Called by the child's top-level frame with its answer: ring the gate, and wait here while the
+    answer thread takes ``data`` from this very frame."""
+    os.write(gate_w, b"a")
+    os.read(release_r, 1)
+
+
+def start_answerer(channel: int, owner: object, secret: bytes) -> tuple[int, int]:
+    """Start the thread that sends the child's answer, the only holder of ``secret``; returns the
+    ``(gate_w, release_r)`` ends ``await_answer`` takes.
+
+    A thread of its own, not a hook: the main thread runs every Python signal handler, at the
+    start of whatever function is starting -- a hook's too, on every audit event -- and hands it
+    that function's frame; no handler runs on this thread, which waits in ``read``, raises nothing
+    and calls no method of anything it is given.  Nothing refers to its function and arguments but
+    the thread itself (``_thread``: no ``Thread`` object).  Start it before any of the request's
+    code exists, and drop ``secret``."""
+    import _thread
+
+    gate_r, gate_w = os.pipe()
+    release_r, release_w = os.pipe()
+    args = (channel, secret, owner, await_answer.__code__, gate_r, release_w, _thread.get_ident())
+    _thread.start_new_thread(_answerer, args)
+    return gate_w, release_r
 
 
 def refuse_fork_exec(*args: object, **kwargs: object) -> None:

@@ -52,7 +52,7 @@ from ._confine import (
     refuse_notification,
     set_limit,
 )
-from ._hook import ANSWER_EVENT, DENY_READ, make_answer_hook, make_hook, take_away_process_creation, trusted_roots
+from ._hook import DENY_READ, await_answer, make_hook, start_answerer, take_away_process_creation, trusted_roots
 from ._lfx import WARMUP, Component, build_custom_component_template
 from ._shared import ANSWER_CAP, CONFIG, OPS, OUTPUT_CAP, STRING_CAP, Timeout, on_alarm
 
@@ -118,12 +118,12 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str, parent: int) -> N
     Children are forked *ahead* (a spare waits for the next request) by ``parent`` -- the forker
     (``_forker``), which never reads a request -- so the fork and this set-up are off the critical
     path, and nothing of an earlier request is in the memory it starts from; the request arrives on
-    ``req_r``, a pipe only this child has.  Its answer leaves through the answer hook
-    (``ANSWER_EVENT`` raised from this very frame) on ``channel``; what it calls for that is bound
-    before any request code runs.
+    ``req_r``, a pipe only this child has.  Its answer leaves through the answer thread
+    (``start_answerer``), which takes it from this very frame (``await_answer``) on ``channel``;
+    what it calls for that is bound before any request code runs.
     """
     code = 0
-    audit, dumps, truncate, exit_, setitimer = sys.audit, json.dumps, _truncate, os._exit, signal.setitimer
+    answer, dumps, truncate, exit_, setitimer = await_answer, json.dumps, _truncate, os._exit, signal.setitimer
     try:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
@@ -150,20 +150,19 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str, parent: int) -> N
         except BaseException:
             os._exit(72)
         _greet(channel, secret, listener)
-        del listener
+        gate = start_answerer(channel, sys._getframe(), secret)
+        del listener, secret
         signal.signal(signal.SIGALRM, on_alarm)
         # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
         # Neither do mkfifo and mknod.
         take_away_process_creation()
-        # The hooks are made now, off the request's path; they are armed once the request is read,
-        # after the warm-up below (whose events would cost, not matter).  The secret goes to the
-        # answer hook and nowhere else.
+        # The hook is made now, off the request's path; it is armed once the request is read,
+        # after the warm-up below (whose events would cost, not matter).
         fenced = bool(CONFINE["landlock"]) or not DENY_READ  # Landlock, or a sandbox with no host files in view
         hook, _parts = make_hook(
             scratch, DENY_READ, channel=channel, root=ROOT, trusted=TRUSTED, c_writes_fenced=fenced
         )
-        answer = make_answer_hook(channel, sys._getframe(), secret)
-        del secret, _parts
+        del _parts
         # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
         # caches) now, rather than one copy-on-write fault at a time during the request.
         # Not when requests come back to back (the build would compete with the request for
@@ -182,14 +181,11 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str, parent: int) -> N
         used = resource.getrusage(resource.RUSAGE_SELF)
         set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
         gc.enable()
-        # From here on, no way back.  The answer hook first: adding the judging hook is an event
-        # only it sees (it lets it pass); after that the judging hook refuses any other.  (An op
-        # the kernel's config names in ``unarmed_ops`` -- the tests' probes of what the kernel
-        # alone holds, or of a spare's memory -- runs with the answer hook only.)
-        sys.addaudithook(answer)
+        # From here on, no way back.  (An op the kernel's config names in ``unarmed_ops`` -- the
+        # tests' probes of what the kernel alone holds, or of a spare's memory -- runs unhooked.)
         if req.get("op") not in UNARMED_OPS:
             sys.addaudithook(hook)
-        del hook, answer
+        del hook
         fn = OPS.get(req.get("op"))
         out = fn(req) if fn else {"error": f"unknown op {req.get('op')!r}"}
     except Timeout:
@@ -204,7 +200,7 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str, parent: int) -> N
     try:
         setitimer(signal.ITIMER_REAL, 0)
         data = dumps(truncate(out if isinstance(out, dict) else {"result": out}), default=str).encode()
-        audit(ANSWER_EVENT, data)  # the answer hook sends it; the zygote does not wait for our exit
+        answer(data, *gate)  # the answer thread sends it; the zygote does not wait for our exit
     except BaseException:
         code = 71
     exit_(code)
