@@ -8,8 +8,8 @@ unzeroed copies of what it parsed) reaches a later request's process.  The next 
 once an answer has left and its request's processes and files are gone, so the fork never
 competes with a request for the CPU.  A child isolates itself (its own process group,
 PR_SET_PDEATHSIG, nothing of the zygote's or the forker's fds, seccomp + Landlock), greets the
-zygote with its answer's secret and the seccomp listener, arms the audit hooks for its whole life
-and runs one op.
+zygote with its answer's secret and the seccomp listener, starts the thread that will send its
+answer, arms the audit hook for its whole life and runs one op.
 
 **The verdict is the zygote's.**  It reads the child's report (``_Exchange``) -- every refusal of
 the audit hook as it happens, then the answer, the only frame with the secret (``_hook.py``) --
@@ -678,7 +678,7 @@ def verdict(child: Spare, t0: float, timeout: float) -> dict:
     return {**result, **outcome}
 
 
-_SECRET_LEN = 32  # hex digits of the answer hook's secret
+_SECRET_LEN = 32  # hex digits of the answer's secret
 _MAX_REFUSED = 50  # refusals kept per request (the first ones say what happened)
 
 

@@ -20,12 +20,11 @@ copy of stdout.  For each request the zygote forks a child that
 
 - closes stdin and the zygote's channel, so it cannot read other requests nor forge
   their answers; it reports on a socket of its own: each refusal of the audit hook as it
-  happens, then its single answer, sent by the answer hook with a secret nothing else holds
+  happens, then its single answer, sent by a thread of its own with a secret nothing else holds
   (``_hook.py``); the zygote reads it with a size cap, checks the answer's secret and answers
   (and records) every system call the kernel refuses the child (see ``_serve._Exchange``);
-- arms the audit hooks for its whole life (nothing the judging hook decides with can be
-  changed: its state is frozen into its functions' defaults; the answer hook is referred to
-  by nothing; there is no way to remove an audit hook);
+- arms the audit hook for its whole life (nothing it decides with can be changed: its state is
+  frozen into its functions' defaults; there is no way to remove an audit hook);
 - gets its fds 1 and 2 on a pipe the zygote drains and discards past a cap (a 100 MB
   print neither blocks nor fills a log that would poison the next request);
 - runs in its own process group, with PR_SET_PDEATHSIG so it dies with the zygote;
