@@ -56,6 +56,7 @@ test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 # The markers are declared in pyproject.toml; `tests` alone leaves out the nbval notebooks (kernels).
@@ -63,6 +64,7 @@ test-fast: $(STAMP)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 -m "not slow and not browser and not langflow" tests
 
 # The main job, offline unless a provider is configured: executes notebooks/quickstart.ipynb
@@ -75,11 +77,13 @@ demo: $(DEMO_STAMP)
 docs: $(DOCS_STAMP)
 	$(BIN)/mkdocs build --strict
 
-# ruff, then the layering (.importlinter: which package may import which).
+# ruff, the layering (.importlinter: which package may import which), then the types (mypy over
+# the scope [tool.mypy] names in pyproject.toml; tests/test_types.py holds its budget of ignores).
 lint: $(STAMP)
 	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # Refresh the README's screenshots from the browser suite.
 screenshots: $(STAMP) $(CHROMIUM)
@@ -89,4 +93,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) site node_modules lfassist_jupyter/static .pytest_cache .ruff_cache .import_linter_cache benchmarks/results notebooks/_build tests/_artifacts
+	rm -rf $(VENV) site node_modules lfassist_jupyter/static .pytest_cache .ruff_cache .import_linter_cache .mypy_cache benchmarks/results notebooks/_build tests/_artifacts

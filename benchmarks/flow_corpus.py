@@ -329,17 +329,18 @@ def ours(report) -> str:
 def measure(half: str, out: Path | None = None) -> dict:
     """Agreement of ``validate_flow`` with lfx, full round trips (load -> spec -> rebuild with no
     change) and ``validate_flow``'s time per flow, on one half of the corpus."""
-    from lfassist_jupyter import Assistant, ScriptedProvider
+    from lfassist_jupyter import Assistant, ScriptedProvider, default_catalog, validate_flow
     from lfassist_jupyter.flows import build as spec_module
-    from lfassist_jupyter.flows import default_catalog, flow_to_spec, validate_flow
-    from lfassist_jupyter.sandbox.client import default_validator
+    from lfassist_jupyter.flows import flow_to_spec
+    from lfassist_jupyter.sandbox import shared
 
     stored = json.loads(VERDICTS.read_text())
     flows = [f for f in load_manifest() if half == "all" or f["half"] == half]
     rows = []
     default_catalog()  # the sandbox started and its catalogue read before the clock runs
     ops: list[str] = []
-    sandbox, call = default_validator(), default_validator()._call
+    sandbox = shared()
+    call = sandbox._call
 
     def counted(payload: dict, timeout: float):  # the sandbox requests (each a child) per flow
         ops.append(str(payload.get("op")))

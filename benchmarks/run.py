@@ -341,7 +341,7 @@ def validate_starters() -> tuple[list[float], int, list[float]] | None:
     new); None when the Langflow test environment is not installed."""
     from _support.langflow_env import VENV
 
-    from lfassist_jupyter.flows import default_catalog, validate_flow
+    from lfassist_jupyter import default_catalog, validate_flow
 
     files = sorted(VENV.glob("lib/python*/site-packages/langflow/initial_setup/starter_projects/*.json"))
     if not files:
@@ -406,7 +406,7 @@ def real_runs(validator: SandboxValidator, n: int) -> dict:
 
     from _support.fakellm import FakeLLM, Reply
 
-    from lfassist_jupyter.flows import build_flow, default_catalog
+    from lfassist_jupyter import build_flow, default_catalog
     from lfassist_jupyter.flows.real_run import run_flow_for_real
 
     catalog = default_catalog()

@@ -46,6 +46,7 @@ from lfassist_jupyter.settings import Settings, check, help_text
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import ComponentRun, FlowRun
+    from lfassist_jupyter.sandbox.client import SandboxValidator
 
 MAX_CASES = 1000
 OUTPUT_PREVIEW = 200  # characters of a check's output kept in the report
@@ -196,21 +197,23 @@ class CheckRunner(Protocol):
 
 
 class SandboxCheckRunner:
-    """Checks in the sandboxed worker: generated code never runs in this process."""
+    """Checks in the sandboxed worker: generated code never runs in this process.  ``sandbox``
+    is the one given, else the shared one (the eval harness is an edge)."""
 
-    def __init__(self, timeout: float = 30.0) -> None:
+    def __init__(self, timeout: float = 30.0, *, sandbox: SandboxValidator | None = None) -> None:
         self.timeout = timeout
+        if sandbox is None:
+            from lfassist_jupyter.sandbox import shared
+
+            sandbox = shared()
+        self.sandbox = sandbox
 
     def run_component(self, code: str, input_text: str) -> str:
-        from lfassist_jupyter.sandbox.client import default_validator
-
-        answer = default_validator().run_component(code, input_text, timeout=self.timeout)
+        answer = self.sandbox.run_component(code, input_text, timeout=self.timeout)
         return _answer_text(answer)
 
     def probe_run(self, flow: dict[str, Any], input_text: str) -> str:
-        from lfassist_jupyter.sandbox.client import default_validator
-
-        answer = default_validator().probe_run(flow, input_text, timeout=self.timeout)
+        answer = self.sandbox.probe_run(flow, input_text, timeout=self.timeout)
         return _answer_text(answer)
 
 
@@ -346,13 +349,22 @@ async def arun_suite(
     runner: CheckRunner | None = None,
     assistant_factory: Callable[..., Any] | None = None,
     on_progress: Callable[[int, int, CaseResult | None, Case | None], None] | None = None,
+    sandbox: SandboxValidator | None = None,
 ) -> SuiteResult:
-    """Run ``cases`` one after another (a fair clock per case), each in a fresh conversation."""
+    """Run ``cases`` one after another (a fair clock per case), each in a fresh conversation.
+    ``sandbox`` validates, builds and checks everything (default: the shared one)."""
     from lfassist_jupyter.core.assistant import Assistant
 
     factory = assistant_factory or Assistant
-    runner = runner or SandboxCheckRunner()
-    options = {"model": model, "max_retries": max_retries, "intent_model": intent_model, "session_store": False}
+    runner = runner or SandboxCheckRunner(sandbox=sandbox)
+    options: dict[str, Any] = {
+        "model": model,
+        "max_retries": max_retries,
+        "intent_model": intent_model,
+        "session_store": False,
+    }
+    if sandbox is not None and assistant_factory is None:
+        options.update(validator=sandbox, sandbox=sandbox)
     first = factory(provider=provider, **options)
     chosen = first.provider  # raises ConfigError with the fix when nothing is configured
     suite = SuiteResult(

@@ -17,8 +17,18 @@ this project's sandbox (a fresh confined child per request), never in the server
   never appear in it.
 - **Bad arguments.** A hostile or huge argument is one tool error naming the limit: a request is
   at most 8,000 characters (as in a notebook), a component's code 200 KB, a spec 100 KB, a flow
-  20 MB of JSON, at most 50 components an export. Files are written only under the server's root
-  (``--root``, default: the directory it started in); a path outside it is refused.
+  20 MB of JSON, at most 50 components an export. A message the server cannot parse (not JSON,
+  not JSON-RPC, nested deeper than the SDK's parser goes) is answered with a JSON-RPC error
+  under its id (``_stdio``): the SDK's own transport only logged it, and the agent waited.
+- **What it writes and reads.** Everything under the server's root (``--root``, default: the
+  directory it started in), resolved with its links, never a hidden path (a component starting
+  with a dot: ``.ipython``, ``.git``, an export's marker). ``save_flow`` writes flow files (a
+  flow's known fields only, ``flows/save.py``) in the folder it owns, ``<root>/flows/``, and a
+  request to run a flow file reads it from there; ``export_extension`` writes a bundle in a folder
+  of the root outside it, and overwrites only files whose bytes it wrote. A path elsewhere is one
+  line. No answer carries the value of a flow's password field (a key typed into a node).
+- **URLs.** Every answer and log line goes through ``redact``: a URL's user part (a token in
+  ``LANGFLOW_URL``) and credential-named query parameters never appear.
 - **One conversation.** ``generate_component`` keeps one conversation per server process (in
   memory only): a follow-up ("now make it also lowercase the text") changes the last component,
   as in a notebook's session; ``new_conversation=true`` starts afresh.
@@ -27,7 +37,10 @@ this project's sandbox (a fresh confined child per request), never in the server
 
 Nothing is written to stdout but the protocol: the process's own fd 1 is pointed at stderr
 once the transport holds the real one, so a stray print, or a child process that inherited
-it, cannot corrupt the stream.
+it, cannot corrupt the stream. The modules the tools use are imported before the server answers
+(``_import_tools``): imported lazily, the first tool call raced the sandbox's warm-up thread for
+``lfassist_jupyter.validation`` and answered ``KeyError``. A bug of ours is one line for the agent
+and a redacted traceback on stderr.
 """
 
 from __future__ import annotations
@@ -36,14 +49,19 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.fastmcp import Context, FastMCP  # the official MCP SDK (not this module)
 from mcp.server.fastmcp.exceptions import ToolError
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.flows.catalog import Catalog
+    from lfassist_jupyter.sandbox.client import SandboxValidator
 
 NAME = "lfassist"
 MAX_REQUEST = 8_000  # the notebook's prompt limit (core/hygiene.py)
@@ -53,6 +71,10 @@ MAX_FLOW = 20_000_000  # flows/files' cap on a flow file
 MAX_TEXT = 8_000  # a probe run's input
 MAX_PATH = 1_000
 MAX_COMPONENTS = 50
+FLOWS = "flows"
+"""The folder of the root that ``save_flow`` owns: flow files are written (and read by name) there."""
+
+log = logging.getLogger(__name__)
 
 USAGE = f"""\
 usage: python -m lfassist_jupyter.mcp [--root DIR] [--max-retries N]
@@ -63,7 +85,8 @@ flows, save Langflow 1.13 flow files, export components as a Langflow extension 
 register them with a Langflow server. No Jupyter needed.
 
 options:
-  --root DIR        where save_flow and export_extension may write (default: the current directory)
+  --root DIR        where the tools may write (default: the current directory): save_flow writes flow
+                    files in DIR/flows/, export_extension a bundle in a folder of DIR
   --max-retries N   validation attempts of generate_component, 0..10 (default: LFASSIST_MAX_RETRIES or 3)
   -h, --help        show this help and exit
 
@@ -125,28 +148,86 @@ def _flow(value: Any) -> dict[str, Any]:
     return value
 
 
-def _inside(root: Path, path: Any, what: str) -> Path:
-    """``path`` (relative to ``root``, or absolute) when it stays under ``root``; else refused."""
+def _hidden(parts: tuple[str, ...]) -> bool:
+    return any(part.startswith(".") for part in parts)
+
+
+def _flow_name(flow: dict[str, Any], name: str | None) -> str:
+    """The name a saved or registered flow gets: the one given, the flow's own, else one that says
+    an agent made it (the notebook's default says "from a notebook")."""
+    own = flow.get("name")
+    return name or (own if isinstance(own, str) and own.strip() else "Flow from an agent")
+
+
+def _inside(root: Path, path: Any, what: str, *, folder: Path | None = None) -> Path:
+    """Where ``path`` (relative to ``folder``, default ``root``, or absolute) is, resolved with its
+    links, when that is inside ``folder`` (and ``root``) and no part of it is hidden (starts with a
+    dot: ``.ipython``, ``..``, an export's marker), before or after the links are resolved; else
+    one line.  ``folder`` itself must be a real folder of the root (not a link out of it)."""
+    folder = folder or root
     _text(path, what, MAX_PATH)
     if "\x00" in path:
         raise ToolFailure(f"{what} contains a NUL character.")
-    target = Path(path).expanduser()
-    target = (target if target.is_absolute() else root / target).resolve()
-    if not target.is_relative_to(root):
-        raise ToolFailure(f"{what} {path!r} is outside the server's root {root}; paths are relative to it.")
+    given = Path(path).expanduser()
+    where = f"a path in {folder}" if folder == root else f"a file in {folder}"
+    if _hidden(given.parts):
+        raise ToolFailure(f"{what} {path!r} names a hidden path (a part starting with a dot); give {where}.")
+    real_folder = folder.resolve()
+    if not real_folder.is_relative_to(root) or _hidden(real_folder.relative_to(root).parts):
+        raise ToolFailure(f"{folder} leaves the server's root {root} (a link?); nothing there is read or written.")
+    target = (given if given.is_absolute() else folder / given).resolve()
+    if target == real_folder:
+        raise ToolFailure(f"{what} {path!r} names {folder} itself; give {where}.")
+    if not target.is_relative_to(real_folder):
+        raise ToolFailure(f"{what} {path!r} is outside {folder}; give {where}.")
+    if _hidden(target.relative_to(root).parts):
+        raise ToolFailure(f"{what} {path!r} leads to a hidden path (through a link); give {where}.")
     return target
+
+
+def _flow_path(root: Path, path: Any, what: str = "path") -> Path:
+    """A flow file's place: in ``<root>/flows/`` (``qa``, ``flows/qa.json`` and the absolute path
+    all name ``<root>/flows/qa.json``), with ``.json`` added, by ``_inside``'s rules."""
+    from lfassist_jupyter.flows.save import flow_file_path
+
+    _text(path, what, MAX_PATH)
+    if "\x00" in path:
+        raise ToolFailure(f"{what} contains a NUL character.")
+    given = Path(path).expanduser()
+    if not given.is_absolute():
+        parts = given.parts[1:] if given.parts[:1] == (FLOWS,) else given.parts
+        given = Path(*parts) if parts else Path()
+    if not given.name or given.name in (".", ".."):
+        raise ToolFailure(f"{what} {path!r} names a folder; give a file name in {root / FLOWS}.")
+    return _inside(root, str(flow_file_path(given)), what, folder=root / FLOWS)
 
 
 # -- the server ---------------------------------------------------------------------------------
 
 
 def _clean(obj: Any) -> Any:
-    """A tool's answer as JSON with every secret value of this environment redacted."""
+    """A tool's answer as JSON with every secret value of this environment redacted, and no
+    password field's value (a key typed into a flow's node: ``_without_keys``)."""
     from lfassist_jupyter.redaction import redact_tree
 
     if hasattr(obj, "model_dump"):
         obj = obj.model_dump(mode="json")
-    return redact_tree(json.loads(json.dumps(obj, default=str)))
+    return redact_tree(_without_keys(json.loads(json.dumps(obj, default=str))))
+
+
+def _without_keys(tree: Any) -> Any:
+    """``tree`` with the ``value`` of every password field emptied, wherever a flow sits in an
+    answer (a run's flow read from a file, a built flow): a key typed into a node never comes
+    back. A field that loads from a global variable keeps its value, the variable's *name*
+    (what Register sends, so Langflow fills the key in), as the session keeps it."""
+    if isinstance(tree, list):
+        return [_without_keys(v) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    out = {k: _without_keys(v) for k, v in tree.items()}
+    if out.get("password") is True and not out.get("load_from_db") and out.get("value") not in (None, ""):
+        out["value"] = ""
+    return out
 
 
 async def _progress(ctx: Context, done: float, total: float | None, message: str) -> None:
@@ -159,12 +240,10 @@ def _outgoing(the_flow: dict[str, Any], what: str) -> None:
     """Only custom code the security scan passes in reject mode leaves for Langflow (a saved file,
     a registration): built-in code is known from the sandbox's catalogue (issue 30)."""
     from lfassist_jupyter.errors import ConfigError
-    from lfassist_jupyter.flows.catalog import default_catalog
     from lfassist_jupyter.flows.code_checks import outgoing_flow_problem
-    from lfassist_jupyter.sandbox.client import default_validator
 
     try:
-        problem = outgoing_flow_problem(the_flow, default_catalog(default_validator()))
+        problem = outgoing_flow_problem(the_flow, _catalog())
     except ConfigError as exc:
         problem = f"its code cannot be checked without the component catalogue ({exc})"
     if problem is not None:
@@ -193,7 +272,7 @@ def build_server(root: str | Path | None = None, *, max_retries: int | None = No
         ),
     )
     tool = _registrar(server)
-    _component_tools(tool, max_retries)
+    _component_tools(tool, max_retries, base)
     _flow_tools(tool)
     _file_tools(tool, base)
     if os.environ.get("LANGFLOW_URL"):
@@ -209,29 +288,77 @@ def _registrar(server: FastMCP) -> Register:
     def tool(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         @functools.wraps(fn)
         async def wrapped(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            from lfassist_jupyter.artifacts.flow import one_line
             from lfassist_jupyter.errors import LfAssistError
             from lfassist_jupyter.redaction import redact_text
 
             try:
                 return _clean(await fn(*args, **kwargs))
             except (ToolFailure, LfAssistError) as exc:
-                raise ToolError(redact_text(str(exc))[:2000]) from None
-            except Exception as exc:  # a bug of ours: still one line for the agent
-                raise ToolError(redact_text(f"{type(exc).__name__}: {exc}")[:2000]) from None
+                raise ToolError(one_line(redact_text(str(exc)), 2000)) from None
+            except Exception as exc:  # a bug of ours: one line for the agent, the traceback logged
+                import traceback
+
+                log.error("%s failed:\n%s", fn.__name__, redact_text(traceback.format_exc()))
+                said = one_line(f"{type(exc).__name__}: {exc}", 500)
+                raise ToolError(
+                    redact_text(f"{said} (a bug of the lfassist server; its log has the details)")
+                ) from None
 
         return server.tool()(wrapped)
 
     return tool
 
 
-def _sandbox() -> Any:
-    """The process's one validation sandbox (started on first use, or by ``_warm_up``)."""
-    from lfassist_jupyter.sandbox.client import default_validator
+def _sandbox() -> SandboxValidator:
+    """The process's one validation sandbox, the shared one (started on first use, or by
+    ``_warm_up``): the server is an edge, and every tool hands this one down."""
+    from lfassist_jupyter.sandbox import shared
 
-    return default_validator()
+    return shared()
 
 
-def _component_tools(tool: Register, max_retries: int | None) -> None:
+def _catalog() -> Catalog:
+    """A fresh flow catalogue of the server's sandbox (``ConfigError`` when lfx is missing there)."""
+    from lfassist_jupyter.flows.catalog import default_catalog
+
+    return default_catalog(_sandbox())
+
+
+def _agent_flows(base: Path) -> Any:
+    """The flow files a request may run ("run qa.json on hello"): those of ``<root>/flows/``
+    (where ``save_flow`` writes), a name or path resolved there by ``_flow_path``'s rules; a path
+    elsewhere (``/any/path.json``) names no flow, and the run answers that in one line."""
+    from lfassist_jupyter.flows.library import FolderLibrary
+
+    class AgentFlows(FolderLibrary):
+        def path(self, flow_id: str) -> Path:
+            try:
+                return _flow_path(base, flow_id, "flow")
+            except ToolFailure as exc:
+                raise ValueError(str(exc)) from None
+
+    return AgentFlows(base / FLOWS)
+
+
+def _assistant(base: Path, retries: int) -> Any:
+    """The assistant of ``generate_component``: no session files, and a request to run a flow
+    file reads it from the agent's flows only (``_agent_flows``)."""
+    from lfassist_jupyter.core.assistant import Assistant
+    from lfassist_jupyter.core.flow.run_request import RunFlowPipeline
+
+    class AgentAssistant(Assistant):
+        def run_pipeline(self, intent: Any, options: Any = None) -> Any:
+            pipeline = super().run_pipeline(intent, options)
+            if isinstance(pipeline, RunFlowPipeline):
+                pipeline.files = _agent_flows(base)
+            return pipeline
+
+    sandbox = _sandbox()
+    return AgentAssistant(max_retries=retries, session_store=False, validator=sandbox, sandbox=sandbox)
+
+
+def _component_tools(tool: Register, max_retries: int | None, base: Path) -> None:
     """``generate_component`` (the assistant, one conversation per server) and ``validate_component``."""
     conversation: dict[str, Any] = {}  # this server process's one conversation: its Assistant
     one_at_a_time = asyncio.Lock()  # a conversation takes one request at a time
@@ -249,9 +376,9 @@ def _component_tools(tool: Register, max_retries: int | None) -> None:
         The server keeps one conversation for as long as it runs (in memory, never on disk): a
         follow-up such as "now make it also lowercase the text" changes the component this tool
         answered last. new_conversation=true forgets it and starts afresh."""
-        from lfassist_jupyter.core.assistant import Assistant
         from lfassist_jupyter.core.component.pipeline import check_max_retries
         from lfassist_jupyter.core.events import step_label
+        from lfassist_jupyter.core.options import RequestOptions
         from lfassist_jupyter.settings import read
 
         _text(request, "request", MAX_REQUEST)
@@ -262,11 +389,11 @@ def _component_tools(tool: Register, max_retries: int | None) -> None:
         async with one_at_a_time:
             assistant = None if new_conversation else conversation.get("assistant")
             if assistant is None:
-                assistant = conversation["assistant"] = Assistant(max_retries=retries, session_store=False)
-                assistant.reuse = False  # the agent asked for a component: write one
-            assistant.max_retries = retries
+                assistant = conversation["assistant"] = _assistant(base, retries)
+            # The agent asked for a component: write one (no built-in offered instead).
+            options = RequestOptions(reuse=False, max_retries=retries)
             outcome, done = None, 0
-            async for event in assistant.stream(request):
+            async for event in assistant.stream(request, options):
                 if event.event == "progress":
                     done += 1
                     label = f"{step_label(event.step, event.reduced_isolation)} ({event.attempt}/{event.max_attempts})"
@@ -316,9 +443,11 @@ def _flow_tools(tool: Register) -> None:
 
         _text(spec, "spec", MAX_SPEC)
         await _progress(ctx, 0, 2, "Building the flow")
-        built = await asyncio.to_thread(build, spec)
+        catalog = await asyncio.to_thread(_catalog)
+        built = await asyncio.to_thread(lambda: build(spec, catalog=catalog))
         await _progress(ctx, 1, 2, "Validating the flow")
-        report = await asyncio.to_thread(validate_flow, built.flow) if built.flow is not None else None
+        flow = built.flow
+        report = await asyncio.to_thread(lambda: validate_flow(flow, catalog=catalog)) if flow is not None else None
         await _progress(ctx, 2, 2, "Flow built" if built.ok else "Flow has problems")
         return {**built.model_dump(mode="json"), "report": report.model_dump(mode="json") if report else None}
 
@@ -330,7 +459,8 @@ def _flow_tools(tool: Register) -> None:
         a key: what to provide before a real run)."""
         from lfassist_jupyter.flows import validate_flow as check
 
-        return await asyncio.to_thread(check, _flow(flow))
+        the_flow = _flow(flow)
+        return await asyncio.to_thread(lambda: check(the_flow, catalog=_catalog()))
 
     @tool
     async def probe_run_flow(ctx: Context, flow: dict[str, Any] | str, input_text: str = "hello") -> dict[str, Any]:
@@ -351,20 +481,19 @@ def _file_tools(tool: Register, base: Path) -> None:
     @tool
     async def save_flow(flow: dict[str, Any] | str, path: str, name: str | None = None) -> dict[str, Any]:
         """Write a flow as a Langflow 1.13 flow file (stable id, lfx export's normalisation: key
-        fields cleared): Langflow's Upload imports it, `lfx validate` checks it, `lfx push` upserts
-        it. path is relative to the server's root (".json" is added). The id is the flow's own,
-        else the overwritten file's, else new. Returns {path, id, id_source}."""
-        from lfassist_jupyter.flows.save import flow_file_path, write_flow_file
+        fields cleared, a flow's known fields only): Langflow's Upload imports it, `lfx validate`
+        checks it, `lfx push` upserts it. Flow files live in the server's flows folder, <root>/flows/:
+        path is a file name there ("qa" and "flows/qa.json" both write <root>/flows/qa.json;
+        ".json" is added; no hidden names). The id is the flow's own, else the overwritten file's,
+        else new. Returns {path, id, id_source}."""
+        from lfassist_jupyter.flows.save import write_flow_file
 
         the_flow = _flow(flow)
-        target = _inside(base, path, "path")
-        if target == base or not flow_file_path(target).parent.resolve().is_relative_to(base):
-            # ".json" is added to the name: the root itself would become "<root>.json" beside it
-            raise ToolFailure(f"path {path!r} is outside the server's root {base}; name a file in it.")
+        target = _flow_path(base, path)
         if name is not None:
             _text(name, "name", 200)
         await asyncio.to_thread(_outgoing, the_flow, "nothing was written")
-        saved = await asyncio.to_thread(write_flow_file, the_flow, target, name=name)
+        saved = await asyncio.to_thread(write_flow_file, the_flow, target, name=_flow_name(the_flow, name))
         return {"path": str(saved.path), "id": saved.id, "id_source": saved.id_source}
 
     @tool
@@ -375,8 +504,10 @@ def _file_tools(tool: Register, base: Path) -> None:
         makes: extension.json, components/, tests/ with a test per component from its smoke run,
         pyproject.toml) in directory (relative to the server's root). Each component is validated
         first (security scan in reject mode); those that fail are listed in skipped. Install it
-        with `pip install DIR` into Langflow's environment. Returns {path, extension_id, bundle,
-        components, kept, skipped, files}."""
+        with `pip install DIR` into Langflow's environment. A file already there is overwritten only
+        when its bytes are what an earlier export wrote (listed in not_overwritten otherwise); the
+        directory is not hidden and not in the flows folder. Returns {path, extension_id, bundle,
+        components, kept, skipped, files, not_overwritten}."""
         from lfassist_jupyter.langflow.extension import aexport_extension
 
         if not isinstance(components, list) or not components or len(components) > MAX_COMPONENTS:
@@ -384,6 +515,8 @@ def _file_tools(tool: Register, base: Path) -> None:
         for i, code in enumerate(components):
             _text(code, f"components[{i}]", MAX_CODE)
         target = _inside(base, directory, "directory")
+        if target.is_relative_to((base / FLOWS).resolve()):
+            raise ToolFailure(f"directory {directory!r} is in the flows folder {base / FLOWS}; choose another.")
         if name is not None:
             _text(name, "name", 200)
         await _progress(ctx, 0, 1, f"Validating {len(components)} component(s) and writing the bundle")
@@ -428,7 +561,7 @@ def _langflow_tools(tool: Register) -> None:
         if name is not None:
             _text(name, "name", 200)
         await asyncio.to_thread(_outgoing, the_flow, "nothing was sent")
-        registered = await aregister_flow(await client(), the_flow, name)
+        registered = await aregister_flow(await client(), the_flow, _flow_name(the_flow, name))
         return {**vars(registered), "link": registered.link}
 
 
@@ -437,18 +570,158 @@ def _langflow_tools(tool: Register) -> None:
 
 async def _serve(server: FastMCP) -> None:
     """Serve on stdio, with the protocol on a private copy of stdout and fd 1 sent to stderr."""
-    from io import TextIOWrapper
-
-    import anyio
-    from mcp.server.stdio import stdio_server
-
     protocol = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # stray writes (a print, a child's output) go to stderr, not into the protocol
     sys.stdout = sys.stderr
-    out = anyio.wrap_file(TextIOWrapper(protocol, encoding="utf-8", write_through=True))
-    async with stdio_server(stdout=out) as (read_stream, write_stream):
+    async with _stdio(protocol) as (read_stream, write_stream):
         low = server._mcp_server  # FastMCP's documented run_stdio_async does exactly this
         await low.run(read_stream, write_stream, low.create_initialization_options())
+
+
+@contextlib.asynccontextmanager
+async def _stdio(protocol: Any) -> Any:
+    """The SDK's stdio transport (``mcp.server.stdio.stdio_server``, line for line), except for a
+    line it cannot parse: the SDK hands the parse error to the server, which only logs it, so the
+    agent waits for an answer that never comes (a message nested past pydantic's JSON recursion
+    limit, 200 levels, is one). Here such a line is answered with a JSON-RPC error (``_refusal``)."""
+    from io import TextIOWrapper
+
+    import anyio
+    from mcp.shared.message import SessionMessage
+
+    stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(TextIOWrapper(protocol, encoding="utf-8", write_through=True))
+    read_send, read_stream = anyio.create_memory_object_stream[Any](0)
+    write_stream, write_receive = anyio.create_memory_object_stream[Any](0)
+    refusals = write_stream.clone()
+
+    async def reader() -> None:
+        with contextlib.suppress(anyio.ClosedResourceError):
+            async with read_send, refusals:
+                async for line in stdin:
+                    message = _parse(line)
+                    if isinstance(message, str):
+                        await refusals.send(message)
+                    elif message is not None:
+                        await read_send.send(SessionMessage(message))
+
+    async def writer() -> None:
+        with contextlib.suppress(anyio.ClosedResourceError):
+            async with write_receive:
+                async for item in write_receive:
+                    text = (
+                        item
+                        if isinstance(item, str)
+                        else item.message.model_dump_json(by_alias=True, exclude_none=True)
+                    )
+                    await stdout.write(text + "\n")
+                    await stdout.flush()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(reader)
+        tasks.start_soon(writer)
+        yield read_stream, write_stream
+
+
+def _parse(line: str) -> Any:
+    """One line of the protocol: the JSON-RPC message, None for a blank line, or the JSON text of
+    the error that answers it (``-32700`` not JSON, ``-32600`` not a JSON-RPC message or nested
+    too deeply), under the message's id when it has one (else null, as JSON-RPC says)."""
+    import mcp.types as types
+
+    try:
+        return types.JSONRPCMessage.model_validate_json(line)
+    except Exception as exc:  # pydantic's ValidationError, whatever the line held
+        problem = str(exc)
+    if not line.strip():
+        return None
+    try:
+        parsed: Any = json.loads(line)
+    except RecursionError:
+        parsed = None
+        request_id = _top_level_id(line)
+    except ValueError:
+        return _refusal(None, types.PARSE_ERROR, "Parse error: the message is not JSON.")
+    else:
+        request_id = parsed.get("id") if isinstance(parsed, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    if parsed is None or "recursion limit" in problem:
+        why = (
+            "Invalid request: the message is nested too deeply for the MCP SDK to read (about 200 levels); "
+            "send a deep flow as JSON text (a string) instead."
+        )
+    else:
+        why = "Invalid request: the message is JSON but not a JSON-RPC 2.0 request, notification or response."
+    return _refusal(request_id, types.INVALID_REQUEST, why)
+
+
+def _refusal(request_id: int | str | None, code: int, message: str) -> str:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}, separators=(",", ":")
+    )
+
+
+def _top_level_id(text: str) -> int | str | None:
+    """The ``id`` member of the outermost object of JSON text too deep for ``json.loads``: a scan of
+    its strings and brackets (regular expressions, linear), or None."""
+    import re
+
+    depth = 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        kind = token.group()
+        if kind in ("{", "["):
+            depth += 1
+        elif kind in ("}", "]"):
+            depth -= 1
+        elif depth == 1 and kind == '"id"':
+            value = re.compile(r'\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")').match(text, token.end())
+            if value:
+                return json.loads(value.group(1))
+    return None
+
+
+TOOL_MODULES = (
+    "lfassist_jupyter.artifacts.flow",
+    "lfassist_jupyter.core.assistant",
+    "lfassist_jupyter.core.component.pipeline",
+    "lfassist_jupyter.core.events",
+    "lfassist_jupyter.core.flow.run_request",
+    "lfassist_jupyter.core.options",
+    "lfassist_jupyter.errors",
+    "lfassist_jupyter.flows",
+    "lfassist_jupyter.flows.build",  # flows' lazy build_flow
+    "lfassist_jupyter.flows.catalog",
+    "lfassist_jupyter.flows.code_checks",
+    "lfassist_jupyter.flows.library",
+    "lfassist_jupyter.sandbox.probe",  # imported by the sandbox client on a probe run
+    "lfassist_jupyter.flows.save",
+    "lfassist_jupyter.flows.validate",  # flows' lazy validate_flow
+    "lfassist_jupyter.langflow",
+    "lfassist_jupyter.langflow.extension",
+    "lfassist_jupyter.langflow.flows",
+    "lfassist_jupyter.redaction",
+    "lfassist_jupyter.sandbox",  # shared(): the server's one sandbox
+    "lfassist_jupyter.sandbox.client",
+    "lfassist_jupyter.settings",
+    "lfassist_jupyter.validation.security",  # imported by validate_static on its first call
+    "lfassist_jupyter.validation.static",
+)
+"""What the tools import when called (every ``lfassist_jupyter`` module this file imports inside
+a function, a test checks it), and the few those import on first use."""
+
+
+def _import_tools() -> None:
+    """Import what the tools need before the server answers anything: the first tool call, left
+    to import lazily on the event loop, raced the warm-up thread importing the sandbox client.
+    Two threads entering ``lfassist_jupyter.validation`` and its ``static`` module from opposite
+    ends deadlock on the import locks; Python breaks the tie by handing one a partly imported
+    module, the package's import fails and is removed from ``sys.modules``, and the tool answered
+    ``KeyError: 'lfassist_jupyter.validation'`` (about 1 call in 6 with eight servers starting)."""
+    import importlib
+
+    for name in TOOL_MODULES:
+        importlib.import_module(name)
 
 
 def _warm_up() -> None:
@@ -457,13 +730,35 @@ def _warm_up() -> None:
 
     def start() -> None:
         try:
-            from lfassist_jupyter.sandbox.client import warm_up
+            from lfassist_jupyter.sandbox import warm_up
 
             warm_up()
-        except Exception:
-            pass
+        except Exception as exc:  # the first validation starts it again, and says what is wrong
+            from lfassist_jupyter.redaction import redact_text
+
+            log.warning("the sandbox did not start ahead of the first call: %s", redact_text(str(exc)))
 
     threading.Thread(target=start, name="lfassist-mcp-warmup", daemon=True).start()
+
+
+class _Redacted(logging.Filter):
+    """Every log line of the server's process as it is shown: its secrets (``redact_text``) and any
+    URL's credentials (httpx logs each request's URL, ``LANGFLOW_URL``'s user part included) cut."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from lfassist_jupyter.redaction import redact_text
+
+        text = record.getMessage()
+        if record.exc_info:  # a traceback is text like the rest: formatted here, then redacted
+            text += "\n" + logging.Formatter().formatException(record.exc_info)
+        record.msg, record.args, record.exc_info, record.exc_text = redact_text(text), None, None, None
+        return True
+
+
+def _redact_logs() -> None:
+    """The filter on every handler of the root logger (FastMCP puts its stderr handler there)."""
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_Redacted())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -486,6 +781,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("--max-retries must be between 0 and 10.\n")
         return 2
     server = build_server(root, max_retries=args.max_retries)
+    _redact_logs()
+    _import_tools()
     _warm_up()
     import anyio
 

@@ -4,12 +4,16 @@ A pipeline never knows *how* code is checked, a flow is run or a flow is found; 
 these protocols, and the composition (``Assistant``, the workspace) plugs the adapters in:
 
 - ``ComponentValidator`` checks component code: ``SandboxValidator`` (sandbox/client.py),
-  ``LangflowValidator`` (langflow/validator.py) and ``ChainValidator`` (validation/chain.py).
-- ``FlowSandbox`` is what the flow pipelines use: the catalogue, node templates for generated
-  code, building and probe-running flows -- everything that runs lfx, which happens behind the
-  sandbox's door and never in the kernel.  ``SandboxValidator`` is one; its answers are the
-  typed values of ``sandbox/answers.py``.  A ``ChainValidator`` names the one in its chain
-  (``flow_sandbox``), so the assistant never has to guess which validator can run a flow.
+  ``LangflowValidator`` and ``ChainValidator`` (langflow/validator.py).
+- ``FlowSandbox`` is what the flows and the flow pipelines use: the catalogue, node templates for
+  generated code, lfx's verdict on a flow's node code, the packages a flow needs, building and
+  probe-running flows -- everything that runs lfx, which happens behind the sandbox's door and
+  never in the kernel.  ``SandboxValidator`` is one; its answers are the typed values of
+  ``sandbox/answers.py``.  Everything below the edges takes the one it uses (a ``Catalog``
+  carries it), and what it remembers (the catalogue, verdicts, packages) stays with it.
+- ``HasFlowSandbox``: a validator that names the sandbox building and running flows with its
+  lfx (``flow_sandbox``: the sandbox itself, a chain's local one, None for a Langflow server),
+  so the assistant never has to guess which validator can run a flow.
 - ``FlowLibrary`` is where stored flows are found: ``LangflowLibrary`` over a connected
   Langflow (langflow/library.py) and ``FolderLibrary`` over a folder of flow JSON files
   (flows/library.py).  What a library lists is *data from elsewhere* (a shared server, a
@@ -28,7 +32,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from lfassist_jupyter.artifacts.flow import one_line  # text from elsewhere as one line (re-exported)
 
 if TYPE_CHECKING:
-    from lfassist_jupyter.sandbox.answers import ComponentTemplate, FlowBuild, FlowRun, Reference
+    from lfassist_jupyter.sandbox.answers import (
+        ComponentTemplate,
+        FlowBuild,
+        FlowRun,
+        NodeCode,
+        PackageNeeds,
+        Reference,
+    )
     from lfassist_jupyter.validation.report import ValidationReport
 
 # -- checking and running ---------------------------------------------------------------------
@@ -54,6 +65,10 @@ class FlowSandbox(Protocol):
     """The sandbox as the flow pipelines see it.  Each call blocks (a sandboxed child does the
     work), so a pipeline makes them from its async run through ``asyncio.to_thread``, never
     while it is assembled; none raises for a bad flow or code: the answer says what failed."""
+
+    python: str
+    """The interpreter the sandbox runs lfx with (an install line names its pip when it is not
+    the kernel's)."""
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
         """lfx's bundled components, ``{type: node template}`` (cached by the sandbox)."""
@@ -83,6 +98,30 @@ class FlowSandbox(Protocol):
 
     def probe_run(self, flow: dict[str, Any], input_text: str, timeout: float | None = None) -> FlowRun:
         """The probe run: ``flow`` run on ``input_text`` with its models stubbed."""
+        ...
+
+    def component_verdicts(
+        self, builds: list[NodeCode], timeout: float | None = None
+    ) -> list[ComponentTemplate | None]:
+        """lfx's verdict on each node code of a flow, loaded as lfx loads a flow's nodes (None: no
+        time was left for it); remembered by the sandbox."""
+        ...
+
+    def flow_packages(
+        self, types: list[str], codes: list[str], providers: list[str], timeout: float | None = None
+    ) -> PackageNeeds | None:
+        """What built-in types, node codes and model providers need that the sandbox's interpreter
+        lacks, None when it cannot tell."""
+        ...
+
+
+@runtime_checkable
+class HasFlowSandbox(Protocol):
+    """A validator that names the sandbox building and probe-running flows with its lfx."""
+
+    @property
+    def flow_sandbox(self) -> FlowSandbox | None:
+        """That sandbox (the validator itself when it is one), or None (a Langflow server's check)."""
         ...
 
 

@@ -25,14 +25,15 @@ _SECRET_QUERY = re.compile(_SECRET_QUERY_NAMES, re.IGNORECASE)
 _URL_SECRETS = re.compile(
     r"(?i)(://[^\s/?#@:]{0,256}:)[^\s/?#@]{1,512}(?=@)"  # the password of scheme://user:password@host
     rf"|([?&]{_SECRET_QUERY_NAMES}=)[^&\s#\"'<>]+"  # a key in the query
+    r"|(://)[^\s/?#@:]{1,512}(?=@)"  # a user part alone: scheme://TOKEN@host (a token is often put there)
 )
-"""Credentials written into a URL (a password before ``@``, a key in the query): a base URL is
-not a secret-named variable, so its value is not among ``secret_values``.  Bounded quantifiers
-and a literal start keep the scan linear."""
+"""Credentials written into a URL (a password before ``@``, a user part alone, a key in the
+query): a base URL is not a secret-named variable, so its value is not among ``secret_values``.
+Bounded quantifiers and a literal start keep the scan linear."""
 
 
 def _url_secret(match: re.Match[str]) -> str:
-    return (match.group(1) or match.group(2)) + "***"
+    return (match.group(1) or match.group(2) or match.group(3)) + "***"
 
 
 def without_credentials(url: str) -> str:

@@ -161,7 +161,8 @@ def _shape(name: str) -> tuple[type, bool, tuple[str, ...]]:
         return base, True, ()
     if typing.get_origin(kind) is Literal:
         return str, False, tuple(args)
-    return kind, False, ()
+    # A plain type: the annotations are evaluated (no ``from __future__ import annotations`` here).
+    return typing.cast(type, kind), False, ()
 
 
 def _convert(name: str, value: Any) -> Any:

@@ -67,17 +67,30 @@ def llm():
 @pytest.fixture(scope="session")
 def sandbox():
     """One real, warm validation worker for the whole run (as in a kernel)."""
-    import lfassist_jupyter.sandbox.client as sandbox_module
+    from lfassist_jupyter.sandbox import use_shared
     from lfassist_jupyter.sandbox.client import SandboxValidator
 
     validator = SandboxValidator(timeout=10)
     validator.start()
-    # Flows built without an explicit sandbox (build_flow, validate_flow, the magics) use the
-    # default validator: the same warm worker, not a second one.
-    previous, sandbox_module._default = sandbox_module._default, validator
+    # What the edges do without a sandbox handed in (lfassist_jupyter.build_flow, validate_flow,
+    # an Assistant's default) uses the shared one: the same warm worker, not a second one.
+    previous = use_shared(validator)
     yield validator
-    sandbox_module._default = previous
+    use_shared(previous)
     validator.close()
+
+
+@pytest.fixture
+def no_shared_sandbox():
+    """No shared sandbox for the test (the next ``shared()`` makes a fresh one, from the settings
+    of the moment); the one made meanwhile is closed, the one before put back."""
+    from lfassist_jupyter.sandbox import use_shared
+
+    previous = use_shared(None)
+    yield
+    made = use_shared(previous)
+    if made is not None and made is not previous:
+        made.close()
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,10 @@ from the source, where import-linter cannot see (import strings) or cannot say i
 - No circle of modules: two modules that import each other, directly or around a loop, at the top,
   inside a function or under ``TYPE_CHECKING``, are one design knot (the shared name belongs in a
   module both can import).  Read by grimp, the import graph import-linter checks its contracts on.
+
+Each contract about the sandbox and the layers is shown to fail on a copy of the package broken on
+purpose (a lower package that reaches for the sandbox's client, or picks the shared sandbox, or an
+arrow back up): a contract that cannot fail checks nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 import ast
 import configparser
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,14 +100,21 @@ def test_the_worker_imports_nothing_of_the_project():
     assert offenders == []
 
 
-def test_import_linter_contracts_hold_and_the_exceptions_only_shrink():
-    done = subprocess.run(
+def _lint_imports(where: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` over the package found in ``where`` (its ``.importlinter``)."""
+    env = {**os.environ, "PYTHONPATH": str(where)}
+    return subprocess.run(
         [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
-        cwd=ROOT,
+        cwd=where,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def test_import_linter_contracts_hold_and_the_exceptions_only_shrink():
+    done = _lint_imports(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     config = configparser.ConfigParser(inline_comment_prefixes=None, comment_prefixes=(";", "#"))
     config.read(ROOT / ".importlinter")
@@ -155,6 +168,56 @@ def test_the_circle_check_finds_a_circle():
     for importer, imported in (("p.a", "p.b"), ("p.b", "p.c"), ("p.c", "p.a"), ("p.d", "p.a")):
         graph.add_import(importer=importer, imported=imported)
     assert _circles(graph) == [["p.a", "p.b", "p.c"]]
+
+
+BREAKAGES = {
+    "a lower package reaches for the sandbox's client": (
+        "flows/validate.py",
+        "from lfassist_jupyter.sandbox.client import SandboxValidator",
+        "Below the edges nothing reaches the sandbox's process code",
+    ),
+    "a lower package picks the shared sandbox": (
+        "langflow/flows.py",
+        "from lfassist_jupyter.sandbox import shared",
+        "Only the edges pick the shared sandbox",
+    ),
+    "an arrow back up: the sandbox imports flows": (
+        "sandbox/answers.py",
+        "from lfassist_jupyter.flows import results",
+        "Arrows point down",
+    ),
+    "an arrow back up: validation imports the ports": (
+        "validation/report.py",
+        "from lfassist_jupyter.ports import one_line",
+        "Arrows point down",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory):
+    """The package's Python files and the contracts, copied to be broken (the copy itself passes)."""
+    where = tmp_path_factory.mktemp("layers")
+    shutil.copytree(PACKAGE, where / "lfassist_jupyter", ignore=shutil.ignore_patterns("static", "__pycache__"))
+    shutil.copy(ROOT / ".importlinter", where / ".importlinter")
+    done = _lint_imports(where)
+    assert done.returncode == 0, done.stdout  # the control: unbroken, the copy keeps every contract
+    return where
+
+
+@pytest.mark.parametrize("breakage", list(BREAKAGES))
+def test_each_sandbox_and_layer_contract_fails_on_a_tree_broken_on_purpose(package_copy, breakage):
+    relative, line, contract = BREAKAGES[breakage]
+    path = package_copy / "lfassist_jupyter" / relative
+    kept = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(f"{kept}\n{line}  # noqa\n", encoding="utf-8")
+        done = _lint_imports(package_copy)
+    finally:
+        path.write_text(kept, encoding="utf-8")
+    out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
+    broken = [row for row in out.splitlines() if row.rstrip().endswith("BROKEN")]
+    assert done.returncode != 0 and any(row.startswith(contract) for row in broken), out
 
 
 _IMPORT_ALL = r"""

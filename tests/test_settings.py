@@ -1,7 +1,7 @@
 """Every ``LFASSIST_*`` setting is declared once (``lfassist_jupyter/settings.py``) and read from
 there: no module reads one of its own, the docs' table (docs/configuration.md) and ``%config AssistMagics`` list them,
 and a bad value is the same one ``ConfigError`` line whichever surface reads it first -- the
-settings, ``default_validator()``, ``%load_ext``, the chat panel, the eval CLI."""
+settings, ``sandbox.shared()``, ``%load_ext``, the chat panel, the eval CLI."""
 
 from __future__ import annotations
 
@@ -93,22 +93,21 @@ def test_values_parse_as_their_types():
     assert settings.read("validator_memory_mb", env) == 2048 and settings.read("data_dir", env) is None
 
 
-def test_a_bad_validator_timeout_is_the_same_line_everywhere(monkeypatch, tmp_path):
+def test_a_bad_validator_timeout_is_the_same_line_everywhere(monkeypatch, tmp_path, no_shared_sandbox):
     from IPython.core.error import UsageError
     from IPython.core.interactiveshell import InteractiveShell
 
-    from lfassist_jupyter.sandbox import client
+    from lfassist_jupyter.sandbox import shared
     from lfassist_jupyter.settings import Settings
     from lfassist_jupyter.ui.panel import ChatPanel
 
     monkeypatch.setenv("LFASSIST_VALIDATOR_TIMEOUT", "ten")
-    monkeypatch.setattr(client, "_default", None)
     lines = []
     with pytest.raises(ConfigError) as caught:
         Settings.from_env()
     lines.append(str(caught.value))
     with pytest.raises(ConfigError) as caught:
-        client.default_validator()
+        shared()
     lines.append(str(caught.value))
     with pytest.raises(ConfigError) as caught:
         ChatPanel(data_dir=tmp_path / "panel")

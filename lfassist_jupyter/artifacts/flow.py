@@ -40,6 +40,7 @@ import difflib
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from typing import Any
 
 # -- shape ------------------------------------------------------------------------------------
@@ -213,6 +214,12 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object (a dict), else an empty one: a step into untrusted JSON
+    that needs no check of its own (``obj(obj(node.get("data")).get("node"))``)."""
+    return _obj(value)
+
+
 def graph(flow: Any) -> dict[str, Any]:
     """The part holding ``nodes`` and ``edges``: ``flow["data"]``, or the flow itself when bare."""
     flow = _obj(flow)
@@ -264,7 +271,7 @@ def built_nodes(flow: Any) -> list[dict[str, Any]]:
     return found
 
 
-def node_id(node: dict[str, Any]) -> str:
+def node_id(node: Mapping[str, Any]) -> str:
     return str(node.get("id"))
 
 
@@ -273,13 +280,13 @@ def by_id(node_list: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {str(n["id"]): n for n in node_list if isinstance(n.get("id"), str) and n["id"]}
 
 
-def node_type(node: dict[str, Any]) -> str | None:
+def node_type(node: Mapping[str, Any]) -> str | None:
     """The component type (``data.type``): a catalogue name, or ``CustomComponent``."""
     kind = _obj(node.get("data")).get("type")
     return kind if isinstance(kind, str) else None
 
 
-def registry_type(node: dict[str, Any]) -> str | None:
+def registry_type(node: Mapping[str, Any]) -> str | None:
     """The catalogue name the node was made from: lfx's builder records it as
     ``data._flow_builder_registry_type`` (a custom node's ``data.type`` is ``CustomComponent``)."""
     data = _obj(node.get("data"))
@@ -287,17 +294,17 @@ def registry_type(node: dict[str, Any]) -> str | None:
     return recorded if isinstance(recorded, str) and recorded else node_type(node)
 
 
-def frontend_node(node: dict[str, Any]) -> dict[str, Any]:
+def frontend_node(node: Mapping[str, Any]) -> dict[str, Any]:
     """``node["data"]["node"]``: the component as the node carries it (display name, fields, outputs)."""
     return _obj(_obj(node.get("data")).get("node"))
 
 
-def fields(node: dict[str, Any]) -> dict[str, Any]:
+def fields(node: Mapping[str, Any]) -> dict[str, Any]:
     """The node's template fields by name (values may be non-objects such as ``_type``)."""
     return _obj(frontend_node(node).get("template"))
 
 
-def outputs(node: dict[str, Any]) -> list[dict[str, Any]]:
+def outputs(node: Mapping[str, Any]) -> list[dict[str, Any]]:
     found = frontend_node(node).get("outputs")
     return [o for o in found if isinstance(o, dict)] if isinstance(found, list) else []
 
@@ -342,7 +349,7 @@ def parse_handle(text: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def handles(edge: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def handles(edge: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """An edge's source and target handles: ``data.sourceHandle``/``data.targetHandle``, else
     the encoded copies on the edge itself (older files), else empty."""
     data = _obj(edge.get("data"))
@@ -374,7 +381,7 @@ def is_loop_target(target_handle: dict[str, Any]) -> bool:
     return "name" in target_handle
 
 
-def ports(edge: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+def ports(edge: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
     """``(source id, output, target id, input)`` of an edge, as its handles name them."""
     sh, th = handles(edge)
     return edge.get("source"), sh.get("name"), edge.get("target"), target_port(th)

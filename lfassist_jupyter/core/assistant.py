@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from lfassist_jupyter.core.hygiene import (
     EMPTY_PROMPT_MESSAGE,
     INJECTION_REFUSAL,
     MAX_PROMPT_CHARS,
+    CleanPrompt,
     clean_prompt,
     detect_injection,
 )
@@ -47,20 +49,22 @@ from lfassist_jupyter.core.intent import (
     build_intent_messages,
     parse_intent,
 )
-from lfassist_jupyter.core.outcome import AnswerOutcome, ComponentOutcome, FlowOutcome
+from lfassist_jupyter.core.options import RequestOptions, ResolvedOptions
+from lfassist_jupyter.core.outcome import AnswerOutcome, BuiltinComponent, ComponentOutcome, FlowOutcome, Outcome
 from lfassist_jupyter.core.pipeline import Pipeline, Request
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
 from lfassist_jupyter.core.result import AssistResult, ResultBuilder
 from lfassist_jupyter.core.session import Session, SessionStore, Turn, new_session_id
 from lfassist_jupyter.errors import LfAssistError, ProviderError
 from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
-from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox
+from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox, HasFlowSandbox
 from lfassist_jupyter.providers.base import Provider
 from lfassist_jupyter.redaction import redact
-from lfassist_jupyter.validation.chain import ChainValidator
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.flow.pipeline import FlowPipeline
+    from lfassist_jupyter.flows.catalog import Catalog
+    from lfassist_jupyter.langflow.client import LangflowClient
 
 
 class _Default:
@@ -68,6 +72,29 @@ class _Default:
 
 
 _DEFAULT = _Default()
+
+
+@dataclass
+class _Job:
+    """One request in flight, as its steps share it (PocketFlow's shared store, for one request)."""
+
+    request_id: str
+    t0: float
+    record: RequestRecord
+    emit: Callable[[Event], None]
+    options: ResolvedOptions
+    model: str = ""
+    warnings: list[str] = field(default_factory=list)
+    """Notices for the user (a truncated prompt, a session that could not be saved)."""
+
+
+def _library(langflow: LangflowClient | None) -> FlowLibrary | None:
+    """The connected Langflow's flows and starter templates as a ``FlowLibrary``, or None."""
+    if langflow is None:
+        return None
+    from lfassist_jupyter.langflow.library import LangflowLibrary
+
+    return LangflowLibrary(langflow)
 
 
 class Assistant:
@@ -80,12 +107,22 @@ class Assistant:
         intent_model: the classification model (default: the provider's fast model).
         flow_model: the model the model nodes of the flows it writes call (``provider:model`` or a
             model of its provider; default: its own provider and model).
-        max_retries: total validation attempts, 0..10; 0 skips validation.
+        max_retries: total validation attempts, 0..10; 0 skips validation (the default of each
+            request; a request may say otherwise: ``RequestOptions``).
         session_id: conversation memory key; a new one is made when omitted.
-        validator: a ``ComponentValidator``; default: the sandboxed lfx validator.  ``None``
-            keeps the static and security phases only.
+        validator: a ``ComponentValidator``; default: the shared sandbox
+            (``lfassist_jupyter.sandbox.shared()``).  ``None`` keeps the static and security
+            phases only.
+        sandbox: the ``FlowSandbox`` that gives the flow catalogue, builds and probe-runs flows;
+            default: the one the validator names (``ports.HasFlowSandbox``: the sandbox itself,
+            a chain's local one), else the shared sandbox.  Picked here, once, and handed to
+            every pipeline: nothing below looks one up.
         session_store: where sessions persist; default: the per-user data directory.
             ``False`` keeps memory in this object only.
+
+    A request's own options (reuse, attempts, the connected Langflow) are arguments of
+    ``run``/``arun``/``stream`` (``options=RequestOptions(...)``); ``reuse``, ``max_retries`` and
+    ``langflow`` here are the defaults a request leaves to the assistant.
     """
 
     def __init__(
@@ -99,6 +136,7 @@ class Assistant:
         intent_model: str | None = None,
         flow_model: str | None = None,
         session_store: SessionStore | bool | _Default | None = _DEFAULT,
+        sandbox: FlowSandbox | None = None,
         max_prompt_chars: int = MAX_PROMPT_CHARS,
         history_window: int = 6,
         max_tokens: int = 4096,
@@ -114,8 +152,21 @@ class Assistant:
         self.intent_model = intent_model
         self.flow_model = flow_model
         self.session_id = session_id or new_session_id()
-        self._validator_arg = validator
-        self._validator: ComponentValidator | None = None if isinstance(validator, _Default) else validator
+        # The edge: the shared sandbox is picked here, once, when none is handed in.
+        if isinstance(validator, _Default):
+            from lfassist_jupyter.sandbox import shared
+
+            validator = shared()
+        self.validator: ComponentValidator | None = validator
+        self._own_sandbox: FlowSandbox | None = (
+            validator.flow_sandbox if isinstance(validator, HasFlowSandbox) else None
+        )
+        """The sandbox beside the validator: reuse asks only it (it never starts one of its own)."""
+        if sandbox is None:
+            from lfassist_jupyter.sandbox import shared
+
+            sandbox = self._own_sandbox or shared()
+        self.sandbox: FlowSandbox = sandbox
         if isinstance(session_store, _Default) or session_store is True:
             session_store = SessionStore()
         self.session_store: SessionStore | None = session_store or None
@@ -130,11 +181,13 @@ class Assistant:
         self.flow_components: dict[str, Any] | None = None
         """Extra flow catalogue entries (name -> node template, or Langflow's ``/api/v1/all``
         answer): a workspace connected to Langflow sets the server's components here."""
-        self.langflow: Any = None
-        """The connected ``LangflowClient`` (set by a workspace): "run X on Y" finds X there too."""
+        self.langflow: LangflowClient | None = None
+        """The default connected Langflow (a request's ``RequestOptions.langflow`` comes first):
+        "run X on Y" finds X there too."""
         self.reuse = True
-        """Reuse before generate: a component request that a built-in lfx component covers is
-        answered with that component (no generation call); "generate anyway" still generates."""
+        """The default of reuse before generate (``RequestOptions.reuse``): a component request that
+        a built-in lfx component covers is answered with that component (no generation call);
+        "generate anyway" still generates."""
         self._inflight: tuple[asyncio.AbstractEventLoop, asyncio.Task[None]] | None = None
         self._lock = threading.Lock()
 
@@ -150,13 +203,12 @@ class Assistant:
             self._provider = create_provider(name, api_key=self._api_key, base_url=self._base_url)
         return self._provider
 
-    @property
-    def validator(self) -> ComponentValidator | None:
-        if self._validator is None and isinstance(self._validator_arg, _Default):
-            from lfassist_jupyter.sandbox.client import default_validator
-
-            self._validator = default_validator()
-        return self._validator
+    def options(self, options: RequestOptions | ResolvedOptions | None = None) -> ResolvedOptions:
+        """A request's options, with what it leaves out taken from this assistant's defaults."""
+        if isinstance(options, ResolvedOptions):
+            return options
+        defaults = RequestOptions(reuse=self.reuse, max_retries=self.max_retries, langflow=self.langflow)
+        return (options or RequestOptions()).over(defaults)
 
     @property
     def session(self) -> Session:
@@ -182,18 +234,22 @@ class Assistant:
         """Route ``intent`` to ``pipeline`` (how the flow pipeline plugs in), replacing the built-in."""
         self._pipelines[intent] = pipeline
 
-    def component_pipeline(self) -> ComponentPipeline:
-        """The component pipeline with this assistant's validator and attempts (also for a flow
-        pipeline that needs a custom node)."""
-        return ComponentPipeline(self.validator, self.max_retries)
+    def component_pipeline(self, options: RequestOptions | ResolvedOptions | None = None) -> ComponentPipeline:
+        """The component pipeline with this assistant's validator and the request's attempts
+        (also for a flow pipeline that needs a custom node)."""
+        return ComponentPipeline(self.validator, self.options(options).max_retries)
 
-    def flow_pipeline(self, intent: str = "build_flow") -> FlowPipeline:
-        """The flow pipeline for one request: this assistant's validator, sandbox and attempts,
-        the extra catalogue (``flow_components``), the session's last validated component (its
-        node template is built when the pipeline runs) and the session's last flow, which a
-        follow-up edits.  Assembly reads memory only: no sandbox call, so no thread is needed."""
+    def flow_pipeline(
+        self, intent: str = "build_flow", options: RequestOptions | ResolvedOptions | None = None
+    ) -> FlowPipeline:
+        """The flow pipeline for one request: this assistant's validator and sandbox, the request's
+        attempts and connected Langflow, the extra catalogue (``flow_components``), the session's
+        last validated component (its node template is built when the pipeline runs) and the
+        session's last flow, which a follow-up edits.  Assembly reads memory only: no sandbox
+        call, so no thread is needed."""
         from lfassist_jupyter.core.flow.pipeline import FlowPipeline, SessionComponent
 
+        resolved = self.options(options)
         last = self.session.last_flow
         turn = self.session.last_component
         made = None
@@ -201,16 +257,16 @@ class Assistant:
             made = SessionComponent(turn.class_name, turn.content)
         return FlowPipeline(
             self.validator,
-            self.max_retries,
+            resolved.max_retries,
             intent=intent,
-            sandbox=self._flow_sandbox(),
+            sandbox=self.sandbox,
             extra_components=self._extra_components(),
             session_component=made,
             templates=self._templates,
             current_flow=last.flow if last else None,
             current_spec=last.content if last else None,
             flows=self._session_flows(),
-            library=self._flow_library(),
+            library=_library(resolved.langflow),
             flow_model=self.flow_model,
         )
 
@@ -220,36 +276,10 @@ class Assistant:
         out = []
         for turn in reversed(self.session.turns):
             name = str((turn.flow or {}).get("name") or "") if turn.kind == "flow" else ""
-            if name and name.lower() not in seen:
+            if name and name.lower() not in seen and turn.flow is not None:
                 seen.add(name.lower())
                 out.append(turn.flow)
         return out
-
-    def _flow_library(self) -> FlowLibrary | None:
-        """The connected Langflow's flows and starter templates as a ``FlowLibrary``, or None."""
-        if self.langflow is None:
-            return None
-        from lfassist_jupyter.langflow.library import LangflowLibrary
-
-        return LangflowLibrary(self.langflow)
-
-    def _validator_sandbox(self) -> FlowSandbox | None:
-        """The sandbox among this assistant's validators: the validator itself when it is one
-        (``SandboxValidator``), a chain's declared ``flow_sandbox``, else None."""
-        validator = self.validator
-        if isinstance(validator, ChainValidator):
-            return validator.flow_sandbox
-        return validator if isinstance(validator, FlowSandbox) else None
-
-    def _flow_sandbox(self) -> FlowSandbox:
-        """The sandbox that builds and probe-runs flows: the validators', else the default one
-        (made, not started: it starts on its first call, inside a request)."""
-        sandbox = self._validator_sandbox()
-        if sandbox is not None:
-            return sandbox
-        from lfassist_jupyter.sandbox.client import default_validator
-
-        return default_validator()
 
     def _extra_components(self) -> dict[str, Any] | None:
         """``flow_components`` as flat catalogue entries (name -> node template); Langflow's
@@ -262,18 +292,17 @@ class Assistant:
             return extra or None
         return dict(components) or None
 
-    def _builtin_catalog(self) -> Any:
+    def _builtin_catalog(self) -> Catalog | None:
         """The bundled components the classifier may offer instead of generating one: the
-        catalogue of the sandbox in this assistant's validator chain (cached by the validator),
-        None without one (reuse is then skipped: it never starts a sandbox of its own).
+        catalogue of the sandbox beside this assistant's validator (cached by that sandbox), None
+        without one (reuse is then skipped: it never starts a sandbox of its own).
         Blocking (the first call asks the sandbox): the request calls it in a thread."""
-        sandbox = self._validator_sandbox() if self.reuse else None
-        if sandbox is None:
+        if self._own_sandbox is None:
             return None
         from lfassist_jupyter.flows import default_catalog
 
         try:
-            return default_catalog(sandbox)
+            return default_catalog(self._own_sandbox)
         except Exception as exc:  # no lfx in the worker: classify without the catalogue
             log.info("No built-in catalogue for reuse: %s", exc)
             return None
@@ -291,28 +320,29 @@ class Assistant:
                 return turns[i - 1].content if offered else None
         return None
 
-    def pipeline_for(self, intent: str) -> Pipeline:
+    def pipeline_for(self, intent: str, options: RequestOptions | ResolvedOptions | None = None) -> Pipeline:
         """The pipeline for ``intent``: a registered one, else the built-in.  Pure assembly from
-        this assistant's settings and memory; whatever needs the sandbox happens in its ``run``."""
+        this assistant's settings, the request's options and memory; whatever needs the sandbox
+        happens in its ``run``."""
         if intent in self._pipelines:
             return self._pipelines[intent]
         if intent == GENERATE_COMPONENT:
-            return self.component_pipeline()
+            return self.component_pipeline(options)
         if intent in FLOW_INTENTS:
-            return self.flow_pipeline(intent)
+            return self.flow_pipeline(intent, options)
         return AnswerPipeline()
 
-    def run_pipeline(self, intent: IntentResult) -> Pipeline:
+    def run_pipeline(self, intent: IntentResult, options: RequestOptions | ResolvedOptions | None = None) -> Pipeline:
         """``run_flow``: run the flow the request names (this conversation's, a saved file, the
         connected Langflow's) on its input, as a probe run in the sandbox."""
         from lfassist_jupyter.core.flow.run_request import RunFlowPipeline
 
         return RunFlowPipeline(
             self.session,
-            self._flow_sandbox(),
+            self.sandbox,
             flow_name=intent.flow,
             input_text=intent.input,
-            langflow=self._flow_library(),
+            langflow=_library(self.options(options).langflow),
         )
 
     def load_flow(self, flow: dict[str, Any] | str | Path) -> dict[str, Any]:
@@ -335,7 +365,7 @@ class Assistant:
                 data = json.loads(flow)
             except (ValueError, RecursionError) as exc:
                 raise ConfigError(f"The flow is not valid JSON: {exc}") from exc
-        catalog = default_catalog(self._flow_sandbox())  # the sandbox that builds and runs flows gives it
+        catalog = default_catalog(self.sandbox)  # the sandbox that builds and runs flows gives it
         if isinstance(data, str):
             try:
                 built = build_flow(data, catalog=catalog)
@@ -379,11 +409,14 @@ class Assistant:
 
     # -- public API ------------------------------------------------------------------
 
-    async def stream(self, prompt: str) -> AsyncIterator[Event]:
-        """Yield the request's events; the last one is complete, error or cancelled."""
+    async def stream(self, prompt: str, options: RequestOptions | None = None) -> AsyncIterator[Event]:
+        """Yield the request's events; the last one is complete, error or cancelled.  ``options``
+        are this request's own (reuse, attempts, the connected Langflow); what they leave out is
+        this assistant's default.  A bad option is a ``ConfigError`` before anything runs."""
+        resolved = self.options(options)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Event] = asyncio.Queue()
-        producer = loop.create_task(self._guarded(prompt, queue.put_nowait), name="lfassist-request")
+        producer = loop.create_task(self._guarded(prompt, resolved, queue.put_nowait), name="lfassist-request")
         with self._lock:
             self._inflight = (loop, producer)
         try:
@@ -418,7 +451,12 @@ class Assistant:
         return self._inflight is not None
 
     def run(
-        self, prompt: str, on_event: Callable[[Event], None] | None = None, *, raise_on_interrupt: bool = True
+        self,
+        prompt: str,
+        on_event: Callable[[Event], None] | None = None,
+        *,
+        raise_on_interrupt: bool = True,
+        options: RequestOptions | None = None,
     ) -> AssistResult:
         """Blocking twin of ``stream``, safe inside a running Jupyter kernel.
 
@@ -430,9 +468,10 @@ class Assistant:
         """
         from lfassist_jupyter.runtime import iterate_in_background
 
+        self.options(options)  # a bad option: one ConfigError here, before the loop thread
         builder = ResultBuilder(session_id=self.session_id)
         try:
-            for event in iterate_in_background(self.stream(prompt), on_interrupt=self.cancel):
+            for event in iterate_in_background(self.stream(prompt, options), on_interrupt=self.cancel):
                 builder.add(event)
                 if on_event is not None:
                     on_event(event)
@@ -443,16 +482,16 @@ class Assistant:
                 builder.add(CancelledEvent(message="Request cancelled"))
         return builder.result()
 
-    async def arun(self, prompt: str) -> AssistResult:
+    async def arun(self, prompt: str, options: RequestOptions | None = None) -> AssistResult:
         """The request's result, built from its events (the async twin of ``run``)."""
         builder = ResultBuilder(session_id=self.session_id)
-        async for event in self.stream(prompt):
+        async for event in self.stream(prompt, options):
             builder.add(event)
         return builder.result()
 
     # -- one request -----------------------------------------------------------------
 
-    async def _guarded(self, prompt: str, emit: Callable[[Event], None]) -> None:
+    async def _guarded(self, prompt: str, options: ResolvedOptions, emit: Callable[[Event], None]) -> None:
         t0 = time.perf_counter()
         request_id = uuid.uuid4().hex[:8]
         record = METRICS.start()
@@ -471,8 +510,9 @@ class Assistant:
                 event = event.model_copy(update={"usage": record})
             emit(event)
 
+        job = _Job(request_id=request_id, t0=t0, record=record, emit=counted, options=options)
         try:
-            await self._handle(prompt, counted, request_id, t0, record)
+            await self._handle(prompt, job)
         except asyncio.CancelledError:
             log_event(
                 logging.INFO,
@@ -498,103 +538,136 @@ class Assistant:
             session.add(Turn(role="assistant", content="(cancelled)", kind="cancelled"), window=self.history_window)
             self._save_session()
 
-    async def _handle(
-        self, prompt: str, emit: Callable[[Event], None], request_id: str, t0: float, record: RequestRecord
-    ) -> None:
+    async def _handle(self, prompt: str, job: _Job) -> None:
+        """One request, by intent: screened, understood, then answered by one of three exits
+        (off-topic, a built-in offered, a pipeline), each ending in ``_finish``."""
+        clean = self._screen(prompt, job)
+        if clean is None:
+            return
+        job.warnings = list(clean.warnings)
+        provider = self._metered_provider(job)
+        intent, builtin = await self._understand(clean.text, provider, job)
+        if intent.intent == OFF_TOPIC:
+            self._finish(AnswerOutcome(result=OFF_TOPIC_REFUSAL, intent=OFF_TOPIC), job, remember=False)
+            return
+        request = self._remember_request(clean.text, intent, provider, job)
+        if builtin is not None:  # reuse before generate: no generation call
+            from lfassist_jupyter.core.reuse import builtin_outcome
+
+            self._finish(builtin_outcome(builtin), job)
+            return
+        outcome = await self._run(intent, request, job)
+        if outcome is not None:
+            self._finish(outcome, job)
+
+    def _screen(self, prompt: str, job: _Job) -> CleanPrompt | None:
+        """The prompt cleaned, or None when it is refused (empty, an injection): the refusal is
+        the request's one ``error`` event."""
         clean = clean_prompt(prompt, self.max_prompt_chars)
         if not clean.text:
-            record.kind, record.error_type = "refused", "EmptyPrompt"
-            emit(ErrorEvent(message=EMPTY_PROMPT_MESSAGE))
-            return
+            job.record.kind, job.record.error_type = "refused", "EmptyPrompt"
+            job.emit(ErrorEvent(message=EMPTY_PROMPT_MESSAGE))
+            return None
         if kind := detect_injection(clean.text):
-            log_event(logging.WARNING, "assistant.request.refused", request_id=request_id, reason=kind)
-            record.kind, record.error_type = "refused", "InjectionRefused"
-            emit(ErrorEvent(message=INJECTION_REFUSAL.format(kind=kind)))
-            return
-        real_provider = self.provider
-        model = self.model or real_provider.default_model
-        record.provider, record.model = real_provider.name, model
-        provider = MeteredProvider(real_provider, record)  # type: ignore[assignment]  # a Provider in all but name
-        session = self.session
+            log_event(logging.WARNING, "assistant.request.refused", request_id=job.request_id, reason=kind)
+            job.record.kind, job.record.error_type = "refused", "InjectionRefused"
+            job.emit(ErrorEvent(message=INJECTION_REFUSAL.format(kind=kind)))
+            return None
+        return clean
 
-        from lfassist_jupyter.core.reuse import builtin_lines, builtin_outcome, describe_builtin, wants_generation
+    def _metered_provider(self, job: _Job) -> Provider:
+        """The provider (created on first use), counted into the request's metrics record."""
+        real = self.provider
+        job.model = self.model or real.default_model
+        job.record.provider, job.record.model = real.name, job.model
+        return MeteredProvider(real, job.record)  # type: ignore[return-value]  # a Provider in all but name
 
-        generate = wants_generation(clean.text)
-        earlier = self._generate_followup(clean.text)
+    async def _understand(
+        self, text: str, provider: Provider, job: _Job
+    ) -> tuple[IntentResult, BuiltinComponent | None]:
+        """What the request is: a bare "generate anyway" refers to the request a built-in was
+        offered for; otherwise one classification call, offered the built-in components when
+        the request lets reuse happen.  Returns the intent and the built-in to offer, if any."""
+        from lfassist_jupyter.core.reuse import builtin_lines, describe_builtin, wants_generation
+
+        generate = wants_generation(text)
+        earlier = self._generate_followup(text)
         catalog = None
         if earlier is not None:  # "generate anyway": the offered request, generated (no classification)
             intent = IntentResult(intent=GENERATE_COMPONENT, translation=earlier, parsed_by="followup")
         else:
-            catalog = None if generate else await asyncio.to_thread(self._builtin_catalog)
-            text = clean.text.replace("--generate", " ").strip() if generate else clean.text
+            if job.options.reuse and not generate:
+                catalog = await asyncio.to_thread(self._builtin_catalog)
+            asked = text.replace("--generate", " ").strip() if generate else text
+            session = self.session
             intent = await self._classify(
                 provider,
-                text,
+                asked,
                 has_component=session.last_component is not None,
                 has_flow=session.last_flow is not None,
                 builtins=builtin_lines(catalog),
             )
-        builtin = describe_builtin(catalog, intent.builtin) if intent.builtin and catalog is not None else None
-        if intent.intent == GENERATE_COMPONENT and builtin is not None:
-            record.kind = INTENT_METRIC[USE_BUILTIN]
-        else:
-            record.kind = INTENT_METRIC.get(intent.intent, intent.intent)
+        builtin = None
+        if intent.intent == GENERATE_COMPONENT and intent.builtin and catalog is not None:
+            builtin = describe_builtin(catalog, intent.builtin)
+        job.record.kind = INTENT_METRIC[USE_BUILTIN] if builtin else INTENT_METRIC.get(intent.intent, intent.intent)
         log_event(
             logging.INFO,
             "assistant.request.started",
-            request_id=request_id,
+            request_id=job.request_id,
             session_id=self.session_id,
             provider=provider.name,
-            model_name=model,
+            model_name=job.model,
             intent=intent.intent,
-            prompt_chars=len(clean.text),
+            prompt_chars=len(text),
         )
+        return intent, builtin
 
-        if intent.intent == OFF_TOPIC:
-            self._complete(AnswerOutcome(result=OFF_TOPIC_REFUSAL, intent=OFF_TOPIC), clean.warnings, emit)
-            self._log_completed(request_id, t0, validated=False, attempts=0)
-            return
-
-        original = clean.text if clean.text != intent.translation else None
+    def _remember_request(self, text: str, intent: IntentResult, provider: Provider, job: _Job) -> Request:
+        """The user's turn, written into the session (in English, the original kept), and the
+        request as a pipeline sees it."""
+        session = self.session
+        original = text if text != intent.translation else None
         session.add(Turn(role="user", content=intent.translation, original=original), window=self.history_window)
-        request = Request(
+        return Request(
             text=intent.translation,
             messages=session.messages(),
             provider=provider,
-            model=model,
-            request_id=request_id,
+            model=job.model,
+            request_id=job.request_id,
             max_tokens=self.max_tokens,
-            warnings=list(clean.warnings),
+            warnings=list(job.warnings),
         )
-        if intent.intent == GENERATE_COMPONENT and builtin is not None:
-            outcome = builtin_outcome(builtin)  # reuse before generate: no generation call
-            self._record(session, outcome)
-            if unsaved := self._save_session():
-                clean.warnings.append(unsaved)
-            self._complete(outcome, clean.warnings, emit)
-            self._log_completed(request_id, t0, validated=False, attempts=0)
-            return
+
+    async def _run(self, intent: IntentResult, request: Request, job: _Job) -> Outcome | None:
+        """The pipeline for the intent, run; a provider failure it could not explain ends the
+        request with one ``error`` event and the unanswered turn forgotten (then None)."""
         try:
             if intent.intent == RUN_FLOW and RUN_FLOW not in self._pipelines:
-                pipeline = self.run_pipeline(intent)
+                pipeline = self.run_pipeline(intent, job.options)
             else:
-                pipeline = self.pipeline_for(intent.intent)
-            outcome = await pipeline.run(request, emit)
+                pipeline = self.pipeline_for(intent.intent, job.options)
+            return await pipeline.run(request, job.emit)
         except ProviderError as exc:
-            session.turns.pop()  # the request was not answered; do not remember it as asked
+            self.session.turns.pop()  # the request was not answered; do not remember it as asked
             self._save_session()
-            log_request_error(request_id, exc)
-            record.error_type = type(exc).__name__
-            emit(ErrorEvent(message=str(exc)))
-            return
-        self._record(session, outcome)
-        if unsaved := self._save_session():  # saved before "complete", so a failure can be told
-            clean.warnings.append(unsaved)
-        self._complete(outcome, clean.warnings, emit)
+            log_request_error(job.request_id, exc)
+            job.record.error_type = type(exc).__name__
+            job.emit(ErrorEvent(message=str(exc)))
+            return None
+
+    def _finish(self, outcome: Outcome, job: _Job, *, remember: bool = True) -> None:
+        """The assistant's turn written and saved (saved before "complete", so a failure to save can
+        be told), then the ``complete`` event and the log line."""
+        if remember:
+            self._record(self.session, outcome)
+            if unsaved := self._save_session():
+                job.warnings.append(unsaved)
+        job.emit(CompleteEvent(data=outcome.complete_data(job.warnings or None), outcome=outcome))
         if isinstance(outcome, AnswerOutcome):
-            self._log_completed(request_id, t0, validated=False, attempts=0)
+            self._log_completed(job.request_id, job.t0, validated=False, attempts=0)
         else:
-            self._log_completed(request_id, t0, validated=outcome.validated, attempts=outcome.attempts)
+            self._log_completed(job.request_id, job.t0, validated=outcome.validated, attempts=outcome.attempts)
 
     def _record(self, session: Session, outcome: ComponentOutcome | AnswerOutcome | FlowOutcome) -> None:
         """The assistant's turn of the conversation, written from the outcome (only here)."""
@@ -629,16 +702,10 @@ class Assistant:
             return  # the provider failed before any flow: nothing was said
         else:  # an answer; an offered built-in keeps its name, so "generate anyway" knows what was offered
             builtin = outcome.builtin if isinstance(outcome, AnswerOutcome) else None
-            turn = Turn(role="assistant", content=outcome.result, kind="answer", class_name=builtin and builtin.name)
+            turn = Turn(
+                role="assistant", content=outcome.result, kind="answer", class_name=builtin.name if builtin else None
+            )
         session.add(turn, window=self.history_window)
-
-    def _complete(
-        self,
-        outcome: ComponentOutcome | AnswerOutcome | FlowOutcome,
-        warnings: list[str],
-        emit: Callable[[Event], None],
-    ) -> None:
-        emit(CompleteEvent(data=outcome.complete_data(warnings or None), outcome=outcome))
 
     async def _classify(
         self, provider: Provider, text: str, *, has_component: bool, has_flow: bool = False, builtins: str | None = None

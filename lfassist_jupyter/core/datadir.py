@@ -85,7 +85,8 @@ def read_regular_file(path: str | Path, max_bytes: int) -> bytes:
 
 def why(exc: BaseException) -> str:
     """One short line saying why a file was not read; a schema error names the field."""
-    errors = exc.errors() if callable(getattr(exc, "errors", None)) else None  # pydantic's ValidationError
+    listed = getattr(exc, "errors", None)  # pydantic's ValidationError (not imported: %load_ext stays light)
+    errors = listed() if callable(listed) else None
     if errors:
         where = ".".join(map(str, errors[0].get("loc") or ()))
         text = f"{type(exc).__name__}" + (f" at {where}" if where else "") + f": {errors[0].get('msg', '')}"

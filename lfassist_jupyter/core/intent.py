@@ -213,14 +213,14 @@ def parse_intent(reply: str, original: str) -> IntentResult:
     for match in _EMBEDDED_JSON.finditer(text):
         if (result := _from_obj(loads_lenient(match.group(0)), original, "embedded_json")) is not None:
             return result
-    if match := _STRICT_INTENT.search(text):
+    if strict := _STRICT_INTENT.search(text):
         translation = original
         if tmatch := _STRICT_TRANSLATION.search(text):
             try:
                 translation = json.loads(f'"{tmatch.group(1)}"') or original
             except ValueError:
                 translation = tmatch.group(1) or original
-        return IntentResult(intent=match.group(1).lower(), translation=translation, parsed_by="pattern")
+        return IntentResult(intent=strict.group(1).lower(), translation=translation, parsed_by="pattern")
     return IntentResult(intent=QUESTION, translation=original, parsed_by="default")
 
 

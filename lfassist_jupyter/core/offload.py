@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 MAX_WORKER_BYTES = 2 << 30
@@ -69,8 +70,9 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(Exception):
         proc.wait(5)
     for stream in (proc.stdin, proc.stdout):
-        with contextlib.suppress(Exception):
-            stream.close()  # type: ignore[union-attr]
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.close()
 
 
 def _checkout() -> subprocess.Popen[bytes] | None:
@@ -163,7 +165,7 @@ def _static(code: str) -> dict[str, Any]:
     return validate_static(code).model_dump(mode="json")
 
 
-_JOBS = {"repair": _repair, "extract": _extract, "static": _static}
+_JOBS: dict[str, Callable[..., Any]] = {"repair": _repair, "extract": _extract, "static": _static}
 
 
 def main() -> None:

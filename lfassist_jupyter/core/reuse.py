@@ -155,7 +155,7 @@ async def gather_flows(
             out.append(candidate)
 
     for flow in session_flows or []:
-        add(FlowCandidate(str(flow.get("name") or ""), flow.get("description"), "this conversation", flow))
+        add(FlowCandidate(str(flow.get("name") or ""), str(flow.get("description") or ""), "this conversation", flow))
     if library is None:
         return out
     from lfassist_jupyter.errors import LfAssistError
@@ -198,8 +198,8 @@ def parse_reuse(reply: str) -> tuple[str | None, str, dict[str, str]]:
     obj = json_object_in(reply)
     if not isinstance(obj, dict) or not isinstance(obj.get("reuse"), str) or not obj["reuse"].strip():
         return None, "", {}
-    change = obj.get("change") if isinstance(obj.get("change"), str) else ""
-    raw = obj.get("inputs") if isinstance(obj.get("inputs"), dict) else {}
+    change = obj["change"] if isinstance(obj.get("change"), str) else ""
+    raw = obj["inputs"] if isinstance(obj.get("inputs"), dict) else {}
     inputs = {str(k).strip(): str(v) for k, v in raw.items() if str(k).strip() and isinstance(v, (str, int, float))}
     return obj["reuse"].strip(), change.strip(), inputs
 

@@ -329,7 +329,7 @@ class SessionStore:
         except OSError:
             return []
         if len(paths) > LIST_LIMIT:  # a shared folder may hold any number of files: read the newest
-            paths = self._newest(paths)[:LIST_LIMIT]
+            paths = _newest(paths)[:LIST_LIMIT]
         for p in paths:
             try:
                 session = self._read(p)
@@ -349,20 +349,6 @@ class SessionStore:
             )
         return sorted(out, key=lambda d: d["updated"], reverse=True)
 
-    @staticmethod
-    def _newest(paths: list[Path], *, regular_only: bool = False) -> list[Path]:
-        """``paths`` most recently modified first (by ``lstat``: a link is not followed); with
-        ``regular_only``, regular files only (what ``_prune`` may remove)."""
-        stamped = []
-        for p in paths:
-            try:
-                st = os.lstat(p)
-            except OSError:
-                continue
-            if not regular_only or stat.S_ISREG(st.st_mode):
-                stamped.append((st.st_mtime, p))
-        return [p for _, p in sorted(stamped, key=lambda x: x[0], reverse=True)]
-
     def delete(self, session_id: str) -> bool:
         try:
             self._path(session_id).unlink()
@@ -372,5 +358,20 @@ class SessionStore:
 
     def _prune(self) -> None:
         """Remove all but the newest sessions (regular files only: what is not ours stays)."""
-        for old in self._newest(list(self.directory.glob("*.json")), regular_only=True)[self.max_sessions :]:
+        for old in _newest(list(self.directory.glob("*.json")), regular_only=True)[self.max_sessions :]:
             old.unlink(missing_ok=True)
+
+
+def _newest(paths: list[Path], *, regular_only: bool = False) -> list[Path]:
+    """``paths`` most recently modified first (by ``lstat``: a link is not followed); with
+    ``regular_only``, regular files only (what ``SessionStore._prune`` may remove).  (Outside the
+    class: its ``list`` method would shadow the type in its annotations.)"""
+    stamped = []
+    for p in paths:
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if not regular_only or stat.S_ISREG(st.st_mode):
+            stamped.append((st.st_mtime, p))
+    return [p for _, p in sorted(stamped, key=lambda x: x[0], reverse=True)]

@@ -24,7 +24,7 @@ from typing import Any, get_args
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable, spec_scalar
 
-from .catalog import Catalog, default_catalog
+from .catalog import Catalog
 from .load import require_flow
 from .merge import components, merge_flow, spec_ids, spec_kinds
 from .results import BuildResult, Change, ErrorCode, FlowProblem
@@ -36,23 +36,22 @@ _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$", re.MULTILINE)
 _ERROR_CODES = set(get_args(ErrorCode))
 
 
-def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True) -> BuildResult:
+def build_flow(text: str, *, catalog: Catalog, repair: bool = True) -> BuildResult:
     """Build Langflow flow JSON from spec text or a model reply holding one.
 
     Never raises for a problem in the spec's content: the result lists every error (each with
     its node, field and a fix) and still carries the partial flow. Raises `FlowSpecError` only
     when there is no spec at all (found here, before any sandbox work). With ``repair`` the
     deterministic repairs (component near-misses, port names, value coercions) are applied
-    and listed in ``changes``. The build runs in the catalogue's sandbox (``catalog.sandbox``,
-    else the default validator); when the sandbox itself fails, the result says so as an error.
+    and listed in ``changes``. The build runs in the catalogue's sandbox (``catalog.sandbox``);
+    when the sandbox itself fails, or the catalogue has none, the result says so as an error.
+    (``lfassist_jupyter.build_flow`` is this over the shared sandbox's catalogue.)
     """
     spec_text = extract_spec(text)
-    catalog = catalog or default_catalog()
     sandbox = catalog.sandbox
     if sandbox is None:
-        from lfassist_jupyter.sandbox.client import default_validator
-
-        sandbox = default_validator()
+        error = FlowProblem(code="structure", message="The flow could not be built: its catalogue has no sandbox.")
+        return BuildResult(ok=False, spec=spec_text, errors=[error])
     control = None
     if repair:  # loop and branch wiring first (flows/control.py): the sandbox builds the fixed spec
         from .control import infer_control_flow
@@ -149,7 +148,7 @@ def _refreshed_templates(
     errors: list[FlowProblem] = []
     for spec_id in ids:
         node = nodes.get(answer.node_ids.get(spec_id))
-        data = node.get("data") if isinstance(node, dict) and isinstance(node.get("data"), dict) else {}
+        data = facts.obj(facts.obj(node).get("data"))
         template = data.get("node")
         kind = _node_kind(data)
         sent = _code_of(catalog.added.get(kind)) if isinstance(kind, str) else None
@@ -198,12 +197,12 @@ def settle_nodes(flow: dict[str, Any] | None, catalog: Catalog) -> list[FlowProb
     sent with. Returns the nodes that do not (the build failed); changes ``flow`` in place."""
     if not isinstance(flow, dict):
         return []
-    data = flow.get("data") if isinstance(flow.get("data"), dict) else {}
+    data = facts.obj(flow.get("data"))
     errors: list[FlowProblem] = []
     for node in data.get("nodes") or []:
         if not isinstance(node, dict) or (not facts.is_component(node) and facts.group_flow(node) is None):
             continue  # a canvas note, which lfx does not build (any other type it builds: so it is checked)
-        nd = node.get("data") if isinstance(node.get("data"), dict) else {}
+        nd = facts.obj(node.get("data"))
         kind, template = _node_kind(nd), nd.get("node")
         fields = template.get("template") if isinstance(template, dict) else None
         shown = template.get("display_name") if isinstance(template, dict) else None
@@ -254,7 +253,7 @@ def _model_value(value: Any) -> str | None:
     return None
 
 
-def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str:
+def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog) -> str:
     """The spec text of a flow: nodes, edges, and the config values that differ from the defaults.
 
     lfx has no writer (its `flow_to_spec_summary` leaves out values and is not re-parseable),
@@ -266,7 +265,6 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     notebook cell. ``FlowFileError`` (one line naming the field) when ``flow`` is not flow JSON.
     """
     require_flow(flow)
-    catalog = catalog or default_catalog()
     nodes = components(flow)
     kinds = spec_kinds(flow, catalog)
     sids = spec_ids(nodes)
@@ -312,9 +310,7 @@ def flow_to_spec(flow: dict[str, Any], *, catalog: Catalog | None = None) -> str
     return "\n".join(lines).strip("\n") + "\n"
 
 
-def edit_flow(
-    original: dict[str, Any], text: str, *, catalog: Catalog | None = None, repair: bool = True
-) -> BuildResult:
+def edit_flow(original: dict[str, Any], text: str, *, catalog: Catalog, repair: bool = True) -> BuildResult:
     """Apply an edited spec (or a model reply holding one) to ``original``, the flow it edits.
 
     ``original`` was shown as ``flow_to_spec(original)``; the edited spec is built with lfx
@@ -323,7 +319,6 @@ def edit_flow(
     what it names changes. The result's ``flow`` is the merged flow, ``node_ids`` its spec id ->
     node id. Raises ``FlowSpecError`` like ``build_flow`` when there is no spec at all.
     """
-    catalog = catalog or default_catalog()
     old_spec = flow_to_spec(original, catalog=catalog)
     built = build_flow(text, catalog=catalog, repair=repair)
     if built.flow is None:

@@ -34,8 +34,10 @@ class Catalog:
 
     ``registry`` is data only: lfx's bundled templates as the sandbox's zygote read them
     (``default_catalog``), plus what ``add`` put in. ``sandbox`` is where flows over this
-    catalogue are built (``build_flow``); ``added`` are the entries beyond the bundled ones,
-    which a build sends along.
+    catalogue are built, their node code judged and their packages found (``build_flow``,
+    ``validate_flow``): the sandbox whose lfx the registry describes.  A catalogue without one
+    (data only, e.g. for a prompt) builds nothing and says so.  ``added`` are the entries beyond
+    the bundled ones, which a build sends along.
     """
 
     def __init__(self, registry: dict[str, dict[str, Any]], *, sandbox: FlowSandbox | None = None) -> None:
@@ -43,6 +45,22 @@ class Catalog:
         self.registry: dict[str, dict[str, Any]] = dict(registry)
         self.sandbox = sandbox
         self.added: dict[str, dict[str, Any]] = {}
+        self._builtin_codes: frozenset[str] | None = None
+
+    @property
+    def builtin_codes(self) -> frozenset[str]:
+        """The code lfx's own components carry (not what was added: that is custom), computed
+        once per catalogue: every check of a flow asks which of its nodes' codes are lfx's."""
+        if self._builtin_codes is None:
+            codes = set()
+            for entry in self.registry.values():
+                if not isinstance(entry, dict) or entry.get("custom"):
+                    continue
+                field = (entry.get("template") or {}).get("code")
+                if isinstance(field, dict) and isinstance(field.get("value"), str):
+                    codes.add(field["value"])
+            self._builtin_codes = frozenset(codes)
+        return self._builtin_codes
 
     # -- contents -------------------------------------------------------------------------
     @property
@@ -77,6 +95,7 @@ class Catalog:
         entry["legacy"] = False  # listed by light(): what the session made is what the user wants used
         self.registry[name] = entry
         self.added[name] = entry
+        self._builtin_codes = None
 
     def add_all(self, all_types: dict[str, dict[str, dict[str, Any]]]) -> int:
         """Add every component of a Langflow server's ``GET /api/v1/all`` answer not already here."""
@@ -88,6 +107,7 @@ class Catalog:
                 if name not in self.registry and isinstance(template, dict) and "template" in template:
                     self.add(name, template, category=category)
                     self.registry[name]["custom"] = False
+                    self._builtin_codes = None
                     added += 1
         return added
 
@@ -225,15 +245,12 @@ def describe_component(key: str, entry: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def default_catalog(sandbox: FlowSandbox | None = None) -> Catalog:
-    """A fresh catalogue of lfx's bundled components (about 130), ready for `add`.
+def default_catalog(sandbox: FlowSandbox) -> Catalog:
+    """A fresh catalogue of ``sandbox``'s lfx bundled components (about 130), ready for `add`,
+    carrying that sandbox: whatever builds, checks or runs a flow over it uses that one.
 
-    The templates come from the sandbox (``sandbox``, else the default validator): its zygote
-    read them before any request ran, and the validator caches them. Raises ``ConfigError``
-    when the sandbox cannot give them (lfx missing in the worker's interpreter).
+    The templates come from the sandbox: its zygote read them before any request ran, and it
+    caches them. Raises ``ConfigError`` when the sandbox cannot give them (lfx missing in the
+    worker's interpreter).  (``lfassist_jupyter.default_catalog()`` is this over the shared one.)
     """
-    if sandbox is None:
-        from lfassist_jupyter.sandbox.client import default_validator
-
-        sandbox = default_validator()
     return Catalog(sandbox.flow_catalog(), sandbox=sandbox)

@@ -8,30 +8,33 @@ anything else, ``validate_flow`` asks this module, which reads the text and the 
 (no lfx: ``ast.parse`` only, nothing executed in this process).
 
 Code that parses but is custom (no built-in carries the same code) is loaded by lfx in the
-sandbox as lfx loads a flow's node (``SandboxValidator.component_verdicts``: each code in a child
-of its own, so that no node's code can write another's verdict), never here, and its error is
-named per node.  lfx's own code is neither parsed nor loaded again, and every verdict is
-remembered by the code's hash: validating a flow a second time costs no sandbox request.
+catalogue's sandbox as lfx loads a flow's node (``FlowSandbox.component_verdicts``: each code in
+a child of its own, so that no node's code can write another's verdict), never here, and its
+error is named per node.  lfx's own code is neither parsed nor loaded again; the sandbox remembers
+its verdicts (they are facts of its lfx), so validating a flow a second time costs no sandbox request.
 """
 
 from __future__ import annotations
 
 import ast
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import node_name
+from lfassist_jupyter.sandbox.answers import ComponentTemplate, NodeCode
 
 from .packages import package_need
 from .results import FlowProblem, Need
 from .spec_text import spec_nodes
 
-# How SandboxValidator says that it could not ask lfx at all (not lfx's verdict on the code).
-_NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
+if TYPE_CHECKING:
+    from lfassist_jupyter.ports import FlowSandbox
+
+    from .catalog import Catalog
 
 
-def spec_errors(text: str, catalog: Any = None) -> list[FlowProblem]:
+def spec_errors(text: str, catalog: Catalog) -> list[FlowProblem]:
     """Duplicate node ids and an empty ``nodes:`` section, read from the spec's own lines; and
     the code of each component the spec uses (from ``catalog``), parsed."""
     ids = spec_nodes(text)
@@ -59,7 +62,7 @@ def spec_errors(text: str, catalog: Any = None) -> list[FlowProblem]:
                 fix=f"Give each node its own id (e.g. {node_id}2 for the second).",
             )
         )
-    registry = getattr(catalog, "registry", {})
+    registry = catalog.registry
     for node_id, kind, _ in ids:
         entry = registry.get(kind)
         code = node_code({"data": {"node": entry}}) if isinstance(entry, dict) else None
@@ -172,25 +175,25 @@ def _remember(cache: dict, key: bytes, value: Any, size: int = 1024) -> None:
     cache[key] = value
 
 
-def check(flow: object, catalog: Any = None) -> tuple[list[FlowProblem], list[str], list[Need]]:
+def check(flow: object, catalog: Catalog) -> tuple[list[FlowProblem], list[str], list[Need]]:
     """(errors, warnings, needs) of the whole-flow checks on spec text or on flow JSON (a dict
-    that passed the shape check).  Code no lfx built-in carries is built in the sandbox when
-    everything parses (for spec text: the custom components of ``catalog`` it uses)."""
-    builtin = catalog_codes(catalog)
+    that passed the shape check).  Code no lfx built-in carries is built in the catalogue's
+    sandbox when everything parses (for spec text: the custom components of ``catalog`` it uses)."""
+    builtin = catalog.builtin_codes
     if isinstance(flow, str):
         errors = spec_errors(flow, catalog)
         if errors:
             return errors, [], []
-        registry = getattr(catalog, "registry", {})
+        registry = catalog.registry
         kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
         nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
-        return custom_code_errors({"nodes": nodes}, builtin)
+        return custom_code_errors({"nodes": nodes}, builtin, catalog.sandbox)
     if not isinstance(flow, dict):
         return [], [], []
     errors = json_errors(flow, builtin)
     if errors:
         return errors, [], []
-    return custom_code_errors(flow, builtin)
+    return custom_code_errors(flow, builtin, catalog.sandbox)
 
 
 def _called_methods(node: dict[str, Any], used: set[Any]) -> list[tuple[str, str]]:
@@ -205,9 +208,10 @@ def _called_methods(node: dict[str, Any], used: set[Any]) -> list[tuple[str, str
 
 
 def custom_code_errors(
-    flow: dict[str, Any], builtin_codes: frozenset[str]
+    flow: dict[str, Any], builtin_codes: frozenset[str], sandbox: FlowSandbox | None
 ) -> tuple[list[FlowProblem], list[str], list[Need]]:
-    """Build each node whose code no built-in carries, in the sandbox; name the ones lfx refuses.
+    """Build each node whose code no built-in carries, in ``sandbox``; name the ones lfx refuses
+    (without a sandbox, each such node is a warning: its code could not be built here).
 
     Three causes are told apart, because they call for different fixes: the flow's code is
     wrong (an error); it imports a module gone from a package that *is* installed, or its saved
@@ -227,7 +231,8 @@ def custom_code_errors(
         code = node_code(node)
         if isinstance(code, str) and code not in builtin_codes:
             todo.append((node, code, _called_methods(node, used.get(node.get("id"), set()))))
-    answers = _verdicts([(code, tuple(sorted({m for _, m in called})), _naming(node)) for node, code, called in todo])
+    asked = [NodeCode(code, tuple(sorted({m for _, m in called})), _naming(node)) for node, code, called in todo]
+    answers = _verdicts(asked, sandbox)
     errors: list[FlowProblem] = []
     warnings: list[str] = []
     needs: list[Need] = []
@@ -250,7 +255,7 @@ def custom_code_errors(
             continue
         message = str(answer.error or "")
         package = answer.missing_package
-        if message.startswith(_NO_VERDICT):  # the sandbox could not ask lfx: no verdict on the code
+        if not answer.judged:  # the sandbox could not ask lfx: no verdict on the code
             warnings.append(f"{name}: its code could not be built here ({message[:200]})")
         elif package is not None:
             needs.append(package_need(name, nid, "code", package.distribution, package.fix))
@@ -277,18 +282,6 @@ def custom_code_errors(
     return errors, warnings, needs
 
 
-def catalog_codes(catalog: Any) -> frozenset[str]:
-    """The code lfx's own components carry (not what was added to the catalogue: that is custom)."""
-    codes = set()
-    for entry in getattr(catalog, "registry", {}).values():
-        if not isinstance(entry, dict) or entry.get("custom"):
-            continue
-        field = (entry.get("template") or {}).get("code")
-        if isinstance(field, dict) and isinstance(field.get("value"), str):
-            codes.add(field["value"])
-    return frozenset(codes)
-
-
 def code_refusal(code: object) -> str | None:
     """Why code may not leave for Langflow: it does not parse, or the security scan refuses it in
     reject mode (the mode generated code is held to); None when it passes."""
@@ -305,11 +298,11 @@ def code_refusal(code: object) -> str | None:
     return f"line {line}: {text}{more}"
 
 
-def outgoing_code_problems(flow: object, catalog: Any) -> list[str]:
+def outgoing_code_problems(flow: object, catalog: Catalog) -> list[str]:
     """The custom code a flow would take to Langflow (Save, Register, a run on the server) that
     the security scan refuses in reject mode: "<node>: line N: ...", one per node.  Code a
     built-in of the catalogue carries (the zygote's facts) is lfx's own and not scanned."""
-    builtin = catalog_codes(catalog)
+    builtin = catalog.builtin_codes
     problems = []
     for node in facts.built_nodes(flow):  # any type lfx builds, and the nodes inside groups
         code = node_code(node)
@@ -321,7 +314,7 @@ def outgoing_code_problems(flow: object, catalog: Any) -> list[str]:
     return problems
 
 
-def outgoing_flow_problem(flow: object, catalog: Any) -> str | None:
+def outgoing_flow_problem(flow: object, catalog: Catalog) -> str | None:
     """Why ``flow`` may not leave for Langflow (a saved file, a registration), in one line, or None:
     Langflow builds every node from its code, unsandboxed, and a flow file or a server's flow can
     carry any code, so custom code must pass the scan generated code is held to."""
@@ -336,7 +329,7 @@ def _naming(node: dict[str, Any]) -> dict[str, Any]:
     """What of a node's ``data`` lfx reads to pick the class in its code (``_component_class_name``
     in ``lfx/interface/initialize/loading.py``, applied in the sandbox): its type, the flow
     builder's registry type, the class name in its metadata."""
-    data = node.get("data") if isinstance(node.get("data"), dict) else {}
+    data = facts.obj(node.get("data"))
     metadata = facts.frontend_node(node).get("metadata")
     class_name = metadata.get("component_class_name") if isinstance(metadata, dict) else None
     naming: dict[str, Any] = {"type": facts.node_type(node)}
@@ -347,38 +340,21 @@ def _naming(node: dict[str, Any]) -> dict[str, Any]:
     return naming
 
 
-_BUILT: dict[bytes, Any] = {}  # sha256 of (code, methods) -> lfx's verdict (a ComponentTemplate without template)
 _NOT_BUILT = "Validation did not finish for this node: the sandbox's time for the flow ran out before it."
+_NO_SANDBOX = "Validation did not finish for this node: its catalogue has no sandbox to build it in."
 
 
-def _verdicts(builds: list[tuple[str, tuple[str, ...], dict[str, Any]]]) -> list[Any]:
-    """lfx's verdict on each ``(code, methods, naming)``, loaded in the sandbox as lfx loads a
+def _verdicts(builds: list[NodeCode], sandbox: FlowSandbox | None) -> list[ComponentTemplate]:
+    """lfx's verdict on each node code, loaded in ``sandbox`` as lfx loads a
     flow's node (never in this process): whether lfx loads the code and which of ``methods`` it
-    lacks.  What lfx judged before is remembered by the hash of all three; the rest is loaded,
-    each code in a child of its own (``SandboxValidator.component_verdicts``): a verdict written
-    in a process where only its own code ran is the only kind kept for the kernel's life.  lfx's
-    verdicts are remembered, not the sandbox's failures to give one."""
-    import json
-
-    from lfassist_jupyter.sandbox.client import default_validator
-
-    keys = [_digest(code, json.dumps(naming, sort_keys=True), *methods) for code, methods, naming in builds]
-    new = {key: (code, list(methods), naming) for key, (code, methods, naming) in zip(keys, builds, strict=True)}
-    new = {key: build for key, build in new.items() if key not in _BUILT}
-    found: dict[bytes, Any] = {}
-    if new:
-        answers = default_validator().component_verdicts(list(new.values()))
-        for key, answer in zip(new, answers, strict=True):
-            if answer is None:
-                found[key] = _failed(_NOT_BUILT)
-                continue
-            found[key] = answer
-            if answer.ok or not str(answer.error or "").startswith(_NO_VERDICT):
-                _remember(_BUILT, key, answer, size=512)
-    return [found[key] if key in found else _BUILT[key] for key in keys]
-
-
-def _failed(error: str) -> Any:
-    from lfassist_jupyter.sandbox.answers import ComponentTemplate
-
-    return ComponentTemplate.failed(error)
+    lacks.  The sandbox remembers what its lfx judged before and loads the rest each in a child
+    of its own (``SandboxValidator.component_verdicts``): a verdict written in a process where only
+    its own code ran is the only kind kept for the kernel's life.  A code it had no time for is a
+    failure to give a verdict (``ComponentTemplate.judged`` is False), as is every code without
+    a sandbox."""
+    if not builds:
+        return []
+    if sandbox is None:
+        return [ComponentTemplate.failed(_NO_SANDBOX)] * len(builds)
+    answers = sandbox.component_verdicts(builds)
+    return [answer if answer is not None else ComponentTemplate.failed(_NOT_BUILT) for answer in answers]

@@ -152,7 +152,7 @@ class _Graph:
         change.message = f"{change.before} rewired to {change.after}: {reason}"
 
     def error(self, node: str, field: str | None, message: str, fix: str, code: str = "structure") -> None:
-        self.errors.append(FlowProblem(code=code, node=node, field=field, message=message, fix=fix))  # type: ignore[arg-type]
+        self.errors.append(FlowProblem(code=code, node=node, field=field, message=message, fix=fix))
 
 
 def _fix_branches(g: _Graph) -> None:
@@ -365,7 +365,8 @@ def infer_control_flow(spec: str, catalog: Any) -> ControlResult:
     indent = "  "
     for edge in g.edges:
         if edge.line is not None:
-            indent = _EDGE.match(lines[edge.line]).group(1)  # type: ignore[union-attr]
+            written = _EDGE.match(lines[edge.line])
+            indent = written.group(1) if written else indent
             lines[edge.line] = f"{indent}{edge.src}.{edge.out} -> {edge.tgt}.{edge.port}"
     added = [f"{indent}{e.src}.{e.out} -> {e.tgt}.{e.port}" for e in g.edges if e.line is None]
     if added:

@@ -52,10 +52,13 @@ def _replace(group: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]
     gid = facts.node_id(group)
     by_id = facts.by_id(g_nodes)
     for value in facts.fields(group).values():  # the group's field values go to the inner fields
-        proxy = value.get("proxy") if isinstance(value, dict) else None
-        target = by_id.get(proxy.get("id")) if isinstance(proxy, dict) else None
+        proxy = facts.obj(value.get("proxy") if isinstance(value, dict) else None)
+        target_id, field = proxy.get("id"), proxy.get("field")
+        if not isinstance(target_id, str) or not isinstance(field, str):
+            continue
+        target = by_id.get(target_id)
         fields = facts.fields(target) if target is not None else {}
-        child = fields.get(proxy.get("field")) if isinstance(proxy, dict) else None
+        child = fields.get(field)
         if isinstance(child, dict):
             merged = {**value, "type": "code"} if child.get("type") == "code" else dict(value)
             for key in ("show", "advanced"):
@@ -63,18 +66,18 @@ def _replace(group: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]
                     merged[key] = child[key]
             merged["display_name"] = child.get("display_name", child.get("name"))
             merged.pop("proxy", None)
-            fields[proxy["field"]] = merged
+            fields[field] = merged
     touches = [e for e in facts.edges(base) if gid in (e.get("source"), e.get("target"))]
     moved = []
     for edge in touches:
         new = copy.deepcopy(edge)
         if new.get("target") == gid:
             th = facts.handles(new)[1]
-            proxy = th.get("proxy")
-            if isinstance(proxy, dict) and proxy.get("id") in by_id:
-                new["target"] = proxy["id"]
+            to = th.get("proxy")
+            if isinstance(to, dict) and to.get("id") in by_id:
+                new["target"] = to["id"]
                 handle = {k: v for k, v in th.items() if k != "proxy"}
-                facts.set_handle(new, "targetHandle", {**handle, "fieldName": proxy.get("field"), "id": proxy["id"]})
+                facts.set_handle(new, "targetHandle", {**handle, "fieldName": to.get("field"), "id": to["id"]})
         if new.get("source") == gid:
             _retarget_source(new, group, g_nodes, g_edges)
         moved.append(new)

@@ -17,7 +17,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from lfassist_jupyter.artifacts.flow import shape_problem
 from lfassist_jupyter.errors import FlowFileError
@@ -26,7 +26,7 @@ MAX_FLOW_FILE = 20_000_000
 """A flow carries its nodes' code (tens of KB a node): a file past 20 MB is not a flow of ours."""
 
 
-def is_flow_path(value: Any) -> bool:
+def is_flow_path(value: Any) -> TypeGuard[str | Path]:
     """A ``Path``, or one line of text ending in ``.json``: what a flow argument means as a file."""
     return isinstance(value, Path) or (isinstance(value, str) and value.strip().endswith(".json") and "\n" not in value)
 

@@ -83,14 +83,14 @@ def spec_kinds(flow: Mapping[str, Any], catalog: Any) -> dict[str, str]:
             by_code.setdefault(code, key)
     kinds: dict[str, str] = {}
     for node in components(flow):
-        nd = node.get("data") if isinstance(node.get("data"), Mapping) else {}
-        inner = nd.get("node") if isinstance(nd.get("node"), Mapping) else None
+        nd = facts.obj(node.get("data"))
+        inner = nd.get("node") if isinstance(nd.get("node"), dict) else None
         kind = str(nd.get("type") or "")
         if inner is None:
             kinds[node["id"]] = kind
             continue
         noted = nd.get("_flow_builder_registry_type")
-        module = (inner.get("metadata") or {}).get("module")
+        module = facts.obj(inner.get("metadata")).get("module")
         code = _code(inner)
         same = registry.get(kind) if isinstance(registry.get(kind), Mapping) else None
         if noted and noted in registry:
@@ -236,7 +236,8 @@ def merge_flow(
 
     nodes: list[Any] = []
     for node in data.get("nodes") or []:
-        sid = sids.get(node.get("id")) if isinstance(node, dict) else None
+        nid = node.get("id") if isinstance(node, dict) else None
+        sid = sids.get(nid) if isinstance(nid, str) else None
         if sid is None:
             nodes.append(node)  # a note, or what the spec never listed: untouched
         elif sid in kept:

@@ -263,10 +263,10 @@ def model_nodes(flow: Mapping[str, Any] | None) -> list[ModelUse]:
             if not (isinstance(value, list) and value and isinstance(value[0], Mapping)):
                 continue
             name, provider = str(value[0].get("name") or ""), str(value[0].get("provider") or "")
-            name = str((template.get("model_name") or {}).get("value") or "").strip() or name
-            provider = str((template.get("provider") or {}).get("value") or "").strip() or provider
-            key = template.get("api_key") if isinstance(template.get("api_key"), Mapping) else {}
-            raw = key.get("value") if isinstance(key.get("value"), str) else ""
+            name = str(facts.obj(template.get("model_name")).get("value") or "").strip() or name
+            provider = str(facts.obj(template.get("provider")).get("value") or "").strip() or provider
+            key = facts.obj(template.get("api_key"))
+            raw = given if isinstance(given := key.get("value"), str) else ""
             variable = raw.strip() if key.get("load_from_db") and VARIABLE_REF.match(raw.strip()) else None
             label = str(facts.frontend_node(node).get("display_name") or node.get("id"))
             typed = bool(raw.strip()) and variable is None

@@ -1,7 +1,7 @@
 """A real run of a flow on this machine: the user's explicit choice, with only the keys and hosts
 the user allowed.
 
-The probe run (``flows.probe``) proves the wiring with models stubbed, no keys and no network.
+The probe run (``sandbox.probe``) proves the wiring with models stubbed, no keys and no network.
 A real run calls the models, so it needs keys and the network -- and a flow file may come from
 anyone, so neither is the flow's to decide:
 
@@ -48,6 +48,8 @@ __all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun
+
+    from .catalog import Catalog
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -159,16 +161,18 @@ def _keyless(name: str, given: Mapping[str, str]) -> bool:
 def run_plan(
     flow: dict[str, Any] | str | Path,
     *,
+    catalog: Catalog | None = None,
     env: Mapping[str, str] | Iterable[str] | None = None,
     allow_hosts: Iterable[str] = (),
 ) -> RunPlan:
     """Which variables a real run of ``flow`` wants and which hosts it may reach -- nothing runs.
 
     ``env`` and ``allow_hosts`` as for ``run_flow_for_real``: the plan says which wanted variables are
-    still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it."""
+    still not allowed (``plan.missing``).  Print it (``print(run_plan(flow))``) to see it.  Spec
+    text is built over ``catalog`` first (flow JSON and files need none)."""
     from .validate import _load
 
-    loaded, errors, _ = _load(flow)
+    loaded, errors, _ = _load(flow, catalog)
     if loaded is None:
         raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
     prepared, ignored = prepare_flow(loaded)
@@ -212,9 +216,9 @@ def _plan(
         for host in known:
             add(Allowed(host, 443, False, f"{provider} for {node}", named=False))
         configured = (given.get(setting) or os.environ.get(setting, "")) if setting else ""
-        if configured:
+        if setting and configured:
             try:
-                entries, plan.config[setting] = _configured_hosts(setting, configured)  # type: ignore[index]
+                entries, plan.config[setting] = _configured_hosts(setting, configured)
             except ValueError:
                 plan.notes.append(f"{setting} is not a URL: {configured!r}")
             else:
@@ -334,6 +338,7 @@ def run_flow_for_real(
     flow: dict[str, Any] | str | Path,
     input_text: str = "",
     *,
+    catalog: Catalog,
     env: Mapping[str, str] | Iterable[str] | None = None,
     allow_hosts: Iterable[str] = (),
     timeout: float = 300.0,
@@ -353,9 +358,9 @@ def run_flow_for_real(
     run's fields (``ok``, ``text``, ``error``, ``seconds``) plus ``component``, ``variables`` (the
     names passed, never their values), ``hosts`` (the allow-list), ``refused`` (the connections
     the fence refused: host, port, reason, after_s) and ``isolation``.  A failing flow is
-    reported, not raised.
+    reported, not raised.  It is checked over ``catalog`` first, in its sandbox
+    (``lfassist_jupyter.run_flow_for_real`` is this over the shared sandbox's catalogue).
     """
-    from .catalog import default_catalog
     from .packages import install_line
     from .validate import _load, validate_flow
 
@@ -363,7 +368,6 @@ def run_flow_for_real(
         raise ConfigError(f"The input must be text, not {type(input_text).__name__}.")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not math.isfinite(timeout) or timeout <= 0:
         raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}.")
-    catalog = default_catalog()
     loaded, errors, _ = _load(flow, catalog)
     if loaded is None:
         raise ConfigError(f"Not run: {errors[0] if errors else 'no flow'}")
@@ -377,7 +381,7 @@ def run_flow_for_real(
     if report.missing_packages:
         lines = "; ".join(f"{p.distribution} ({', '.join(p.nodes)})" for p in report.missing_packages)
         names = [p.distribution for p in report.missing_packages]
-        install = install_line(names, getattr(catalog.sandbox, "python", None))
+        install = install_line(names, catalog.sandbox.python if catalog.sandbox is not None else None)
         raise ConfigError(f"Not run: the flow needs packages not installed here: {lines}. Install them: {install}")
     read_fields = {(nid, fname) for _, _, nid, fname in flow_variables(loaded)}
     unset = [

@@ -13,7 +13,7 @@ from typing import Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import coerce_value, node_name
 
-from .catalog import Catalog, default_catalog
+from .catalog import Catalog
 from .load import require_flow
 from .results import Change, RepairResult
 
@@ -37,7 +37,7 @@ def fix_edge_ports(
     return output, input_name, [Change(node="", **c) for c in changes]
 
 
-def repair_flow(flow: dict[str, Any], *, catalog: Catalog | None = None) -> RepairResult:
+def repair_flow(flow: dict[str, Any], *, catalog: Catalog) -> RepairResult:
     """Deterministic repairs on Langflow flow JSON; returns a repaired copy and what changed.
 
     Fixes loop and branch wiring (``control.py``), edges whose port name is wrong but whose
@@ -45,7 +45,6 @@ def repair_flow(flow: dict[str, Any], *, catalog: Catalog | None = None) -> Repa
     template is replaced by the catalogue's), and field values of the wrong type. The input is
     never modified. ``FlowFileError`` (one line naming the field) when ``flow`` is not flow JSON.
     """
-    catalog = catalog or default_catalog()
     flow = copy.deepcopy(require_flow(flow))
     changes: list[Change] = []
     nodes = facts.by_id(facts.nodes(flow))

@@ -12,9 +12,13 @@ here, so each is such a file:
   else a new UUID. A flow fresh from a build has no id (``build_flow`` gives none): an id is an
   identity, given once and then kept, so ``lfx push`` and our Register update one flow in
   Langflow instead of making a new one each time.
-- **The fields of a flow Langflow answers** (the ``Flow`` model of the Langflow SDK, lfx's
-  ``export`` and ``push`` read it), less the instance-specific ones ``lfx export`` strips
-  (``updated_at``, ``created_at``, ``user_id``, ``folder_id``, ``access_type``, ``gradient``).
+- **The fields of a flow Langflow answers, and only those** (the ``Flow`` model of the Langflow
+  SDK, lfx's ``export`` and ``push`` read it; a test checks the list against it), less the
+  instance-specific ones ``lfx export`` strips (``updated_at``, ``created_at``, ``user_id``,
+  ``folder_id``, ``access_type``, ``gradient``), each of its type; ``data`` holds ``nodes``,
+  ``edges`` and ``viewport``. Any other key of the given flow is left out: a flow comes from
+  whoever made it, and a file holding its extra keys could be read as something else (an
+  ``ipython_config.json`` with ``InteractiveShellApp.exec_lines`` ran in the next kernel).
   ``tags`` mark it as ours, so a pushed flow is found by Register like a registered one.
 - **lfx export's normalisation**, with its defaults: node keys that change when a node is dragged
   (``positionAbsolute``, ``dragging``, ``selected``) removed, the ``value`` of every ``password``
@@ -61,6 +65,26 @@ FLOW_FIELDS: dict[str, Any] = {
 }
 """The other fields of a flow as Langflow answers it, with Langflow's defaults (a flow of ours
 keeps what it already says)."""
+
+_FIELD_TYPES: dict[str, type] = {
+    "endpoint_name": str,
+    "icon": str,
+    "icon_bg_color": str,
+    "action_name": str,  # Langflow's name and description of the flow as an MCP tool
+    "action_description": str,
+    "locked": bool,
+    "mcp_enabled": bool,
+    "webhook": bool,
+}
+"""The fields a flow file keeps from the given flow, with their type (a value of another type is
+Langflow's default); ``id``, ``name``, ``description``, ``tags``, ``is_component`` and ``data`` are
+written by ``flow_file`` itself."""
+
+FLOW_FILE_FIELDS = frozenset({"id", "name", "description", "tags", "is_component", "data", *_FIELD_TYPES})
+"""Every top-level field of a flow file we write."""
+
+DATA_FIELDS = frozenset({"nodes", "edges", "viewport"})
+"""The fields of a flow file's ``data``."""
 
 MAX_ID_PEEK = 20_000_000
 """The most of an existing file read to find its id (a flow file is JSON of a few MB at most)."""
@@ -138,23 +162,32 @@ def flow_file(flow: dict[str, Any], *, flow_id: str | None = None, name: str | N
     if not is_flow_id(the_id):
         raise ConfigError(f"a flow id must be a UUID (lfx push upserts by it), not {str(the_id)[:60]!r}.")
     title = name or flow.get("name")
+    viewport = data.get("viewport")
+    given_tags = found if isinstance(found := flow.get("tags"), list) else []
+    tags = [t for t in given_tags if isinstance(t, str)]
     body: dict[str, Any] = {
         **FLOW_FIELDS,
-        **{k: copy.deepcopy(v) for k, v in flow.items() if k not in VOLATILE_FIELDS and k != "data"},
+        **{k: v for k, v in flow.items() if k in _FIELD_TYPES and isinstance(v, _FIELD_TYPES[k])},
         "id": the_id,
         "name": (title.strip() if isinstance(title, str) and title.strip() else "Flow from a notebook"),
         "description": flow.get("description") if isinstance(flow.get("description"), str) else "",
         "is_component": False,
+        "tags": [*tags, *(t for t in FLOW_TAGS if t not in tags)],
         "data": {
-            **{k: copy.deepcopy(v) for k, v in data.items() if k not in ("nodes", "edges")},
             "nodes": [_normal_node(copy.deepcopy(n)) for n in data["nodes"]],
             "edges": copy.deepcopy(edges),
+            "viewport": _viewport(viewport),
         },
     }
-    body["data"].setdefault("viewport", {"x": 0, "y": 0, "zoom": 1})
-    tags = body.get("tags") if isinstance(body.get("tags"), list) else []
-    body["tags"] = [*tags, *(t for t in FLOW_TAGS if t not in tags)]
     return _sorted(body)
+
+
+def _viewport(given: object) -> dict[str, float]:
+    """The canvas position (``x``, ``y``, ``zoom``: numbers), else Langflow's default."""
+    out: dict[str, float] = {"x": 0, "y": 0, "zoom": 1}
+    if isinstance(given, dict):
+        out |= {k: given[k] for k in out if type(given.get(k)) in (int, float)}
+    return out
 
 
 def flow_file_text(content: dict[str, Any]) -> str:

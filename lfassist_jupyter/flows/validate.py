@@ -16,7 +16,7 @@ from typing import Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import conversion_hint, node_name, types_compatible
 
-from .catalog import Catalog, default_catalog
+from .catalog import Catalog
 from .code_checks import check as check_flow
 from .groups import ungroup
 from .load import is_flow_path, load_flow_file
@@ -36,10 +36,10 @@ def _shaped(flow: Any, source: str | None) -> tuple[dict[str, Any] | None, list[
 
 
 def _load(
-    flow: dict[str, Any] | str | Path, catalog: Catalog | None = None
+    flow: dict[str, Any] | str | Path, catalog: Catalog | None
 ) -> tuple[dict[str, Any] | None, list[FlowProblem], list[str]]:
-    """Flow JSON from a dict, a .json path, or spec text (built with `build_flow` over ``catalog``,
-    else the default one), shape-checked."""
+    """Flow JSON from a dict, a .json path, or spec text (built with `build_flow` over ``catalog``:
+    spec text without one is a problem), shape-checked."""
     if isinstance(flow, dict):
         return _shaped(flow, None)
     if is_flow_path(flow):
@@ -49,6 +49,10 @@ def _load(
         return _shaped(data, str(flow))
     if isinstance(flow, str):
         from .build import build_flow
+
+        if catalog is None:
+            why = "spec text is built over a catalogue of components; give one (catalog=default_catalog(sandbox))"
+            return None, [FlowProblem(code="structure", message=f"Not built: {why}.")], []
 
         try:
             built = build_flow(flow, catalog=catalog, repair=False)
@@ -62,9 +66,10 @@ def _load(
     )
 
 
-def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None) -> FlowReport:
-    """Validate Langflow flow JSON (a dict), a flow file, or spec text. Never raises on bad input."""
-    catalog = catalog or default_catalog()
+def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog) -> FlowReport:
+    """Validate Langflow flow JSON (a dict), a flow file, or spec text over ``catalog``, whose
+    sandbox judges the nodes' code and finds the packages they need. Never raises on bad input.
+    (``lfassist_jupyter.validate_flow`` is this over the shared sandbox's catalogue.)"""
     spec_text = isinstance(flow, str) and not is_flow_path(flow)
     notes: list[str] = []
     code_needs: list[Need] = []
@@ -137,7 +142,7 @@ def _packages(flow: dict[str, Any], catalog: Catalog, needs: list[Need]) -> list
         if need.kind != "package" or not dist:
             continue
         if dist not in listed:
-            python = getattr(getattr(catalog, "sandbox", None), "python", None)
+            python = catalog.sandbox.python if catalog.sandbox is not None else None
             listed[dist] = MissingPackage(module=dist, distribution=dist, fix=install_line([dist], python))
         if need.node not in listed[dist].nodes:
             listed[dist].nodes.append(need.node)

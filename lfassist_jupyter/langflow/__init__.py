@@ -9,10 +9,11 @@ from lfassist_jupyter.errors import (
     LangflowNotReadyError,
 )
 from lfassist_jupyter.langflow.client import TAG, LangflowClient, RegisteredComponent
-from lfassist_jupyter.langflow.validator import LangflowValidator
+from lfassist_jupyter.langflow.validator import ChainValidator, LangflowValidator
 
 __all__ = [
     "TAG",
+    "ChainValidator",
     "LangflowAuthError",
     "LangflowBuildError",
     "LangflowClient",

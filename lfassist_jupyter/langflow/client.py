@@ -46,7 +46,7 @@ from lfassist_jupyter.errors import (
     LangflowError,
     LangflowNotReadyError,
 )
-from lfassist_jupyter.redaction import redact
+from lfassist_jupyter.redaction import redact, without_credentials
 
 T = TypeVar("T")
 
@@ -108,7 +108,7 @@ class LangflowClient:
     """Talks to one Langflow server.  ``url`` and ``api_key`` default to ``LANGFLOW_URL`` and
     ``LANGFLOW_API_KEY``; without a key, ``connect`` uses auto-login when the server allows it."""
 
-    url: str | None = None
+    url: str | None = field(default=None, repr=False)  # may hold credentials: shown as ``public_url``
     api_key: str | None = field(default=None, repr=False)
     timeout: float = 15.0
     transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
@@ -118,6 +118,16 @@ class LangflowClient:
     def __post_init__(self) -> None:
         self.url = _check_url(self.url or os.environ.get("LANGFLOW_URL"))
         self.api_key = self.api_key or os.environ.get("LANGFLOW_API_KEY") or None
+
+    @property
+    def public_url(self) -> str:
+        """The URL as it may be shown (answers, errors, logs, cards): without its user part or a
+        credential-named query parameter (``LANGFLOW_URL=https://TOKEN@host`` works, the token is
+        never repeated)."""
+        return without_credentials(self.url or "")
+
+    def __repr__(self) -> str:
+        return f"LangflowClient(url={self.public_url!r}, version={self.version!r}, auth={self.auth!r})"
 
     @property
     def connected(self) -> bool:
@@ -165,15 +175,15 @@ class LangflowClient:
                 content = await self._read_capped(response, method, path, max_bytes)
         except httpx.TimeoutException as exc:
             raise LangflowConnectionError(
-                f"Langflow at {self.url} did not answer within {limit:g} s. Is it overloaded or still starting?"
+                f"Langflow at {self.public_url} did not answer within {limit:g} s. Is it overloaded or still starting?"
             ) from exc
         except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:
             raise LangflowConnectionError(
-                f"Could not reach Langflow at {self.url} ({type(exc).__name__}). Check the URL and that the server "
-                "is running (`langflow run`). Your component code is still in the notebook."
+                f"Could not reach Langflow at {self.public_url} ({type(exc).__name__}). Check the URL and that the "
+                "server is running (`langflow run`). Nothing was sent, and nothing of yours was changed."
             ) from exc
         if response.status_code == 503:
-            raise LangflowNotReadyError(f"Langflow at {self.url} is still starting; try again in a few seconds.")
+            raise LangflowNotReadyError(f"Langflow at {self.public_url} is still starting; try again in a few seconds.")
         return LangflowResponse(response.status_code, response.headers, content)
 
     async def _read_capped(self, response: httpx.Response, method: str, path: str, max_bytes: int) -> bytes:
@@ -181,7 +191,7 @@ class LangflowClient:
         so a small gzip bomb is caught too)."""
         declared = response.headers.get("content-length", "")
         too_big = LangflowError(
-            f"Langflow at {self.url} answered {method} {path} with more than {max_bytes / 2**20:g} MB; "
+            f"Langflow at {self.public_url} answered {method} {path} with more than {max_bytes / 2**20:g} MB; "
             "it was not read past that (a Langflow answer is far smaller: is this a Langflow server?)."
         )
         if declared.isdigit() and int(declared) > max_bytes:
@@ -199,7 +209,7 @@ class LangflowClient:
         """The one line for a 401/403: which credentials were refused and how to give others."""
         how = "the API key" if self.api_key else "requests without an API key"
         return LangflowAuthError(
-            f"Langflow at {self.url} rejected {how} ({response.status_code}). Create a key in Langflow "
+            f"Langflow at {self.public_url} rejected {how} ({response.status_code}). Create a key in Langflow "
             "(Settings > API Keys) and set LANGFLOW_API_KEY, or use `%assist connect URL --ask-key`."
         )
 
@@ -212,7 +222,7 @@ class LangflowClient:
             body = None
         if not isinstance(body, kind):
             raise LangflowError(
-                f"Langflow at {self.url} answered {what} with something unexpected ({response.content_type}, "
+                f"Langflow at {self.public_url} answered {what} with something unexpected ({response.content_type}, "
                 f"{response.status_code}). Is this URL a Langflow server (and not a proxy or login page)?"
             )
         return body
@@ -224,7 +234,7 @@ class LangflowClient:
         health = await self.arequest("GET", "/health", auth=False)
         if health.status_code != 200:
             raise LangflowConnectionError(
-                f"{self.url} does not look like a Langflow server (GET /health answered {health.status_code})."
+                f"{self.public_url} does not look like a Langflow server (GET /health answered {health.status_code})."
             )
         version = await self.arequest("GET", "/api/v1/version", auth=False)
         if version.status_code == 200:
@@ -253,7 +263,7 @@ class LangflowClient:
             if not token:
                 self.version = None
                 raise LangflowAuthError(
-                    f"Langflow at {self.url} needs an API key (auto-login is off). Set LANGFLOW_API_KEY or use "
+                    f"Langflow at {self.public_url} needs an API key (auto-login is off). Set LANGFLOW_API_KEY or use "
                     "`%assist connect URL --ask-key`."
                 )
             created = await self.arequest(
@@ -284,7 +294,7 @@ class LangflowClient:
             built = self.expect_json(response, "the build request")
             if not isinstance(built.get("data"), dict):
                 raise LangflowError(
-                    f"Langflow at {self.url} answered the build request without a component template. "
+                    f"Langflow at {self.public_url} answered the build request without a component template. "
                     "Is this URL a Langflow server?"
                 )
             return built
@@ -298,7 +308,7 @@ class LangflowClient:
             )
         if response.status_code == 403 and "disabled" in str(detail).lower():
             raise LangflowDisabledError(
-                f"Langflow at {self.url} does not allow custom components ({detail}). Ask its administrator to "
+                f"Langflow at {self.public_url} does not allow custom components ({detail}). Ask its administrator to "
                 "enable them (LANGFLOW_ALLOW_CUSTOM_COMPONENTS), or paste the code into a component by hand."
             )
         if response.status_code in (401, 403):
@@ -316,7 +326,7 @@ class LangflowClient:
         if isinstance(flows, dict):  # paginated answers
             flows = flows.get("items", [])
         if not isinstance(flows, list):
-            raise LangflowError(f"Langflow at {self.url} sent a list of components in an unknown shape.")
+            raise LangflowError(f"Langflow at {self.public_url} sent a list of components in an unknown shape.")
         # Skip entries that are not flows (an odd server, a newer schema) instead of failing on them.
         flows = [f for f in flows if isinstance(f, dict) and f.get("id") is not None]
         return [f for f in flows if not ours_only or TAG in (f.get("tags") if isinstance(f.get("tags"), list) else [])]
@@ -363,9 +373,13 @@ class LangflowClient:
             raise LangflowError(f"Langflow refused to save the component ({response.status_code}): {detail}")
         saved = self.expect_json(response, "the save request")
         if saved.get("id") is None:
-            raise LangflowError(f"Langflow at {self.url} did not say where it saved the component (no id).")
+            raise LangflowError(f"Langflow at {self.public_url} did not say where it saved the component (no id).")
         return RegisteredComponent(
-            id=str(saved["id"]), name=saved.get("name", name), class_name=type_name, created=created, url=self.url
+            id=str(saved["id"]),
+            name=saved.get("name", name),
+            class_name=type_name,
+            created=created,
+            url=self.public_url,
         )
 
     async def adelete_component(self, component_id: str) -> None:

@@ -7,27 +7,42 @@ the component as a package. Langflow 1.13 ships components as *extension bundles
 ``pyproject.toml`` with a ``langflow.extensions`` entry point), checked offline by
 ``lfx extension validate`` and pip-installed into the Langflow server's environment.
 
-``export_extension(DIR, codes)`` writes such a bundle: every component is validated first
-(static, the security scan in **reject** mode, then lfx's build and the smoke run in the
-sandbox: ``validate_component``), and only code that passed goes in, as it passed, one module
+``export_extension(DIR, codes, validator=...)`` writes such a bundle: every component is validated
+first (static, the security scan in **reject** mode, then the ``ComponentValidator`` given: lfx's
+build and the smoke run in the sandbox, as the component pipeline does), and only code that
+passed goes in, as it passed, one module
 per component, with a small pytest file per component built from the smoke run's own sample
 inputs (``ValidationReport.smoke_inputs``): it sets the same values, calls every output the
 smoke run called, and checks each returns the class it returned in the sandbox. The manifest
 says ``requiresCredentials`` when a component takes a secret.
 
 Kernel side: this module writes files; it never imports lfx or runs a component (the bundle's
-tests do, where the user runs them). Every file goes inside ``DIR``; module and class names
-are identifiers, values are written with ``repr`` of JSON data. A ``DIR`` that exists must be
+tests do, where the user runs them). Every file goes inside ``DIR``. A ``DIR`` that exists must be
 empty or a bundle exported here before (``.lfassist-export.json``), whose other components stay:
 exporting again adds or updates components, it never deletes one, nor a file of yours.
+
+- **Only its own bytes are overwritten.** The marker records the SHA-256 of every file the export
+  wrote; a file that is there and whose bytes differ from that record (you edited the README, the
+  folder is your project with its own ``pyproject.toml``, or the marker came from elsewhere and
+  names no hash for it) is left as it is, and the export says so in one line
+  (``ExportedExtension.not_overwritten``). A component whose module or test is such a file is
+  not updated (it is listed in ``kept``).
+- **Names are written per format, by one function each**: a name (the bundle's, an input's, an
+  output's) is one line first (``one_line``: no line break, control or format character), then a
+  Python string literal (``_python_str``), a TOML basic string (``_toml_str``, non-ASCII kept as
+  is: TOML has no surrogate escapes), Markdown text with its punctuation escaped
+  (``_markdown_text``) or JSON (``json.dumps``). Module and class names are identifiers.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import keyword
+import os
 import re
+import stat
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +53,7 @@ from lfassist_jupyter.ports import one_line
 from lfassist_jupyter.runtime import blocking_twin
 
 if TYPE_CHECKING:
-    from lfassist_jupyter.sandbox.client import SandboxValidator
+    from lfassist_jupyter.ports import ComponentValidator
     from lfassist_jupyter.validation.report import SampleInput, ValidationReport
 
 MARKER = ".lfassist-export.json"
@@ -50,6 +65,7 @@ _BUNDLE_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,3}([a-z]+[0-9]*)?")  # what an export writes, and PEP 440's plain forms
 MAX_COMPONENTS = 50
 MAX_CODE = 200_000  # the sandbox's own cap on one component's code
+MAX_TITLE = 120  # lfx's manifest takes a bundle's display_name of at most 120 characters
 
 
 @dataclass
@@ -65,6 +81,7 @@ class ExportedExtension:
     kept: list[str] = field(default_factory=list)  # components of an earlier export, left as they were
     skipped: list[str] = field(default_factory=list)  # "ClassName: why" (did not validate)
     files: list[Path] = field(default_factory=list)
+    not_overwritten: list[str] = field(default_factory=list)  # files of yours (bytes we did not write), as they were
 
     def lines(self) -> list[str]:
         """What a user reads: what went in, what did not, and how to use the bundle."""
@@ -75,6 +92,11 @@ class ExportedExtension:
         if self.kept:
             out.append(f"Kept from the earlier export: {', '.join(self.kept)}.")
         out += [f"Not exported (did not validate): {s}" for s in self.skipped]
+        if self.not_overwritten:
+            out.append(
+                f"Not overwritten (their bytes are not what this export wrote; yours are kept): "
+                f"{', '.join(self.not_overwritten)}."
+            )
         out.append(f"Check it: lfx extension validate {self.path}  ·  its tests: cd {self.path} && pytest")
         out.append(f"Install it into Langflow's environment: pip install {self.path}  (then restart Langflow)")
         return out
@@ -96,6 +118,41 @@ def extension_id_for(directory: Path) -> str:
 
 def display_name_for(extension_id: str) -> str:
     return " ".join(word.capitalize() for word in extension_id.split("-")) or "My Extension"
+
+
+def _python_str(text: str) -> str:
+    """``text`` as a Python string literal: ``repr`` escapes every line break and quote, so
+    whatever a name holds stays one expression on one line (also inside a comment)."""
+    return repr(str(text))
+
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_str(text: str) -> str:
+    """``text`` as a TOML basic string: quote, backslash and control characters escaped, every
+    other character as it is (``json.dumps`` would write an emoji as a surrogate pair of
+    ``\\u`` escapes, which TOML refuses); a lone surrogate, which no file can hold, becomes U+FFFD."""
+    out = []
+    for ch in str(text):
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        elif 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` as literal Markdown on one line: every ASCII punctuation character backslash-escaped
+    (CommonMark's rule), so a name makes no link, image, HTML tag, heading or code span."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", one_line(text, MAX_TITLE))
 
 
 def module_name(class_name: str) -> str:
@@ -224,15 +281,15 @@ def _manifest(extension_id: str, bundle: str, name: str, credentials: bool, vers
 
 
 def _pyproject(extension_id: str, bundle: str, name: str, version: str) -> str:
-    return f'''\
+    return f"""\
 [build-system]
 requires = ["setuptools>=68", "wheel"]
 build-backend = "setuptools.build_meta"
 
 [project]
-name = "lfx-{extension_id}"
-version = "{version}"
-description = {json.dumps(f"{name} -- a Langflow Extension (components validated by lfassist-jupyter).")}
+name = {_toml_str(f"lfx-{extension_id}")}
+version = {_toml_str(version)}
+description = {_toml_str(f"{name} -- a Langflow Extension (components validated by lfassist-jupyter).")}
 requires-python = ">=3.10"
 dependencies = []
 
@@ -251,15 +308,16 @@ manifest = "extension.json"
 
 [project.entry-points."langflow.extensions"]
 {bundle} = "components.{bundle}"
-'''
+"""
 
 
 def _readme(extension_id: str, bundle: str, name: str, modules: dict[str, str]) -> str:
     listing = "\n".join(f"- `{cls}` (`components/{bundle}/{mod}.py`)" for cls, mod in sorted(modules.items()))
+    title = _markdown_text(name)
     return f"""\
-# {name}
+# {title}
 
-Langflow components generated and validated by [lfassist-jupyter](https://pypi.org/project/lfassist-jupyter/),
+Langflow components generated and validated by lfassist-jupyter (the Langflow Assistant inside Jupyter),
 as a Langflow Extension in the layout `lfx extension init` makes. Each component's code is
 exactly what passed validation: lfx built it, a sandbox called every output with sample inputs,
 and the security scan found nothing to refuse.
@@ -284,7 +342,7 @@ Into the environment Langflow runs in (the bundle's `langflow.extensions` entry 
 pip install .                # or: uv pip install .   then restart Langflow
 ```
 
-The components appear in Langflow's sidebar under **{name}**. To deploy Langflow from a
+The components appear in Langflow's sidebar under **{title}**. To deploy Langflow from a
 requirements file, add the built wheel (`pip wheel . -w dist/`) or the folder
 (`lfx-{extension_id} @ file:///path/to/{extension_id}`) to it. While developing,
 `lfx extension dev .` starts a Langflow with the bundle loaded and reloads it on change.
@@ -297,13 +355,13 @@ _GITIGNORE = "__pycache__/\n*.py[cod]\n.venv/\nbuild/\ndist/\n*.egg-info/\n.pyte
 def _literal(sample: SampleInput) -> str | None:
     """Python source for one sample value, or None when it cannot be written (left at its default)."""
     if sample.kind == "Message":
-        return f"Message(text={sample.text or ''!r})"
+        return f"Message(text={_python_str(sample.text or '')})"
     if sample.kind == "Data":
         return f"Data(data={sample.data or {}!r})"
     if sample.kind == "DataFrame":
         return f"DataFrame({sample.rows or []!r})"
     if sample.kind == "file":
-        return f"_file(tmp_path, {sample.text or ''!r})"
+        return f"_file(tmp_path, {_python_str(sample.text or '')})"
     if sample.kind == "value":
         return repr(sample.value) if _plain(sample.value) else None
     if sample.kind == "list" and sample.items:
@@ -336,7 +394,7 @@ def _test_source(class_name: str, bundle: str, module: str, report: ValidationRe
         if literal is None:
             left.append(input_name)
         else:
-            inputs.append(f"        {input_name!r}: {literal},")
+            inputs.append(f"        {_python_str(input_name)}: {literal},")
     smoke_run = [
         (name, call.method, call.returned or f"raised {call.raised}") for name, call in report.smoke_outputs.items()
     ]
@@ -352,7 +410,8 @@ def _test_source(class_name: str, bundle: str, module: str, report: ValidationRe
         skip = report.smoke_reason or f"the validation's smoke run {report.smoke.replace('_', ' ')}"
     notes = []
     if left:
-        notes.append(f"# Left at their defaults (their sample could not be written here): {', '.join(left)}.")
+        names = ", ".join(_python_str(name) for name in left)
+        notes.append(f"# Left at their defaults (their sample could not be written here): {names}.")
     body = [
         f'"""{class_name}: built, then its outputs called with the sample inputs the validation sandbox',
         "used (its smoke run). Generated by lfassist-jupyter; run with ``pytest`` from the extension root.",
@@ -397,16 +456,16 @@ def _test_source(class_name: str, bundle: str, module: str, report: ValidationRe
         "# (output, method, what it did): the smoke run's calls in its order; an output may raise on",
         "# sample data, and a later one may depend on what an earlier call changed.",
         "SMOKE_RUN = [",
-        *[f"    ({o!r}, {m!r}, {d!r})," for o, m, d in smoke_run],
+        *[f"    ({_python_str(o)}, {_python_str(m)}, {_python_str(d)})," for o, m, d in smoke_run],
         "]",
         "",
         "",
         f"def test_{module}_builds() -> None:",
         f"    component = {class_name}()",
-        f"    assert [output.name for output in component.outputs] == {declared!r}",
+        f"    assert [output.name for output in component.outputs] == [{', '.join(map(_python_str, declared))}]",
         "",
         "",
-        *([f"@pytest.mark.skip(reason={skip!r})"] if skip else []),
+        *([f"@pytest.mark.skip(reason={_python_str(skip)})"] if skip else []),
         *notes,
         f"def test_{module}_outputs_on_the_smoke_inputs(tmp_path: Path) -> None:",
         f"    component = {class_name}(**sample_inputs(tmp_path))",
@@ -442,12 +501,72 @@ def _prepare(target: Path) -> dict[str, Any]:
     return {}
 
 
-def _write(path: Path, text: str, root: Path, written: list[Path]) -> None:
-    if path.is_symlink() or not path.resolve().is_relative_to(root.resolve()):
-        raise ConfigError(f"{path} is a link or leaves {root}: not written.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    written.append(path)
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _current_digest(path: Path) -> str | None:
+    """The SHA-256 of the regular file at ``path`` (never followed if a link), or None when
+    nothing is there; ``"other"`` for something that is not a regular file (a folder, a FIFO)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return "other"
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:  # a regular file: reading it cannot block
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class _Owned:
+    """The files of one export: those it may overwrite (their bytes are what the earlier export
+    wrote, by the marker's hashes) and those it leaves (anything else that is already there)."""
+
+    def __init__(self, root: Path, earlier: dict[str, Any]) -> None:
+        self.root = root
+        before = earlier.get("files")
+        self.before: dict[str, str] = (
+            {str(k): str(v) for k, v in before.items() if isinstance(v, str)} if isinstance(before, dict) else {}
+        )
+        self.hashes: dict[str, str] = {}  # what the new marker records
+        self.written: list[Path] = []
+        self.left: list[str] = []
+
+    def relative(self, path: Path) -> str:
+        if path.is_symlink() or not path.resolve().is_relative_to(self.root.resolve()):
+            raise ConfigError(f"{path} is a link or leaves {self.root}: not written.")
+        return path.relative_to(self.root).as_posix()
+
+    def may_write(self, path: Path, text: str) -> bool:
+        """Whether ``path`` is new, ours (its bytes hash as the marker says), or already ``text``."""
+        rel = self.relative(path)
+        current = _current_digest(path)
+        return current is None or current in (self.before.get(rel), _digest(text.encode("utf-8")))
+
+    def write(self, path: Path, text: str) -> bool:
+        """Write ``text`` at ``path`` when it may (``may_write``); else leave the file and note it."""
+        if not self.may_write(path, text):
+            self.left.append(self.relative(path))
+            return False
+        data = text.encode("utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        self.hashes[self.relative(path)] = _digest(data)
+        self.written.append(path)
+        return True
+
+    def kept_hashes(self) -> dict[str, str]:
+        """The new marker's record: what was written now, and the earlier files still as written."""
+        out = dict(self.hashes)
+        for rel, digest in self.before.items():
+            path = self.root / rel
+            inside = not path.is_symlink() and path.resolve().is_relative_to(self.root.resolve())
+            if rel not in out and inside and _current_digest(path) == digest:
+                out[rel] = digest
+        return dict(sorted(out.items()))
 
 
 def write_extension(
@@ -455,16 +574,18 @@ def write_extension(
 ) -> ExportedExtension:
     """Write ``components`` (code and the report that validated it) as an extension bundle in
     ``target``. Only valid reports are accepted (``ConfigError`` otherwise): ``export_extension``
-    is the door that validates first."""
+    is the door that validates first. A file already there is overwritten only when its bytes are
+    what the earlier export wrote (``_Owned``)."""
     root = Path(target).expanduser()
     earlier = _prepare(root)
     extension_id = str(earlier.get("id") or "") or extension_id_for(root.resolve())
     if not _EXTENSION_ID.match(extension_id):
         extension_id = extension_id_for(root.resolve())
     bundle = extension_id.replace("-", "_") if _BUNDLE_NAME.match(extension_id.replace("-", "_")) else "my_bundle"
-    # The marker may come from a shared or cloned folder: its name and version go into TOML and
-    # Markdown, so they are one clean line and a plain version number, or the defaults.
-    title = one_line(name or str(earlier.get("name") or "") or display_name_for(extension_id), 200)
+    # The name (the caller's, or an earlier marker's from a shared or cloned folder) goes into
+    # JSON, TOML and Markdown: one line first, then each format's own escaping.
+    title = one_line(name or str(earlier.get("name") or "") or display_name_for(extension_id), MAX_TITLE)
+    title = title or display_name_for(extension_id)
     version = str(earlier.get("version") or "")
     if not _VERSION.fullmatch(version):
         version = "0.1.0"
@@ -474,8 +595,8 @@ def write_extension(
         else {}
     )
     result = ExportedExtension(path=root.resolve(), extension_id=extension_id, bundle=bundle, name=title)
-    written: list[Path] = []
     root.mkdir(parents=True, exist_ok=True)
+    owned = _Owned(root, earlier)
     credentials = bool(earlier.get("requires_credentials"))
     for code, report in components:
         if not report.is_valid:
@@ -485,20 +606,28 @@ def write_extension(
         taken = {m for c, m in modules.items() if c != cls}
         while module in taken:
             module = f"{module}_2"
+        files = {
+            root / "components" / bundle / f"{module}.py": code if code.endswith("\n") else code + "\n",
+            root / "tests" / f"test_{module}.py": _test_source(cls, bundle, module, report),
+        }
+        theirs = [owned.relative(path) for path, text in files.items() if not owned.may_write(path, text)]
+        if theirs:  # a component is updated whole, or not at all
+            owned.left += theirs
+            if cls not in modules:
+                result.skipped.append(f"{cls}: not written, {', '.join(theirs)} is there and is not this export's")
+            continue  # an earlier export's component stays as you left it: kept
         modules[cls] = module
         credentials = credentials or any("Secret" in (i.type or "") for i in report.inputs)
-        _write(
-            root / "components" / bundle / f"{module}.py", code if code.endswith("\n") else code + "\n", root, written
-        )
-        _write(root / "tests" / f"test_{module}.py", _test_source(cls, bundle, module, report), root, written)
+        for path, text in files.items():
+            owned.write(path, text)
         result.components.append(cls)
     result.kept = sorted(c for c in modules if c not in result.components)
-    _write(root / "components" / bundle / "__init__.py", "", root, written)
-    _write(root / "tests" / "__init__.py", "", root, written)
-    _write(root / "extension.json", _manifest(extension_id, bundle, title, credentials, version), root, written)
-    _write(root / "pyproject.toml", _pyproject(extension_id, bundle, title, version), root, written)
-    _write(root / "README.md", _readme(extension_id, bundle, title, modules), root, written)
-    _write(root / ".gitignore", _GITIGNORE, root, written)
+    owned.write(root / "components" / bundle / "__init__.py", "")
+    owned.write(root / "tests" / "__init__.py", "")
+    owned.write(root / "extension.json", _manifest(extension_id, bundle, title, credentials, version))
+    owned.write(root / "pyproject.toml", _pyproject(extension_id, bundle, title, version))
+    owned.write(root / "README.md", _readme(extension_id, bundle, title, modules))
+    owned.write(root / ".gitignore", _GITIGNORE)
     marker = {
         "generator": "lfassist-jupyter",
         "id": extension_id,
@@ -506,9 +635,13 @@ def write_extension(
         "version": version,
         "requires_credentials": credentials,
         "components": dict(sorted(modules.items())),
+        "files": owned.kept_hashes(),
     }
-    _write(root / MARKER, json.dumps(marker, indent=2) + "\n", root, written)
-    result.files = written
+    marker_path = root / MARKER
+    owned.relative(marker_path)  # never through a link
+    marker_path.write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+    result.files = [*owned.written, marker_path]
+    result.not_overwritten = list(dict.fromkeys(owned.left))
     return result
 
 
@@ -517,14 +650,12 @@ async def aexport_extension(
     codes: list[str],
     *,
     name: str | None = None,
-    validator: SandboxValidator | None = None,
-    timeout: float = 10.0,
+    validator: ComponentValidator,
 ) -> ExportedExtension:
-    """Validate each of ``codes`` (static, security scan in reject mode, lfx build, smoke run in
-    the sandbox) and write those that pass as an extension bundle in ``target``; the others are
-    listed in ``skipped`` with why. ``ConfigError`` when none passes or ``target`` cannot hold it."""
-    from lfassist_jupyter.sandbox.client import avalidate_component
-
+    """Validate each of ``codes`` (static, security scan in reject mode, then ``validator``: lfx's
+    build and smoke run in the sandbox) and write those that pass as an extension bundle in
+    ``target``; the others are listed in ``skipped`` with why. ``ConfigError`` when none passes or
+    ``target`` cannot hold it."""
     if not isinstance(codes, list) or not codes or not all(isinstance(c, str) for c in codes):
         raise ConfigError("give the components to export as a non-empty list of code strings.")
     if len(codes) > MAX_COMPONENTS or any(len(c) > MAX_CODE for c in codes):
@@ -533,7 +664,7 @@ async def aexport_extension(
     passed: list[tuple[str, ValidationReport]] = []
     skipped: list[str] = []
     for code in codes:
-        report = await avalidate_component(code, security="reject", validator=validator, timeout=timeout)
+        report = await _validated(code, validator)
         problem = bundle_problem(code) if report.is_valid else None
         if report.is_valid and problem is None:
             passed.append((code, report))
@@ -544,8 +675,23 @@ async def aexport_extension(
     if not passed:
         raise ConfigError("no component passed validation, so nothing was exported: " + "; ".join(skipped))
     result = write_extension(target, passed, name=name)
-    result.skipped = skipped
+    result.skipped = [*skipped, *result.skipped]
     return result
+
+
+async def _validated(code: str, validator: ComponentValidator) -> ValidationReport:
+    """The report generated code gets: the static phase with the security scan in reject mode (off
+    the event loop), then the validator's runtime and smoke phases when that passed."""
+    import asyncio
+
+    from lfassist_jupyter.validation.static import validate_static
+
+    static = await asyncio.to_thread(validate_static, code, security="reject")
+    if not static.is_valid:
+        return static
+    report = await validator.avalidate(code)
+    report.class_name = report.class_name or static.class_name
+    return report
 
 
 export_extension = blocking_twin(aexport_extension)

@@ -183,7 +183,7 @@ async def aregister_flow(client: LangflowClient, flow: dict[str, Any], name: str
     if not isinstance(saved, dict) or not SERVER_ID.fullmatch(str(saved.get("id") or "")):
         raise LangflowError("Langflow saved the flow but did not answer its id.")
     return RegisteredFlow(
-        id=str(saved["id"]), name=str(saved.get("name") or body["name"]), created=created, url=client.url or ""
+        id=str(saved["id"]), name=str(saved.get("name") or body["name"]), created=created, url=client.public_url
     )
 
 

@@ -19,7 +19,7 @@ from lfassist_jupyter.errors import (
     ProviderRateLimitError,
     ProviderTimeoutError,
 )
-from lfassist_jupyter.redaction import redact
+from lfassist_jupyter.redaction import redact, without_credentials
 
 _KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
@@ -71,7 +71,7 @@ def map_sdk_error(
     status = getattr(exc, "status_code", None)
     code, server_msg = _body_message(getattr(exc, "body", None))
     server_msg = redact(server_msg)[:300]
-    where = f" at {base_url}" if base_url else ""
+    where = f" at {without_credentials(base_url)}" if base_url else ""
     lowered = f"{code} {server_msg}".lower()
     kw = {"provider": provider, "status_code": status}
 

@@ -22,6 +22,7 @@ from lfassist_jupyter.providers.base import (
     check_timeout,
     env_timeout,
 )
+from lfassist_jupyter.redaction import without_credentials
 
 
 @dataclass
@@ -70,7 +71,7 @@ class SDKProvider(Provider):
         temperature: float = 0.2,
         on_usage: UsageSink | None = None,
     ) -> AsyncIterator[str]:
-        where = f" at {self.base_url}" if self.base_url else ""
+        where = f" at {without_credentials(self.base_url)}" if self.base_url else ""
 
         def attempt(name: str) -> AsyncIterator[str]:
             raw = self._raw_stream(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError, ProviderHTTPError, ProviderModelNotFoundError, ProviderTimeoutError
+from lfassist_jupyter.redaction import redact, without_credentials
 
 DEFAULT_TIMEOUT: float = settings.FIELDS["timeout"].default
 """Seconds a model call may take to *start* answering (connection, SDK retries, first text),
@@ -60,7 +61,7 @@ def check_base_url(url: str | None, display: str) -> str | None:
         url, scheme = f"http://{url}", "http"
     if scheme.lower() not in ("http", "https"):
         raise ConfigError(
-            f"The {display} base URL {url[:80]!r} must start with http:// or https:// "
+            f"The {display} base URL {without_credentials(url)[:80]!r} must start with http:// or https:// "
             "(for example http://localhost:11434/v1)."
         )
     import httpx
@@ -68,9 +69,10 @@ def check_base_url(url: str | None, display: str) -> str | None:
     try:
         host = httpx.URL(url).host
     except (httpx.InvalidURL, ValueError) as exc:
-        raise ConfigError(f"The {display} base URL {url[:80]!r} is not a valid URL ({exc}).") from None
+        shown = without_credentials(url)[:80]
+        raise ConfigError(f"The {display} base URL {shown!r} is not a valid URL ({redact(str(exc))}).") from None
     if not host:
-        raise ConfigError(f"The {display} base URL {url[:80]!r} has no host.")
+        raise ConfigError(f"The {display} base URL {without_credentials(url)[:80]!r} has no host.")
     return url
 
 

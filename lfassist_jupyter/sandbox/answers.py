@@ -9,6 +9,9 @@ JSON only at an edge (the ``complete`` event's wire form, a stored session).  A 
 constructor, ``FlowRun.failed`` (``RealRun.failed``, ``ComponentRun.failed``, ``FlowBuild.failed``),
 so every layer that must answer "no run" says it the same way.
 
+The few typed *requests* that cross the ``FlowSandbox`` port live here too (``NodeCode``), so the
+port and its callers name one type and no ``dict[str, Any]``.
+
 Light on purpose: pydantic and nothing else, so core, flows and the views import these types
 without importing the sandbox's process code.  The length caps are for what comes back from a
 child that ran untrusted code; the kernel's own values fit them easily.
@@ -17,7 +20,7 @@ child that ran untrusted code; the kernel's own values fit them easily.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -154,6 +157,37 @@ class ComponentTemplate(BaseModel):
     @classmethod
     def failed(cls, error: str, **why: Any) -> ComponentTemplate:
         return cls(ok=False, error=str(error), **why)
+
+    @property
+    def judged(self) -> bool:
+        """Whether this is lfx's verdict on the code, not the sandbox failing to ask lfx at all
+        (unavailable, crashed, out of time: ``NO_VERDICT``)."""
+        return self.ok or not str(self.error or "").startswith(NO_VERDICT)
+
+
+NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
+"""How a sandbox says it could not ask lfx (the beginning of its error): no verdict on the code."""
+
+
+class NodeCode(NamedTuple):
+    """One node code of a flow to have lfx's verdict on (``FlowSandbox.component_verdicts``)."""
+
+    code: str
+    methods: tuple[str, ...] = ()
+    """The output methods the node will be asked for (those it lacks are named in the verdict)."""
+    naming: dict[str, Any] | None = None
+    """What of the node's ``data`` lfx reads to pick the class in the code (its type, the flow
+    builder's registry type, the class name in its metadata)."""
+
+
+class PackageNeeds(BaseModel):
+    """What ``FlowSandbox.flow_packages`` answers: the PyPI distributions each built-in component
+    type, node code and model provider needs that the sandbox's interpreter lacks (an empty list:
+    nothing), for the ones asked."""
+
+    types: dict[str, list[str]] = Field(default_factory=dict)
+    codes: dict[str, list[str]] = Field(default_factory=dict)
+    providers: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class BuildProblem(BaseModel):

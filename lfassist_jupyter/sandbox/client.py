@@ -11,22 +11,22 @@ Whatever the generated code does, the worst outcome is a failed report or run fo
 request; the kernel is untouched and the next request is clean.
 
 ``validate_component`` (static and security phases here, then the runtime and smoke phases in
-the sandbox) and ``default_validator`` (the process-wide one) live here too.
+the sandbox given) lives here too; the process-wide sandbox is ``lfassist_jupyter.sandbox.shared()``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import math
 import os
-import threading
 import time
 from typing import Any
 
 from pydantic import ValidationError
 
-from lfassist_jupyter import settings
 from lfassist_jupyter.artifacts import policy
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import redact_text, redact_tree
@@ -39,6 +39,8 @@ from lfassist_jupyter.sandbox.answers import (
     FlowBuild,
     FlowRun,
     MissingPackage,
+    NodeCode,
+    PackageNeeds,
     Reference,
     Stubbed,
     check_catalog,
@@ -53,14 +55,7 @@ from lfassist_jupyter.sandbox.zygote import (
 from lfassist_jupyter.validation.report import Finding, ValidationReport
 from lfassist_jupyter.validation.static import SecurityMode, security_mode, validate_static
 
-__all__ = [
-    "SandboxValidator",
-    "avalidate_component",
-    "default_validator",
-    "settle",
-    "validate_component",
-    "warm_up",
-]
+__all__ = ["SandboxValidator", "avalidate_component", "settle", "validate_component"]
 
 MAX_TIMEOUT = 3600.0  # validate_component's bound on ``timeout``: an hour is already a hang
 
@@ -99,6 +94,15 @@ class SandboxValidator(ZygoteProcess):
         # something is asked again once packages were installed (`_packages_stamp` changed).
         self._needs: dict[str, dict[str, list[str]]] = {"types": {}, "codes": {}, "providers": {}}
         self._needs_stamp: tuple[int, ...] = ()
+        # lfx's verdicts on flow node codes, by the hash of (code, naming, methods): facts of this
+        # sandbox's lfx, so they are kept here (another sandbox's lfx may judge otherwise).
+        self._verdicts: dict[bytes, ComponentTemplate] = {}
+
+    @property
+    def flow_sandbox(self) -> SandboxValidator:
+        """The sandbox that builds and probe-runs flows with this validator's lfx: itself
+        (``ports.HasFlowSandbox``)."""
+        return self
 
     # -- validation ---------------------------------------------------------------------
 
@@ -168,7 +172,7 @@ class SandboxValidator(ZygoteProcess):
         ``ok=False`` with the reason.  (A *real* run, models called with the keys the user
         allowed, is ``lfassist_jupyter.run_flow_for_real``.)
         """
-        from lfassist_jupyter.flows.probe import stub_flow
+        from lfassist_jupyter.sandbox.probe import stub_flow
 
         timeout = self.timeout if timeout is None else timeout
         if not isinstance(flow, dict):
@@ -230,19 +234,38 @@ class SandboxValidator(ZygoteProcess):
         return ComponentTemplate.failed(str(failure))
 
     def component_verdicts(
-        self, builds: list[tuple[str, list[str], dict[str, Any] | None]], timeout: float | None = None
+        self, builds: list[NodeCode], timeout: float | None = None
     ) -> list[ComponentTemplate | None]:
-        """lfx's verdict on each ``(code, methods, node)`` of ``builds`` (a flow's node codes, each
-        with the output methods it will be asked for and the node's ``data`` naming its class),
-        each loaded as lfx loads a flow's node, in a sandboxed child of its own: a
+        """lfx's verdict on each ``NodeCode(code, methods, naming)`` of ``builds`` (a flow's node
+        codes, each with the output methods it will be asked for and the node's ``data`` naming its
+        class), each loaded as lfx loads a flow's node, in a sandboxed child of its own: a
         ``ComponentTemplate`` without a template per code (``ok`` and ``missing_methods``, or the
         error and its environmental cause), or None for a code the time left no room for.
 
         One child per code, not one per flow: code that runs in a process can write whatever that
         process answers, so a node sharing a child with the others could write their verdicts too
-        (and the flow checks keep each verdict by its code's hash).  What the sandbox refused while
+        (and the sandbox keeps each verdict by its code's hash).  What the sandbox refused while
         a code loaded fails that code's verdict.  Each code has this validator's ``timeout`` (all of
-        them ``timeout``, at most 300 s).  Never raises."""
+        them ``timeout``, at most 300 s).  Never raises.
+
+        lfx's verdicts are remembered by this sandbox (not the failures to give one): validating
+        a flow a second time sends no request."""
+        keys = [
+            _digest(code, json.dumps(node, sort_keys=True, default=str), *sorted(methods))
+            for code, methods, node in builds
+        ]
+        new = {key: build for key, build in zip(keys, builds, strict=True) if key not in self._verdicts}
+        found = dict(zip(new, self._judge(list(new.values()), timeout), strict=True)) if new else {}
+        for key, verdict in found.items():
+            if verdict is not None and verdict.judged:
+                if len(self._verdicts) >= 512:
+                    self._verdicts.pop(next(iter(self._verdicts)))
+                self._verdicts[key] = verdict
+        return [found[key] if key in found else self._verdicts.get(key) for key in keys]
+
+    def _judge(self, builds: list[NodeCode], timeout: float | None = None) -> list[ComponentTemplate | None]:
+        """``component_verdicts`` without the memory: a child per code, in turn, until the time
+        for all of them runs out (None for each code after that)."""
         if not builds:
             return []
         each = self.timeout
@@ -314,12 +337,12 @@ class SandboxValidator(ZygoteProcess):
 
     def flow_packages(
         self, types: list[str], codes: list[str], providers: list[str], timeout: float | None = None
-    ) -> dict[str, dict[str, list[str]]] | None:
+    ) -> PackageNeeds | None:
         """What each built-in component type, node code and model provider needs that the
         worker's interpreter lacks (PyPI names), found by lfx's own requirements logic in a
-        sandboxed child (``_packages.py``): ``{"types": {t: [...]}, "codes": {code: [...]},
-        "providers": {p: [...]}}`` for the ones asked.  Cached per validator (what was missing is
-        asked again after an install), so a child runs only for what is new.  None when the sandbox
+        sandboxed child (``_packages.py``): a ``PackageNeeds`` for the ones asked.  Cached per
+        validator (what was missing is asked again after an install), so a child runs only for
+        what is new.  None when the sandbox
         could not tell (never raises)."""
         stamp = _packages_stamp()
         with self._lock:
@@ -347,7 +370,9 @@ class SandboxValidator(ZygoteProcess):
             with self._lock:
                 for kind in self._needs:
                     self._needs[kind].update({k: known[kind][k] for k in new[kind] if k in known[kind]})
-        return {kind: {k: known[kind][k] for k in items if k in known[kind]} for kind, items in asked.items()}
+        return PackageNeeds.model_validate(
+            {kind: {k: known[kind][k] for k in items if k in known[kind]} for kind, items in asked.items()}
+        )
 
     def build_flow(
         self,
@@ -504,10 +529,6 @@ def _confinement_text(found: object) -> str | None:
     return ", ".join(layers) or "none"
 
 
-_default: SandboxValidator | None = None
-_default_lock = threading.Lock()
-
-
 def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
     """The child's word on a failed build's cause, kept only in its expected shape."""
     package = answer.get("missing_package")
@@ -524,6 +545,13 @@ def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _digest(*parts: str) -> bytes:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.digest()
+
+
 def _packages_stamp() -> tuple[int, ...]:
     """When the installed packages last changed: the modification times of this interpreter's
     site-packages (installing or removing a distribution changes its directory).  A worker on another
@@ -536,25 +564,6 @@ def _packages_stamp() -> tuple[int, ...]:
         with contextlib.suppress(OSError):
             stamps.append(os.stat(path).st_mtime_ns)
     return tuple(stamps)
-
-
-def default_validator() -> SandboxValidator:
-    """The process-wide validator (configured by the ``LFASSIST_VALIDATOR_*`` and
-    ``LFASSIST_SANDBOX*`` settings; a bad value is one ``ConfigError`` line naming it)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = SandboxValidator(
-                timeout=settings.read("validator_timeout"), memory_mb=settings.read("validator_memory_mb")
-            )
-        return _default
-
-
-def warm_up() -> SandboxValidator:
-    """Start the default worker now so the first validation does not pay the lfx import."""
-    validator = default_validator()
-    validator.start()
-    return validator
 
 
 _PHASE_ORDER = {"static": 0, "security": 1, "runtime": 2, "smoke": 3}
@@ -654,11 +663,12 @@ def validate_component(
     smoke: bool = True,
     timeout: float = 10.0,
     security: SecurityMode | bool = "report",
-    validator: SandboxValidator | None = None,
+    validator: SandboxValidator,
 ) -> ValidationReport:
     """Validate Langflow component code: static and security phases here, then the runtime
     (lfx builds it, as Langflow's ``POST /api/v1/custom_component`` does) and smoke phases in
-    the sandboxed worker.  Never runs the code in this process.
+    ``validator``'s sandboxed worker.  Never runs the code in this process.  (The package root's
+    ``validate_component`` is this over the shared sandbox.)
 
     ``report.builds`` is Langflow's verdict; ``report.findings`` are ours (``error``: it will
     break when used; ``warning``; ``policy``).  ``security="report"`` (the default here, for
@@ -672,7 +682,7 @@ def validate_component(
     static = validate_static(code, security=security)
     if static.builds is False or (static.builds is None and not static.class_name and not static.is_valid):
         return static  # certain without lfx (syntax error, no component class, too large)
-    runtime = (validator or default_validator()).validate(code, smoke=smoke, timeout=timeout)
+    runtime = validator.validate(code, smoke=smoke, timeout=timeout)
     return _merge(static, runtime, security)
 
 
@@ -682,7 +692,7 @@ async def avalidate_component(
     smoke: bool = True,
     timeout: float = 10.0,
     security: SecurityMode | bool = "report",
-    validator: SandboxValidator | None = None,
+    validator: SandboxValidator,
 ) -> ValidationReport:
     """Async twin of ``validate_component``."""
     _check_arguments(code, timeout, smoke)

@@ -76,8 +76,9 @@ def change_text(change: Any) -> str:
     return f"Repaired {change.node}: {change.message}"
 
 
-def build_view(body: str) -> FlowView:
-    """The cell body (spec text or a path to a flow JSON file) built and validated."""
+def build_view(workspace: Workspace, body: str) -> FlowView:
+    """The cell body (spec text or a path to a flow JSON file) built and validated over the
+    workspace's catalogue, in its sandbox."""
     from lfassist_jupyter.flows import FlowReport, build_flow, flow_to_spec, validate_flow
 
     if not body.strip():
@@ -87,18 +88,20 @@ def build_view(body: str) -> FlowView:
         from lfassist_jupyter.flows.load import read_flow_file
 
         flow = read_flow_file(body.strip())  # FlowFileError (a ConfigError): one line naming what is wrong
+        catalog = workspace.catalog()
         try:
-            spec = flow_to_spec(flow)
+            spec = flow_to_spec(flow, catalog=catalog)
         except Exception:  # a flow our spec cannot express still validates and draws
             spec = None
-        return FlowView(flow=flow, spec=spec, report=validate_flow(flow), notes=notes)
-    built = build_flow(body)  # FlowSpecError (a ConfigError) when there is no spec at all
+        return FlowView(flow=flow, spec=spec, report=validate_flow(flow, catalog=catalog), notes=notes)
+    catalog = workspace.catalog()
+    built = build_flow(body, catalog=catalog)  # FlowSpecError (a ConfigError) when there is no spec at all
     notes += [(change_text(c), None) for c in built.changes]
     notes += [(w, None) for w in built.warnings]
     if built.flow is None:
         report = FlowReport(is_valid=False, errors=list(built.errors))
         return FlowView(flow=None, spec=built.spec or body, report=report, notes=notes)
-    report = validate_flow(built.flow)
+    report = validate_flow(built.flow, catalog=catalog)
     if built.errors:  # what the builder could not do (an edge it dropped) is an error of the flow too
         seen = {str(e) for e in report.errors}
         extra = [e for e in built.errors if str(e) not in seen]
@@ -116,7 +119,12 @@ def probe_run(workspace: Workspace, view: FlowView, text: str) -> None:
 
 
 def local_run(
-    view: FlowView, text: str, *, env_names: list[str] | None = None, allow_hosts: list[str] | None = None
+    workspace: Workspace,
+    view: FlowView,
+    text: str,
+    *,
+    env_names: list[str] | None = None,
+    allow_hosts: list[str] | None = None,
 ) -> None:
     """Run the flow for real on this machine (models called) with the variables named in
     ``env_names`` (from the kernel's environment) and the network of ``allow_hosts`` plus its
@@ -151,7 +159,8 @@ def local_run(
         return
     print(f"Running the flow for real (its models are called; {plan.summary()})...", flush=True)
     try:
-        view.run = run_flow_for_real(view.flow, text, env=names, allow_hosts=allow_hosts or [])
+        catalog = workspace.catalog()
+        view.run = run_flow_for_real(view.flow, text, catalog=catalog, env=names, allow_hosts=allow_hosts or [])
     except ConfigError as exc:
         view.notes.append((str(exc), False))
 
@@ -258,13 +267,13 @@ def assist_flow(
     registration, the file (which then holds the id Langflow keeps the flow under)."""
     from lfassist_jupyter.flows.save import file_flow_id, flow_file_path, is_flow_id
 
-    view = build_view(body)
+    view = build_view(workspace, body)
     if run is not None and run_local is not None:
         raise ConfigError("Use --run (a probe run, models stubbed) or --run-local (a real run), not both.")
     if run is not None:
         probe_run(workspace, view, run)
     if run_local is not None:
-        local_run(view, run_local, env_names=env_names, allow_hosts=allow_hosts)
+        local_run(workspace, view, run_local, env_names=env_names, allow_hosts=allow_hosts)
     # The file being overwritten is this flow's previous version: its id is the flow's identity,
     # for the registration below too (so `lfx push FILE` updates the same flow).
     earlier = file_flow_id(flow_file_path(save_to)) if save_to else None

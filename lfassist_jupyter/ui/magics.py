@@ -31,6 +31,7 @@ from lfassist_jupyter.ui.workspace import current_workspace, reset_workspace
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.assistant import Assistant
+    from lfassist_jupyter.core.options import RequestOptions
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.langflow.client import LangflowClient
 
@@ -227,7 +228,9 @@ class AssistMagics(Magics):
         """Whether a front end renders HTML (a kernel), as opposed to a terminal shell."""
         return getattr(self.shell, "kernel", None) is not None
 
-    def _get_assistant(self, args: Any) -> Assistant:
+    def _get_assistant(self, args: Any) -> tuple[Assistant, RequestOptions]:
+        """The conversation's assistant and this request's options (``--max-retries``,
+        ``--generate``); a bad option is one ``UsageError`` line, before anything runs."""
         from lfassist_jupyter.errors import ConfigError
 
         if args.session:
@@ -235,13 +238,12 @@ class AssistMagics(Magics):
         elif args.new_session or self._session_id is None:
             self._session_id = self.workspace.new_session_id()
         try:
-            assistant = self.workspace.assistant(
-                self._session_id, provider=args.provider, model=args.model, max_retries=args.max_retries
-            )
+            options = self.workspace.request_options(max_retries=args.max_retries, generate=args.generate)
+            assistant = self.workspace.assistant(self._session_id, provider=args.provider, model=args.model)
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc
         self._assistant = assistant
-        return assistant
+        return assistant, options
 
     def _register(self, result: AssistResult) -> Lines:
         """Send a validated component to the connected Langflow; failures are one clear line."""
@@ -293,14 +295,9 @@ class AssistMagics(Magics):
                 prompt = string.Formatter().vformat(cell, (), _Namespace(self.shell.user_ns))
             except (ValueError, IndexError, AttributeError, KeyError) as exc:
                 raise UsageError(f"--interpolate could not fill the request: {exc}") from exc
-        assistant = self._get_assistant(args)
+        assistant, options = self._get_assistant(args)
         progress = LiveProgress(rich=self._rich, quiet=args.quiet)
-        reuse = assistant.reuse
-        assistant.reuse = reuse and not args.generate  # --generate: no built-in is offered this time
-        try:
-            result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False)
-        finally:
-            assistant.reuse = reuse
+        result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False, options=options)
         if result.kind == "flow":
             self._flow_result(result, args)
         elif result.status == "complete" and result.validated and result.code and self.insert and not args.no_insert:
@@ -385,6 +382,7 @@ class AssistMagics(Magics):
                 max_retries=args.max_retries,
                 intent_model=args.intent_model,
                 on_progress=EvalProgress(rich=self._rich),
+                sandbox=self.workspace.local_validator(),
             )
             if args.json:
                 write_json(suite, args.json)
@@ -406,7 +404,6 @@ class AssistMagics(Magics):
 
     def _status(self, words: list[str], rest: str) -> Lines:
         from lfassist_jupyter.providers import check_config
-        from lfassist_jupyter.sandbox.client import default_validator
 
         lines: list[str] = []
         cfg = check_config()
@@ -421,7 +418,7 @@ class AssistMagics(Magics):
             lines.append(f"Providers: none. {NO_PROVIDER_MESSAGE}")
         if _warmup is not None:
             _warmup.join(2)  # the spawn itself takes milliseconds; do not report "stopped" while it runs
-        info = default_validator().info()
+        info = self.workspace.local_validator().info()
         version = f", lfx {info['lfx_version']}" if info["lfx_version"] else ""
         lines.append(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
         if info["error"]:
@@ -434,7 +431,7 @@ class AssistMagics(Magics):
         else:
             checks = "server validation on" if self.server_validation else "server validation off"
             lines.append(
-                f"Langflow: connected to {self.langflow.url} (Langflow {self.langflow.version}, "
+                f"Langflow: connected to {self.langflow.public_url} (Langflow {self.langflow.version}, "
                 f"{self.langflow.auth}, {checks})"
             )
         return Lines(lines)
@@ -468,7 +465,7 @@ class AssistMagics(Magics):
             return Lines([*lines, f"Not connected: {exc}"])
         self.server_validation = not args.no_server_validation
         self.workspace.connect(client, server_validation=self.server_validation)
-        return Lines([*lines, f"Connected to Langflow {client.version} at {client.url} ({client.auth})."])
+        return Lines([*lines, f"Connected to Langflow {client.version} at {client.public_url} ({client.auth})."])
 
     def _components(self, words: list[str], rest: str) -> Lines:
         return self._list_registered("components", "%%assist --register", lambda lf: lf.list_components())
@@ -562,12 +559,13 @@ class AssistMagics(Magics):
         if args is None:
             return Lines([help_for("%%assist_validate")]).show()
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.sandbox.client import default_validator, validate_component
+        from lfassist_jupyter.sandbox.client import validate_component
 
         timeout = args.timeout if args.timeout is not None else self.validator_timeout
+        sandbox = self.workspace.local_validator()
 
         def validate(code: str) -> Any:
-            return validate_component(code, smoke=not args.no_smoke, timeout=timeout)
+            return validate_component(code, smoke=not args.no_smoke, timeout=timeout, validator=sandbox)
 
         try:
             report = validate(cell)
@@ -577,7 +575,7 @@ class AssistMagics(Magics):
             return report
         from lfassist_jupyter.core.component.repair import fix_component
 
-        reference = default_validator().reference() if not report.is_valid else None
+        reference = sandbox.reference() if not report.is_valid else None
         return fix_component(cell, report, validate, reference)
 
     # -- flows -------------------------------------------------------------------------------
@@ -596,9 +594,7 @@ class AssistMagics(Magics):
 
             view = FlowView(flow=flow, spec=spec, report=getattr(result, "flow_report", None))
             if view.report is None:
-                from lfassist_jupyter.flows import validate_flow
-
-                view.report = validate_flow(flow)
+                view.report = self.workspace.validate_flow(flow)
             register(self.workspace, view)
             Lines([text for text, _ in view.notes]).show()
 
@@ -634,12 +630,12 @@ class AssistMagics(Magics):
             flow = assistant.load_flow(source)
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc
-        from lfassist_jupyter.flows import flow_to_spec, validate_flow
+        from lfassist_jupyter.flows import flow_to_spec
         from lfassist_jupyter.ui.flow_cell import FlowView
 
-        view = FlowView(flow=flow, report=validate_flow(flow))
+        view = FlowView(flow=flow, report=self.workspace.validate_flow(flow))
         try:
-            view.spec = flow_to_spec(flow)
+            view.spec = flow_to_spec(flow, catalog=self.workspace.catalog())
         except Exception:
             view.spec = None
         view.notes.append(("Loaded into this conversation: the next %%assist request edits it.", True))
@@ -736,7 +732,7 @@ def _warm_up_in_background() -> None:
 
     def start() -> None:
         try:
-            from lfassist_jupyter.sandbox.client import warm_up
+            from lfassist_jupyter.sandbox import warm_up
 
             warm_up()
         except Exception:

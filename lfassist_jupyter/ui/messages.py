@@ -8,7 +8,7 @@ value is None are left out (the view treats a missing key as "not known").
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -17,6 +17,9 @@ from lfassist_jupyter.core.session import Session, Turn
 from lfassist_jupyter.sandbox.answers import FlowRun, RealRun
 from lfassist_jupyter.ui.render.markdown import render_markdown
 from lfassist_jupyter.validation.report import FieldSummary, ValidationReport
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.flows.catalog import Catalog
 
 MessageKind = Literal["text", "component", "failure", "flow", "run", "cancelled", "error"]
 CANCELLED_NOTE = "Request cancelled"
@@ -293,14 +296,14 @@ def flow_message(
     return message
 
 
-def flow_from_spec(spec: str) -> dict[str, Any] | None:
+def flow_from_spec(spec: str, catalog: Catalog) -> dict[str, Any] | None:
     """Build a flow from a card's spec, for a button on a card that has no flow JSON (a session
-    stored before flows were kept as data). Built in the sandbox like any spec; showing a
-    conversation never calls this."""
+    stored before flows were kept as data). Built in the catalogue's sandbox like any spec;
+    showing a conversation never calls this."""
     try:
         from lfassist_jupyter.flows import build_flow, extract_spec
 
-        return build_flow(extract_spec(spec)).flow
+        return build_flow(extract_spec(spec), catalog=catalog).flow
     except Exception:  # an unbuildable stored spec still shows as a card with its text
         return None
 

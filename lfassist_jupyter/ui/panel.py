@@ -40,6 +40,7 @@ import anywidget
 import traitlets
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from lfassist_jupyter.errors import LfAssistError
 from lfassist_jupyter.ui.messages import (
     PanelMessage,
     ProgressStep,
@@ -309,7 +310,7 @@ class ChatPanel(anywidget.AnyWidget):
         steps: list[ProgressStep] = []
         try:
             assistant = self._get_assistant()
-            async for event in assistant.stream(text):
+            async for event in assistant.stream(text, self.workspace.request_options()):
                 if event.event == "token":
                     tokens.append(event.chunk)
                     now = time.monotonic()
@@ -477,7 +478,10 @@ class ChatPanel(anywidget.AnyWidget):
         flow = self._flows.get(message_id)
         message = self._message(message_id)
         if flow is None and message and message.get("spec"):
-            flow = flow_from_spec(message["spec"])
+            try:
+                flow = flow_from_spec(message["spec"], self.workspace.catalog())
+            except LfAssistError:  # no catalogue (lfx missing in the sandbox): nothing to rebuild with
+                flow = None
             if flow is not None:
                 self._flows[message_id] = flow
         if flow is None:
@@ -635,8 +639,12 @@ class ChatPanel(anywidget.AnyWidget):
             from lfassist_jupyter.flows.real_run import run_flow_for_real
             from lfassist_jupyter.ui.messages import run_message
 
+            def real_run() -> Any:  # the workspace's sandbox checks the flow first
+                catalog = self.workspace.catalog()
+                return run_flow_for_real(flow, run_text, catalog=catalog, env=names, allow_hosts=hosts)
+
             try:
-                run = await asyncio.to_thread(run_flow_for_real, flow, run_text, env=names, allow_hosts=hosts)
+                run = await asyncio.to_thread(real_run)
             except Exception as exc:  # ConfigError: one line naming what to fix; the plan stays open
                 self.real_run = {**self.real_run, "running": False, "error": str(exc)}
                 self.notice = f"Not run: {exc}"
@@ -689,9 +697,7 @@ class ChatPanel(anywidget.AnyWidget):
             return None
 
         def job() -> str:
-            from lfassist_jupyter.flows import validate_flow
-
-            view = FlowView(flow=flow, report=validate_flow(flow))
+            view = FlowView(flow=flow, report=self.workspace.validate_flow(flow))
             register(self.workspace, view)
             return " · ".join(text for text, _ in view.notes)
 

@@ -2,9 +2,12 @@
 
 The magic and the chat panel are two views of the same assistant, so everything they must
 agree on lives here, once: the settings (``lfassist_jupyter.settings``; ``%config AssistMagics.*``
-and ``LFASSIST_*`` set them), the validators (the sandbox, chained with the connected Langflow
-server's build check), the Langflow connection, the assistants (cached per configuration and session), registration,
-the list of configured models and the session store with its conversion to a transcript.
+and ``LFASSIST_*`` set them), the sandbox (the one given, else the shared one) with the
+validators over it (chained with the connected Langflow server's build check), the flow catalogue
+of that sandbox, the Langflow connection, the assistants (cached per configuration and session)
+and each request's options, registration, the list of configured models and the session store
+with its conversion to a transcript.  Everything a view does with flows or code goes to the
+workspace's sandbox: a workspace given its own never touches the shared one.
 A panel opened with ``%assist panel`` after ``%assist connect`` therefore validates on the
 server and classifies with the configured ``intent_model``, exactly like ``%%assist``.
 
@@ -24,13 +27,17 @@ from lfassist_jupyter.settings import Settings
 
 if TYPE_CHECKING:
     from lfassist_jupyter.core.assistant import Assistant
+    from lfassist_jupyter.core.options import RequestOptions
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.core.session import SessionStore
+    from lfassist_jupyter.flows.catalog import Catalog
+    from lfassist_jupyter.flows.results import FlowReport
     from lfassist_jupyter.langflow.client import LangflowClient, RegisteredComponent
     from lfassist_jupyter.langflow.extension import ExportedExtension
     from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
     from lfassist_jupyter.ports import ComponentValidator
     from lfassist_jupyter.sandbox.answers import FlowRun
+    from lfassist_jupyter.sandbox.client import SandboxValidator
     from lfassist_jupyter.ui.messages import PanelMessage
 
 _MAX_ASSISTANTS = 8  # a few conversations (the magic's, the panel's) stay warm; memory is on disk anyway
@@ -52,7 +59,6 @@ class _AssistantKey(NamedTuple):
     model: str | None
     intent_model: str | None
     flow_model: str | None
-    max_retries: int
     session_id: str
     server: int  # id() of the Langflow client validating on the server, 0 when none
 
@@ -65,12 +71,15 @@ class Workspace:
         *,
         data_dir: str | Path | None = None,
         config: Settings | None = None,
-        local_validator: ComponentValidator | None = None,
+        local_validator: SandboxValidator | None = None,
         langflow: LangflowClient | None = None,
         assistant_factory: Callable[..., Assistant] | None = None,
     ) -> None:
-        """``assistant_factory`` (benchmarks, scripts) builds each assistant itself from the keyword
-        arguments provider, model, intent_model, flow_model, max_retries, session_id and session_store."""
+        """``local_validator`` is the workspace's sandbox (default: the shared one): it validates,
+        gives the flow catalogue, builds, checks and probe-runs flows, for every view of this
+        workspace.  ``assistant_factory`` (benchmarks, scripts) builds each assistant itself from
+        the keyword arguments provider, model, intent_model, flow_model, max_retries, session_id
+        and session_store."""
         from lfassist_jupyter.core.datadir import default_data_dir
 
         self.config = config or Settings.from_env()
@@ -118,9 +127,7 @@ class Workspace:
         Langflow extension bundle in ``directory`` (``langflow/extension.py``)."""
         from lfassist_jupyter.langflow.extension import export_extension
 
-        validator = self.local_validator()
-        sandbox = validator if hasattr(validator, "validate") else None
-        return export_extension(directory, codes, name=name, validator=sandbox, timeout=self.config.validator_timeout)
+        return export_extension(directory, codes, name=name, validator=self.local_validator())
 
     # -- validation and Langflow ----------------------------------------------------------------
 
@@ -139,11 +146,12 @@ class Workspace:
     def _server(self) -> LangflowClient | None:
         return self.langflow if self.langflow is not None and self.config.server_validation else None
 
-    def local_validator(self) -> ComponentValidator:
+    def local_validator(self) -> SandboxValidator:
+        """The workspace's sandbox: the one it was given, else the shared one (the edge picks it)."""
         if self._local_validator is None:
-            from lfassist_jupyter.sandbox.client import default_validator
+            from lfassist_jupyter.sandbox import shared
 
-            self._local_validator = default_validator()
+            self._local_validator = shared()
         return self._local_validator
 
     def validator(self) -> ComponentValidator:
@@ -152,10 +160,17 @@ class Workspace:
         server = self._server
         if server is None:
             return local
-        from lfassist_jupyter.langflow.validator import LangflowValidator
-        from lfassist_jupyter.validation.chain import ChainValidator
+        from lfassist_jupyter.langflow.validator import ChainValidator, LangflowValidator
 
-        return ChainValidator(local, LangflowValidator(server))
+        return ChainValidator(local, LangflowValidator(server), flow_sandbox=local)
+
+    def catalog(self) -> Catalog:
+        """A fresh flow catalogue of the workspace's sandbox (its templates are cached there):
+        what the views build, check and run flows over.  ``ConfigError`` when the sandbox cannot
+        give it (lfx missing in its interpreter)."""
+        from lfassist_jupyter.flows.catalog import default_catalog
+
+        return default_catalog(self.local_validator())
 
     # -- assistants -------------------------------------------------------------------------
 
@@ -165,10 +180,10 @@ class Workspace:
         *,
         provider: str | None = None,
         model: str | None = None,
-        max_retries: int | None = None,
     ) -> Assistant:
         """The assistant for this configuration and session, reused while neither changes (so
-        a conversation keeps its memory in-process).  A bad ``max_retries`` raises ``ConfigError``."""
+        a conversation keeps its memory in-process).  A request's own options (attempts, reuse,
+        the connected Langflow) are not part of it: ``request_options`` gives them."""
         from lfassist_jupyter.core.assistant import Assistant
 
         cfg = self.config
@@ -177,31 +192,42 @@ class Workspace:
             model=model or cfg.model,
             intent_model=cfg.intent_model,
             flow_model=cfg.flow_model,
-            max_retries=cfg.max_retries if max_retries is None else max_retries,
             session_id=session_id,
             server=id(self._server) if self._server is not None else 0,
         )
         assistant = self._assistants.get(key)
         if assistant is None:
-            settings = dict(
+            settings: dict[str, Any] = dict(
                 provider=key.provider,
                 model=key.model,
                 intent_model=key.intent_model,
                 flow_model=key.flow_model,
-                max_retries=key.max_retries,
+                max_retries=cfg.max_retries,
                 session_id=session_id,
                 session_store=self.store,
             )
             if self._factory is not None:
                 assistant = self._factory(**settings)
             else:
-                assistant = Assistant(**settings, validator=self.validator())
+                local = self.local_validator()
+                assistant = Assistant(**settings, validator=self.validator(), sandbox=local)
             self._assistants[key] = assistant
             while len(self._assistants) > _MAX_ASSISTANTS:
                 self._assistants.popitem(last=False)
         self._assistants.move_to_end(key)
-        assistant.langflow = self.langflow  # "run X on Y" finds X in the connected Langflow too
         return assistant
+
+    def request_options(self, *, max_retries: int | None = None, generate: bool = False) -> RequestOptions:
+        """One request's options from a view: its attempts (else the configured ones), ``generate``
+        (``--generate``: no built-in is offered this time) and the connected Langflow ("run X on
+        Y" finds X there too).  A bad ``max_retries`` raises ``ConfigError``."""
+        from lfassist_jupyter.core.options import RequestOptions
+
+        return RequestOptions(
+            reuse=False if generate else None,
+            max_retries=self.config.max_retries if max_retries is None else max_retries,
+            langflow=self.langflow,
+        )
 
     # -- registration -----------------------------------------------------------------------
 
@@ -247,12 +273,11 @@ class Workspace:
         mode, the mode generated code is held to: a flow file or a server's flow can carry
         anything.  Built-in code is known from the sandbox's catalogue (the zygote's facts)."""
         from lfassist_jupyter.errors import ConfigError
-        from lfassist_jupyter.flows.catalog import default_catalog
         from lfassist_jupyter.flows.code_checks import outgoing_flow_problem
 
         try:
-            catalog = default_catalog(self.local_validator())
-        except (ConfigError, AttributeError) as exc:
+            catalog = self.catalog()
+        except ConfigError as exc:
             return f"its code cannot be checked without the component catalogue ({exc})"
         return outgoing_flow_problem(flow, catalog)
 
@@ -286,14 +311,17 @@ class Workspace:
 
     def probe_run(self, flow: dict[str, Any], input_text: str) -> FlowRun:
         """Probe-run ``flow`` in the sandbox (models stubbed, no keys, no network); never raises."""
-        runner = getattr(self.local_validator(), "probe_run", None)
-        if runner is None:  # a test's stub validator, or an older sandbox
-            from lfassist_jupyter.sandbox.answers import FlowRun  # pydantic: not at %load_ext
-
-            return FlowRun.failed("This validator cannot run flows.")
         from lfassist_jupyter.flows.needs import explain_run
 
-        return explain_run(flow, runner(flow, input_text))  # a file, key or service to provide, not "failed"
+        run = self.local_validator().probe_run(flow, input_text)
+        return explain_run(flow, run)  # a file, key or service to provide, not "failed"
+
+    def validate_flow(self, flow: dict[str, Any] | str | Path) -> FlowReport:
+        """``validate_flow`` over the workspace's catalogue, in its sandbox (never raises on bad
+        input; ``ConfigError`` when the sandbox cannot give the catalogue)."""
+        from lfassist_jupyter.flows.validate import validate_flow
+
+        return validate_flow(flow, catalog=self.catalog())
 
     def save_flow(self, flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
         """Write ``flow`` as a Langflow 1.13 flow file (``flows/save.py``): Langflow's UI

@@ -17,7 +17,8 @@ import pytest
 from _support.components import intent, plan, spec_reply
 from _support.corpus import corpus_file, corpus_flow
 
-from lfassist_jupyter.flows import default_catalog, flow_to_spec
+from lfassist_jupyter import default_catalog
+from lfassist_jupyter.flows import flow_to_spec
 from lfassist_jupyter.flows.save import flow_file, normal_node
 from lfassist_jupyter.ui.workspace import Workspace
 

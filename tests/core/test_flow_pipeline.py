@@ -20,8 +20,8 @@ from _support.components import (
     spec_reply,
 )
 
+from lfassist_jupyter import build_flow, default_catalog
 from lfassist_jupyter.core.flow.pipeline import PROBE_TEXT
-from lfassist_jupyter.flows import build_flow, default_catalog
 
 # -- the sandbox's run_flow op ----------------------------------------------------------------
 
@@ -263,7 +263,7 @@ async def test_a_component_made_earlier_in_the_session_is_offered_to_the_flow(ll
 async def test_a_flow_pipeline_is_assembled_without_a_sandbox_call(llm, make_assistant, sandbox, monkeypatch):
     """Assembly reads memory only: the session component's node template is built inside the
     request's run, through the sandbox port, once (the next flow request reuses it)."""
-    from lfassist_jupyter.validation.chain import ChainValidator
+    from lfassist_jupyter.langflow.validator import ChainValidator
 
     assistant = make_assistant("openai")
     llm.queue(intent("generate_component"), fenced(GOOD))
@@ -388,7 +388,7 @@ async def test_a_probe_run_missing_only_a_file_is_a_need_not_a_repair(llm, make_
 
 
 def test_sandbox_probe_run_is_time_capped(sandbox):
-    from lfassist_jupyter.flows import default_catalog
+    from lfassist_jupyter import default_catalog
 
     slow = GOOD.replace("return Message(text=", "import time\n        time.sleep(60)\n        return Message(text=")
     made = sandbox.component_template(slow)

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from _support.components import GOOD, QA_SPEC, UPPER_SPEC, fenced, intent, lfx_run, named, plan, spec_reply
 
+from lfassist_jupyter import build_flow
 from lfassist_jupyter.core.flow.pipeline import PROBE_TEXT
-from lfassist_jupyter.flows import build_flow
 from lfassist_jupyter.langflow import LangflowClient
 
 
@@ -187,8 +187,9 @@ def test_assist_generate_flag_skips_the_builtin(ip, llm, sandbox):
 
 @pytest.mark.langflow
 async def test_the_real_servers_starter_templates_are_offered_and_reusable(langflow_server, sandbox):
+    from lfassist_jupyter import default_catalog
     from lfassist_jupyter.core.reuse import gather_flows, normalise_flow, reuse_lines
-    from lfassist_jupyter.flows import default_catalog, flow_to_spec
+    from lfassist_jupyter.flows import flow_to_spec
     from lfassist_jupyter.langflow.library import LangflowLibrary
 
     client = await LangflowClient(url=langflow_server.url).aconnect()

@@ -20,7 +20,7 @@ import pytest
 from _support.components import QA_SPEC, UPPER_SPEC, intent, named, plan, spec_reply
 from _support.fakelangflow import FakeLangflow
 
-from lfassist_jupyter.flows import build_flow
+from lfassist_jupyter import build_flow
 from lfassist_jupyter.langflow import LangflowClient
 from lfassist_jupyter.langflow.client import MAX_RESPONSE_BYTES
 
@@ -174,7 +174,7 @@ async def test_a_loaded_flows_custom_node_names_never_reach_the_system_prompt(ll
     the node's entry did reach the plan call."""
     from _support.components import GOOD
 
-    from lfassist_jupyter.flows import default_catalog
+    from lfassist_jupyter import default_catalog
 
     flow = build_flow(named(QA_SPEC, "Loaded")).flow
     made = sandbox.component_template(GOOD).template

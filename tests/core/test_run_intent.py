@@ -8,8 +8,8 @@ import json
 
 from _support.components import QA_SPEC, UPPER_SPEC, intent, lfx_run, named, plan, spec_reply
 
+from lfassist_jupyter import build_flow
 from lfassist_jupyter.core.intent import parse_intent, parse_run_request
-from lfassist_jupyter.flows import build_flow
 
 ECHO = named(QA_SPEC, "Echo QA")
 SHOUT = named(UPPER_SPEC, "Shouter")

@@ -62,7 +62,7 @@ def test_a_loaded_flow_survives_a_session_reload(make_assistant, tmp_path):
     edits after the session is read back from disk, as JSON (data, never rebuilt from its spec)."""
     from _support.components import QA_SPEC
 
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
 
     store = SessionStore(tmp_path / "sessions")
     flow = build_flow(QA_SPEC).flow

@@ -220,7 +220,7 @@ def test_register_with_a_non_json_build_reply_keeps_the_code_and_says_so(ip, llm
 
 
 async def test_the_chain_merges_builds_and_findings(sandbox):
-    from lfassist_jupyter.validation.chain import ChainValidator
+    from lfassist_jupyter.langflow.validator import ChainValidator
     from lfassist_jupyter.validation.report import Finding, ValidationReport
 
     class Server:

@@ -14,8 +14,9 @@ import copy
 import pytest
 from _support.components import fenced, intent, lfx_run, plan, spec_reply
 
+from lfassist_jupyter import build_flow, default_catalog, validate_flow
 from lfassist_jupyter.core.flow.pipeline import PROBE_TEXT
-from lfassist_jupyter.flows import build_flow, repair_flow, validate_flow
+from lfassist_jupyter.flows import repair_flow
 
 LOOP = """\
 name: Chunk marker
@@ -183,7 +184,7 @@ def _rename_outputs(flow: dict, names: dict[str, str]) -> dict:
 def test_repair_flow_fixes_a_loop_in_flow_json(sandbox, expected, mistake):
     raw = build_flow(LOOP.format(body=LOOP_MISTAKES[mistake]), repair=False).flow
     assert not validate_flow(raw).is_valid
-    repaired = repair_flow(raw)
+    repaired = repair_flow(raw, catalog=default_catalog())
     assert [c.kind for c in repaired.changes] and {c.kind for c in repaired.changes} == {"edge"}
     assert validate_flow(repaired.flow).is_valid
     assert sandbox.probe_run(repaired.flow, PROBE_TEXT).text == expected[LOOP][PROBE_TEXT]
@@ -192,13 +193,15 @@ def test_repair_flow_fixes_a_loop_in_flow_json(sandbox, expected, mistake):
 
 def test_repair_flow_maps_branches_and_leaves_an_ambiguous_pair(expected):
     right = build_flow(BRANCH.format(body=BRANCH_RIGHT)).flow
-    repaired = repair_flow(_rename_outputs(right, {"true_result": "if_true", "false_result": "else"}))
+    repaired = repair_flow(
+        _rename_outputs(right, {"true_result": "if_true", "false_result": "else"}), catalog=default_catalog()
+    )
     assert len(repaired.changes) == 2 and validate_flow(repaired.flow).is_valid
     assert lfx_run(repaired.flow, "Goodbye") == expected[BRANCH]["Goodbye"]
     assert lfx_run(repaired.flow, PROBE_TEXT) == expected[BRANCH][PROBE_TEXT]
 
     both = _rename_outputs(right, {"true_result": "result", "false_result": "result"})
-    left = repair_flow(both)
+    left = repair_flow(both, catalog=default_catalog())
     assert left.changes == [] and not validate_flow(left.flow).is_valid  # not "repaired" into one branch
 
 

@@ -18,7 +18,7 @@ import pytest
 from _support.components import COMBINE_SPEC, LLM_SPEC, QA_SPEC, UPPER_SPEC, named
 from _support.lfxcli import known_lfx_false_positive, lfx, lfx_validate
 
-from lfassist_jupyter.flows import build_flow
+from lfassist_jupyter import build_flow
 from lfassist_jupyter.flows.save import FLOW_TAGS, file_flow_id, flow_file, is_flow_id, write_flow_file
 
 ECHO_QA = named(QA_SPEC, "Echo QA")
@@ -227,3 +227,27 @@ def test_save_never_replaces_a_file_that_is_not_a_flow(flow_ip, sandbox, tmp_pat
     assert first.save_flow(first.messages[-1]["id"]) == (tmp_path / "Echo-QA.json").resolve()
     flow_ip.run_cell_magic("assist_flow", "--save Echo-QA.json --quiet --out v", ECHO_QA)
     assert flow_ip.user_ns["v"].saved == (tmp_path / "Echo-QA.json").resolve()
+
+
+def test_a_flow_file_holds_the_langflow_flow_fields_and_no_other():
+    """The fields a flow file keeps are the Langflow SDK's ``Flow`` model's (the drift check: a
+    field Langflow adds is either kept or named volatile here), each of its type; any other key
+    of the flow given (an IPython config section, a stray ``data`` key) is left out."""
+    from langflow_sdk.models import Flow
+
+    from lfassist_jupyter.flows.save import DATA_FIELDS, FLOW_FILE_FIELDS, VOLATILE_FIELDS
+
+    assert set(Flow.model_fields) <= FLOW_FILE_FIELDS | VOLATILE_FIELDS
+    given = {
+        "InteractiveShellApp": {"exec_lines": ["import os"]},
+        "locked": "yes",  # not a bool: Langflow's default
+        "icon": "Bot",
+        "action_name": "qa",
+        "tags": ["mine", 3],
+        "data": {"nodes": [], "edges": [], "viewport": {"x": 5, "zoom": "big", "evil": 1}, "extra": {}},
+    }
+    content = flow_file(given)
+    assert set(content) <= FLOW_FILE_FIELDS and "InteractiveShellApp" not in content
+    assert (content["locked"], content["icon"], content["action_name"]) == (False, "Bot", "qa")
+    assert content["tags"] == ["mine", *FLOW_TAGS]
+    assert set(content["data"]) == DATA_FIELDS and content["data"]["viewport"] == {"x": 5, "y": 0, "zoom": 1}

@@ -12,8 +12,8 @@ import os
 import pytest
 from _support.components import QA_SPEC, named
 
+from lfassist_jupyter import build_flow
 from lfassist_jupyter.errors import ConfigError
-from lfassist_jupyter.flows import build_flow
 from lfassist_jupyter.flows.library import FolderLibrary
 
 

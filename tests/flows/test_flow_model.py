@@ -18,7 +18,8 @@ from _support.display import text_of
 from _support.fakellm import Reply
 
 import lfassist_jupyter
-from lfassist_jupyter.flows import build_flow, flow_to_spec, validate_flow
+from lfassist_jupyter import build_flow, default_catalog, validate_flow
+from lfassist_jupyter.flows import flow_to_spec
 from lfassist_jupyter.flows.real_run import run_plan
 
 
@@ -147,7 +148,7 @@ def test_the_spec_of_a_built_flow_keeps_its_model_and_key_variable():
     built = build_flow(
         LLM_SPEC + '  M.model: {"name": "my-fine-tune", "provider": "OpenAI"}\n  M.api_key: OPENAI_API_KEY\n'
     )
-    spec = flow_to_spec(built.flow)
+    spec = flow_to_spec(built.flow, catalog=default_catalog())
     assert '  D.model: {"name": "my-fine-tune", "provider": "OpenAI"}' not in spec  # spec ids follow the nodes
     assert '.model: {"name": "my-fine-tune", "provider": "OpenAI"}' in spec and ".api_key: OPENAI_API_KEY" in spec
     again = build_flow(spec)

@@ -13,9 +13,8 @@ import pytest
 from _support.components import GOOD, LLM_SPEC
 
 import lfassist_jupyter
-from lfassist_jupyter import validate_component
+from lfassist_jupyter import build_flow, validate_component, validate_flow
 from lfassist_jupyter.errors import ConfigError
-from lfassist_jupyter.flows import build_flow, validate_flow
 
 GROQ = LLM_SPEC + '  M.model: {"name": "llama-3.1-8b-instant", "provider": "Groq"}\n  M.api_key: GROQ_API_KEY\n'
 """A model node on a provider whose bundle is not installed here (lfx: langchain-groq)."""

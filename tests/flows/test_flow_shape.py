@@ -248,7 +248,7 @@ def _write(tmp_path: Path, flow: Any) -> Path:
 def _deep_flow(tmp_path: Path, depth: int) -> Path:
     """The plain Chat Input -> Chat Output flow with a field value nested ``depth`` lists deep
     (legal JSON: Python's own parser reads it)."""
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
 
     flow = build_flow(
         "name: Deep\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n"
@@ -288,8 +288,7 @@ def test_a_node_name_from_the_file_is_one_line_in_every_message(flow_ip, tmp_pat
     """A node whose display name holds line breaks (a flow from a shared folder or server): the
     report's lines, ``%assist flow load`` and the picture's text name it on one line.  The control:
     the name is in the file and reaches the report."""
-    from lfassist_jupyter import validate_flow
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow, validate_flow
 
     flow = build_flow(
         "name: Names\nnodes:\n  A: ChatInput\n  C: ChatOutput\n  L: ChatOutput\nedges:\n  A.message -> C.input_value\n"

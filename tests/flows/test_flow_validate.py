@@ -10,7 +10,7 @@ import pytest
 from _support.components import LLM_SPEC
 from _support.display import html_of
 
-from lfassist_jupyter.flows import build_flow, validate_flow
+from lfassist_jupyter import build_flow, validate_flow
 
 # The catalogue and every build come from the sandbox: share the session's worker.
 pytestmark = pytest.mark.usefixtures("sandbox")
@@ -269,7 +269,7 @@ def test_node_code_that_does_not_parse_is_named_in_json_and_in_spec_text():
     assert "SyntaxError" in report.errors[0].message
 
     # Spec text: a custom component whose saved template carries broken code.
-    from lfassist_jupyter.flows.catalog import default_catalog
+    from lfassist_jupyter import default_catalog
 
     catalog = default_catalog()
     template = copy.deepcopy(catalog.registry["ChatOutput"])

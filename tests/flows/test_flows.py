@@ -9,16 +9,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from _support.components import COMBINE_SPEC, LLM_SPEC, UPPER_SPEC, lfx_run, named
 
-from lfassist_jupyter import flow_picture  # drawing is a view's: ui/render/picture.py
-from lfassist_jupyter.flows import (
-    FlowSpecError,
-    build_flow,
-    default_catalog,
-    extract_spec,
-    flow_to_spec,
-    repair_flow,
-    validate_flow,
-)
+from lfassist_jupyter import build_flow, default_catalog, flow_picture, validate_flow
+from lfassist_jupyter.flows import FlowSpecError, extract_spec, flow_to_spec, repair_flow
 
 # Every build runs in the sandbox (lfx's builder never runs in this process): share the session's worker.
 pytestmark = pytest.mark.usefixtures("sandbox")
@@ -78,7 +70,7 @@ def test_components_are_updated_like_the_canvas_does():
     result = build_flow(UPPER_SPEC)
     assert result.ok, result.errors
     assert lfx_run(result.flow, "shout this") == "SHOUT THIS"
-    again = build_flow(flow_to_spec(result.flow))
+    again = build_flow(flow_to_spec(result.flow, catalog=default_catalog()))
     assert again.ok, again.errors
     assert lfx_run(again.flow, "and this") == "AND THIS"
 
@@ -152,7 +144,7 @@ config:
 
 def test_flow_to_spec_round_trips():
     first = build_flow(QA_SPEC).flow
-    spec = flow_to_spec(first)
+    spec = flow_to_spec(first, catalog=default_catalog())
     assert 'D.delimiter: " -- "' in spec
     again = build_flow(spec)
     assert again.ok, again.errors
@@ -162,7 +154,7 @@ def test_flow_to_spec_round_trips():
 def test_flow_to_spec_never_writes_secrets():
     result = build_flow("nodes:\n  A: LanguageModelComponent\nconfig:\n  A.api_key: sk-secret-value\n")
     assert result.ok, result.errors
-    assert "sk-secret-value" not in flow_to_spec(result.flow)
+    assert "sk-secret-value" not in flow_to_spec(result.flow, catalog=default_catalog())
 
 
 # -- repairs -----------------------------------------------------------------------------------
@@ -223,7 +215,7 @@ def test_repair_flow_json_port_component_and_values():
     broken["data"]["nodes"].append(split)
     assert not validate_flow(broken).is_valid
 
-    repaired = repair_flow(broken)
+    repaired = repair_flow(broken, catalog=default_catalog())
     # What is left is not guessable: the lone Split Text still lacks its input.
     assert [(e.code, e.field) for e in validate_flow(repaired.flow).errors] == [("required_input", "data_inputs")]
     kinds = {(c.kind, c.before, c.after) for c in repaired.changes}
@@ -337,7 +329,7 @@ def test_probe_run_module_imports_only_stdlib():
     import sys
     from pathlib import Path
 
-    import lfassist_jupyter.flows.probe as run
+    import lfassist_jupyter.sandbox.probe as run
 
     tree = ast.parse(Path(run.__file__).read_text(encoding="utf-8"))
     roots = set()

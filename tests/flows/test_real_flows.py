@@ -12,7 +12,7 @@ import json
 import pytest
 from _support.corpus import corpus_flow, lfx_verdict, single_node_flow, stored_verdicts
 
-from lfassist_jupyter.flows import validate_flow
+from lfassist_jupyter import validate_flow
 
 GROUPED = "Jcnok__jcnok1"  # Langflow 1.0.7: a group of five nodes, custom code inside it
 
@@ -171,11 +171,9 @@ def test_two_chat_inputs_nothing_feeds_are_refused_as_lfx_refuses_them(sandbox, 
 def test_each_node_code_of_a_flow_is_loaded_in_a_sandbox_child_of_its_own(sandbox, monkeypatch):
     """Langflow's Basic Prompting starter with every node's code saved by "another version" (a
     comment line added, so none is the catalogue's): lfx loads each in the sandbox, each in a child
-    of its own (no node's code can write another's verdict), and remembers each by its hash.
-    Counted at the sandbox client."""
+    of its own (no node's code can write another's verdict), and the sandbox remembers each by its
+    hash.  Counted at the sandbox client."""
     from _support.langflow_env import starter_projects
-
-    import lfassist_jupyter.flows.code_checks as checks
 
     flow = json.loads(next(p for p in starter_projects() if p.stem == "Basic Prompting").read_text())
     nodes = [n for n in flow["data"]["nodes"] if n["data"]["node"]["template"].get("code")]
@@ -184,7 +182,7 @@ def test_each_node_code_of_a_flow_is_loaded_in_a_sandbox_child_of_its_own(sandbo
     broken = nodes[-1]["data"]["node"]["template"]["code"]
     unloadable = "    raise RuntimeError('not loadable')\n    display_name"
     broken["value"] = broken["value"].replace("    display_name", unloadable, 1)
-    monkeypatch.setattr(checks, "_BUILT", {})
+    monkeypatch.setattr(sandbox, "_verdicts", {})  # what the sandbox judged before this test
     ops: list[str] = []
     call = sandbox._call
 

@@ -229,3 +229,112 @@ def test_an_earlier_markers_version_and_name_cannot_rewrite_the_pyproject(sandbo
     assert list(pyproject["project"]["entry-points"]) == ["langflow.extensions"]
     assert list(pyproject["project"]["entry-points"]["langflow.extensions"]) == ["kept_id"]
     assert "\n" not in json.loads((target / "extension.json").read_text())["name"]
+
+
+# -- names in the bundle's files, and files that are not the export's (issue 38) -----------------
+
+MARKER_FILE = "pwned-by-a-name"
+HOSTILE_INPUT = f"notes\nimport os; os.system('touch {MARKER_FILE}')\n#"
+HOSTILE_TITLE = (
+    'Team 🚀 "tools"\n[project.scripts]\nevil = "os:system"\n<img src=x onerror=alert(1)> '
+    "[a link](javascript:alert(1)) `code` # heading *em* " + "long " * 60
+)
+
+
+def _with_hostile_input(name: str) -> str:
+    """GOOD with a second input named ``name`` whose sample the smoke run cannot record (its
+    default is longer than a sample may be), so the bundle's test names it in a comment."""
+    return GOOD.replace(
+        "from lfx.io import MessageTextInput, Output", "from lfx.io import MessageTextInput, MultilineInput, Output"
+    ).replace(
+        'inputs = [MessageTextInput(name="input_text", display_name="Text")]',
+        f'inputs = [MessageTextInput(name="input_text", display_name="Text"), '
+        f'MultilineInput(name={name!r}, display_name="Notes", value="x" * 5000)]',
+    )
+
+
+def _markdown_tokens(text: str) -> list:
+    from markdown_it import MarkdownIt
+
+    tokens = []
+    for token in MarkdownIt("commonmark").parse(text):
+        tokens += [token, *(token.children or [])]
+    return tokens
+
+
+def test_names_in_the_bundle_files_are_escaped_for_each_format(sandbox, tmp_path):
+    """An input named to close the test file's comment and start a statement, and an export name
+    written to break out of TOML, make Markdown links and HTML, and overflow the manifest: every
+    generated file parses as its format, and no injected statement, table, link or tag appears.
+    The control: the hostile input reached the writer (its sample could not be recorded, so the
+    test names it), and written as the old comment did, it is an ``import`` statement."""
+    import ast
+
+    import tomllib
+
+    exported = export_extension(
+        tmp_path / "bundle", [_with_hostile_input(HOSTILE_INPUT)], name=HOSTILE_TITLE, validator=sandbox
+    )
+    root = tmp_path / "bundle"
+    assert exported.components == ["UppercaseComponent"] and not exported.skipped
+
+    test_file = (root / "tests" / "test_uppercase_component.py").read_text(encoding="utf-8")
+    assert repr(HOSTILE_INPUT) in test_file  # the control: the name is in the file, as a literal
+    unescaped = ast.parse(f"# Left at their defaults: {HOSTILE_INPUT}.")  # what the old comment made
+    assert any(isinstance(node, ast.Import) for node in unescaped.body)
+    tree = ast.parse(test_file)
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "system"]
+    assert [n.names[0].name for n in tree.body if isinstance(n, ast.Import)] == ["asyncio", "inspect"]
+
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "🚀" in pyproject["project"]["description"] and '"tools"' in pyproject["project"]["description"]
+    assert "scripts" not in pyproject["project"] and list(pyproject["project"]["entry-points"]) == [
+        "langflow.extensions"
+    ]
+    manifest = json.loads((root / "extension.json").read_text(encoding="utf-8"))
+    assert manifest["name"] == exported.name and "\n" not in exported.name and len(exported.name) <= 120
+    assert manifest["name"].startswith('Team 🚀 "tools" [project.scripts]')
+
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    kinds = {t.type for t in _markdown_tokens(readme)}
+    assert not kinds & {"link_open", "image", "html_inline", "html_block"}, kinds
+    heading = _markdown_tokens(readme.split("\n", 1)[0])
+    assert [t.type for t in heading if t.children is None and t.nesting == 0] == ["text"]
+    assert heading[1].content.replace("\\", "") == exported.name  # the name, shown as written
+
+    done = lfx("extension", "validate", str(root))
+    assert done.returncode == 0 and "validate: ok" in done.stdout, done.stdout + done.stderr
+    assert not (tmp_path / MARKER_FILE).exists()
+
+
+def test_an_export_overwrites_only_the_bytes_it_wrote(sandbox, tmp_path):
+    """A marker planted in a project (what MCP's save_flow could once write) makes the folder
+    look like an earlier export: the export honours it (the control: its id is taken, the
+    component is written) but the project's own pyproject.toml, README.md and .gitignore keep
+    their bytes, said in one line.  In a bundle of ours, a file the user edited is kept too,
+    while the files still as exported are rewritten (the README lists the new component)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    theirs = {"pyproject.toml": '[project]\nname = "mine"\n', "README.md": "# Mine\n", ".gitignore": "*.log\n"}
+    for file, text in theirs.items():
+        (project / file).write_text(text, encoding="utf-8")
+    (project / MARKER).write_text(json.dumps({"id": "planted", "components": {}}), encoding="utf-8")
+    exported = export_extension(project, [GOOD], validator=sandbox)
+    assert exported.extension_id == "planted" and (project / "components/planted/uppercase_component.py").is_file()
+    assert {file: (project / file).read_text(encoding="utf-8") for file in theirs} == theirs
+    assert sorted(exported.not_overwritten) == sorted(theirs)
+    said = [line for line in exported.lines() if line.startswith("Not overwritten")]
+    assert len(said) == 1 and all(file in said[0] for file in theirs)
+
+    bundle = tmp_path / "bundle"
+    export_extension(bundle, [GOOD], validator=sandbox)
+    export_extension(bundle, [LOWER_AND_UPPER], validator=sandbox)
+    assert "CaseComponent" in (bundle / "README.md").read_text()  # its own README: rewritten
+    (bundle / "README.md").write_text("# My notes on these components\n", encoding="utf-8")
+    module = bundle / "components/bundle/uppercase_component.py"
+    module.write_text(GOOD + "# my change\n", encoding="utf-8")
+    again = export_extension(bundle, [GOOD, LOWER_AND_UPPER], validator=sandbox)
+    assert again.components == ["CaseComponent"] and again.kept == ["UppercaseComponent"]
+    assert sorted(again.not_overwritten) == ["README.md", "components/bundle/uppercase_component.py"]
+    assert (bundle / "README.md").read_text() == "# My notes on these components\n"
+    assert module.read_text().endswith("# my change\n")

@@ -66,7 +66,12 @@ def test_wrong_url_is_a_clear_connection_error():
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(LangflowConnectionError) as info:
         LangflowClient(url=url).connect()
-    assert url in str(info.value) and "still in the notebook" in str(info.value)
+    assert url in str(info.value) and "Nothing was sent" in str(info.value)
+    token = "lf-url-token-0123456789"  # a token in the URL's user part: used, never repeated
+    client = LangflowClient(url=url.replace("://", f"://{token}@"))
+    with pytest.raises(LangflowConnectionError) as info:
+        client.connect()
+    assert url in str(info.value) and token not in str(info.value) + repr(client) + client.public_url
 
 
 # -- components ----------------------------------------------------------------------------

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from _support.components import QA_SPEC, named
 
+from lfassist_jupyter import build_flow
 from lfassist_jupyter.errors import LangflowAuthError, LangflowConnectionError, LangflowError
-from lfassist_jupyter.flows import build_flow
 from lfassist_jupyter.langflow import LangflowClient
 from lfassist_jupyter.langflow.flows import (
     FLOW_TAG,

@@ -26,8 +26,8 @@ from _support.pong import pong_server
 from IPython.core.error import UsageError
 
 import lfassist_jupyter
+from lfassist_jupyter import build_flow, default_catalog
 from lfassist_jupyter.errors import ConfigError
-from lfassist_jupyter.flows import build_flow, default_catalog
 from lfassist_jupyter.flows.real_run import run_plan
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.settings import NO_KEY
@@ -204,7 +204,7 @@ def test_the_readme_model_example_names_a_variable_and_its_provider_host(monkeyp
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-kernel-0123456789")  # a key exists: the user allows it or not
 
-    plan = run_plan(spec)
+    plan = run_plan(spec, catalog=default_catalog())
 
     assert plan.variables == [("OPENAI_API_KEY", "Language Model.api_key")]  # a variable, not the key itself
     assert [(str(h), h.why) for h in plan.hosts] == [
@@ -416,7 +416,7 @@ def test_a_keyless_servers_flow_runs_with_nothing_to_allow(flow_ip, llm, monkeyp
     assert asked.run is None and "OPENAI_API_KEY" in str(asked) and llm.requests == []  # the control
 
     monkeypatch.delenv("OPENAI_API_KEY")
-    plan = run_plan(spec)
+    plan = run_plan(spec, catalog=default_catalog())
     assert plan.ready and plan.allowed == {"OPENAI_API_KEY": NO_KEY}
     assert any("stand-in key" in note for note in plan.notes)
     llm.queue(Reply("a keyless hello"))

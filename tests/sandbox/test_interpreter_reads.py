@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 from _support.components import GOOD, QA_SPEC, component
 
-from lfassist_jupyter import build_flow, validate_component, validate_flow
-from lfassist_jupyter.flows.catalog import default_catalog
+from lfassist_jupyter import build_flow, default_catalog, validate_component, validate_flow
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.client import SandboxValidator
 

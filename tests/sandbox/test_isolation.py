@@ -791,7 +791,7 @@ def test_a_model_component_that_kills_the_spare_leaves_the_next_request_intact(l
     is validated by that very sandbox."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from lfassist_jupyter.sandbox import client as sandbox
+    from lfassist_jupyter.sandbox import shared
 
     full_isolation_or_skip()
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
@@ -814,7 +814,7 @@ def test_a_model_component_that_kills_the_spare_leaves_the_next_request_intact(l
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "lfassist_jupyter")
     try:
-        validator = sandbox.default_validator()
+        validator = shared()
         validator.reference()  # started by %load_ext; now ready
         pid, restarts = validator.pid, validator.restarts
         shell.run_cell_magic("assist", "--provider openai --max-retries 1", "a component")
@@ -827,13 +827,10 @@ def test_a_model_component_that_kills_the_spare_leaves_the_next_request_intact(l
         InteractiveShell.clear_instance()
 
 
-def test_assist_status_says_reduced_isolation(monkeypatch, capsys):
+def test_assist_status_says_reduced_isolation(monkeypatch, capsys, no_shared_sandbox):
     from IPython.core.interactiveshell import InteractiveShell
 
-    from lfassist_jupyter.sandbox import client as sandbox
-
     monkeypatch.setenv("LFASSIST_SANDBOX", "reduced")
-    monkeypatch.setattr(sandbox, "_default", None)
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "lfassist_jupyter")
     try:
@@ -842,5 +839,3 @@ def test_assist_status_says_reduced_isolation(monkeypatch, capsys):
     finally:
         shell.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
-        if sandbox._default is not None:
-            sandbox._default.close()

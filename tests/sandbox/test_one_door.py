@@ -27,7 +27,7 @@ import httpx
 import pytest
 from _support.components import GOOD, intent, plan, spec_reply
 
-from lfassist_jupyter.flows import build_flow, default_catalog, validate_flow
+from lfassist_jupyter import build_flow, default_catalog, validate_flow
 
 SECRET = "door-secret-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,8 +179,8 @@ def test_validate_flow_of_a_spec(door):
 
 
 def test_run_flow_of_a_spec(door):
+    from lfassist_jupyter import run_flow_for_real
     from lfassist_jupyter.errors import ConfigError
-    from lfassist_jupyter.flows import run_flow_for_real
 
     with contextlib.suppress(ConfigError):  # not run (errors, a variable missing): the build went through the door
         run_flow_for_real(door.builtin_spec(), "hello", env={}, timeout=60)
@@ -326,7 +326,7 @@ def test_stored_session_reopened_in_a_new_process_builds_nothing(door, sandbox, 
         import json, os, sys
         from lfassist_jupyter.ui.panel import ChatPanel
         from lfassist_jupyter.ui.workspace import Workspace
-        import lfassist_jupyter.sandbox.client as sandbox
+        from lfassist_jupyter.sandbox import use_shared
 
         panel = ChatPanel(workspace=Workspace(data_dir={str(data)!r}))
         panel.switch_session("door-stored")
@@ -335,7 +335,7 @@ def test_stored_session_reopened_in_a_new_process_builds_nothing(door, sandbox, 
             "pid": os.getpid(),
             "cards": [(c.get("flow_name"), bool(c.get("picture_html"))) for c in cards],
             "lfx": "lfx" in sys.modules,
-            "sandbox": sandbox._default is not None and sandbox._default.pid is not None,
+            "sandbox": (made := use_shared(None)) is not None and made.pid is not None,
         }}))
         """
     )

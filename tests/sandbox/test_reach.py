@@ -640,7 +640,7 @@ def reach_ip(flow_ip, llm, monkeypatch):
 
 
 def _chat_output_code(sandbox) -> str:
-    from lfassist_jupyter.flows import default_catalog
+    from lfassist_jupyter import default_catalog
 
     return default_catalog(sandbox).registry["ChatOutput"]["template"]["code"]["value"]
 
@@ -684,7 +684,7 @@ def test_a_custom_refresh_cannot_rewrite_a_builtin_node_of_a_registered_flow(rea
 def test_a_build_answer_that_changes_a_custom_nodes_code_is_refused(sandbox, monkeypatch):
     """A custom node's code must come back byte-equal: an answer that changed it fails the build,
     naming the node (here the answer is altered on its way in, as a compromised child could)."""
-    from lfassist_jupyter.flows import build_flow, default_catalog
+    from lfassist_jupyter import build_flow, default_catalog
     from lfassist_jupyter.sandbox.answers import FlowBuild
 
     catalog = default_catalog(sandbox)
@@ -708,7 +708,7 @@ def test_a_build_answer_that_changes_a_custom_nodes_code_is_refused(sandbox, mon
 
 
 def _poisoned_flow_file(sandbox, folder: Path, *, poisoned: bool) -> Path:
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
 
     flow = build_flow(
         "name: Plain\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n"
@@ -742,8 +742,8 @@ def test_save_and_register_send_only_code_the_scan_passes(reach_ip, sandbox, tmp
 
 def test_the_panel_saves_and_registers_only_code_the_scan_passes(reach_ip, sandbox, tmp_path):
     """The panel's Save and Register go through the same check."""
+    from lfassist_jupyter import validate_flow
     from lfassist_jupyter.errors import ConfigError
-    from lfassist_jupyter.flows import validate_flow
     from lfassist_jupyter.ui.flow_cell import FlowView, register, save
 
     workspace = reach_ip.magics_manager.registry["AssistMagics"].workspace
@@ -814,7 +814,7 @@ def test_code_lfx_builds_outside_the_top_level_generic_nodes_is_scanned_too(reac
 def test_a_build_answer_cannot_retype_a_builtin_node_to_keep_its_code(sandbox, monkeypatch):
     """A child that answers a built-in node with another ``type`` and extra code (which lfx would
     build) gets the catalogue's code put back, as for any built-in node."""
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
 
     real = SandboxValidator.build_flow
     altered_codes: list[str] = []

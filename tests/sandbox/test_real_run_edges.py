@@ -24,7 +24,7 @@ from _support.components import LLM_SPEC
 from _support.pong import pong_server
 
 import lfassist_jupyter
-from lfassist_jupyter.flows import build_flow, default_catalog
+from lfassist_jupyter import build_flow, default_catalog
 from lfassist_jupyter.flows.real_run import run_plan
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.egress import Allowed, EgressProxy, is_public
@@ -212,7 +212,11 @@ def test_allow_host_without_a_port_cannot_reach_a_second_local_port(flow_ip, cat
 
 
 def test_a_host_without_a_port_in_the_plan_is_its_default_ports():
-    plan = run_plan(LLM_SPEC, allow_hosts=["localhost", "http://127.0.0.1", "https://example.com", "[::1]:8080"])
+    plan = run_plan(
+        LLM_SPEC,
+        catalog=default_catalog(),
+        allow_hosts=["localhost", "http://127.0.0.1", "https://example.com", "[::1]:8080"],
+    )
     assert [(h.host, h.port) for h in plan.hosts] == [
         ("localhost", None),
         ("127.0.0.1", 80),

@@ -21,7 +21,7 @@ import pytest
 from _support.components import QA_SPEC
 
 import lfassist_jupyter
-from lfassist_jupyter.flows import build_flow, default_catalog
+from lfassist_jupyter import build_flow, default_catalog
 from lfassist_jupyter.sandbox import local_run
 from lfassist_jupyter.sandbox.worker._channel import descendants
 

@@ -332,7 +332,7 @@ def test_worker_is_shut_down_when_the_kernel_exits(tmp_path):
     """Every process of the sandbox (bwrap, its init, the zygote) dies with the kernel."""
     script = (
         "import os\n"
-        "from lfassist_jupyter.sandbox.client import warm_up\n"
+        "from lfassist_jupyter.sandbox import warm_up\n"
         "v = warm_up()\n"
         "v.reference()\n"  # waits until the worker is ready
         "kids = {}\n"

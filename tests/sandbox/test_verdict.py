@@ -421,12 +421,10 @@ BROKEN = GOOD.replace('    icon = "type"', "    icon = no_such_name", 1)
 PLAIN = "name: Plain\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n"
 
 
-def _flow_with(codes: list[str]) -> dict:
-    from lfassist_jupyter.flows import build_flow
+def _flow_with(codes: list[str], catalog) -> dict:
+    from lfassist_jupyter import build_flow
 
-    flow = build_flow(
-        "name: Plain\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n"
-    ).flow
+    flow = build_flow(PLAIN, catalog=catalog).flow
     template = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "ChatOutput")
     for i, code in enumerate(codes):
         node = json.loads(json.dumps(template))
@@ -439,24 +437,22 @@ def _flow_with(codes: list[str]) -> dict:
     return flow
 
 
-def test_a_forger_node_cannot_write_the_other_nodes_verdicts(box, sandbox, monkeypatch):
+def test_a_forger_node_cannot_write_the_other_nodes_verdicts(box, monkeypatch):
     """A flow with a node that, while it loads, makes every later load of its process say "it
     loads", and a node whose class body raises: ``validate_flow`` names the broken node, and again
     from the remembered verdicts.  The control: the same two codes loaded in one child (as the flow
     check did before) give the broken node a forged "ok"."""
-    import lfassist_jupyter.flows.code_checks as checks
-    import lfassist_jupyter.sandbox.client as client
-    from lfassist_jupyter.flows import validate_flow
+    from lfassist_jupyter import default_catalog, validate_flow
 
     forger = component("return Message(text='x')", module=FORGER, load="description = _forge()")
     builds = [{"code": code, "methods": ["build_out", "build_output"], "node": None} for code in (forger, BROKEN)]
     shared = op(box, "component_verdicts", builds=builds, each=10)
     assert [v["ok"] for v in shared["verdicts"]] == [True, True]  # the control: the forger wrote the verdict
-    monkeypatch.setattr(checks, "_BUILT", {})
-    monkeypatch.setattr(client, "_default", box)
-    flow = _flow_with([forger, BROKEN])
+    monkeypatch.setattr(box, "_verdicts", {})
+    catalog = default_catalog(box)
+    flow = _flow_with([forger, BROKEN], catalog)
     for _ in range(2):  # the second time from the verdicts remembered by their code's hash
-        errors = validate_flow(flow).errors
+        errors = validate_flow(flow, catalog=catalog).errors
         assert [e.node_id for e in errors] == ["Custom-1"] and "no_such_name" in errors[0].message, errors
 
 

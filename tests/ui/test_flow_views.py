@@ -17,7 +17,7 @@ from _support.components import QA_SPEC, lfx_run, named, plan, spec_reply
 from _support.display import html_of, text_of
 from IPython.core.error import UsageError
 
-from lfassist_jupyter.flows import build_flow, validate_flow
+from lfassist_jupyter import build_flow, validate_flow
 
 ECHO_QA = named(QA_SPEC, "Echo QA")
 

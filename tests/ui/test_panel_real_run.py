@@ -118,7 +118,7 @@ def test_a_variable_the_kernel_lacks_is_named_and_nothing_runs(llm, monkeypatch,
 def test_the_plan_of_a_model_less_flow_asks_for_nothing_and_runs(sandbox, tmp_path, monkeypatch):
     from _support.components import QA_SPEC
 
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
 
     monkeypatch.chdir(tmp_path)
     panel = ChatPanel(workspace=Workspace(data_dir=tmp_path / "panel", local_validator=sandbox))
@@ -144,7 +144,7 @@ def test_a_session_consent_does_not_send_a_key_to_hosts_that_plan_never_showed(l
     (an edit, a model's reply, a loaded file) that hands the same allowed key to another provider
     shows its plan again instead of running at once. Control: the first flow's consent runs it, and
     the same second flow given explicit consent really goes out toward the new host with the key."""
-    from lfassist_jupyter.flows import build_flow
+    from lfassist_jupyter import build_flow
     from lfassist_jupyter.ui.messages import flow_message
 
     monkeypatch.chdir(tmp_path)

@@ -77,10 +77,7 @@ def test_assist_component_card_says_reduced_isolation(reduced_ip, llm, capsys):
     assert f"reduced_isolation='{WHY}'" in repr(result)  # a plain REPL's one line says it too
 
 
-def test_assist_validate_report_card_says_reduced_isolation(reduced_ip, reduced, monkeypatch):
-    import lfassist_jupyter.sandbox.client as sandbox_module
-
-    monkeypatch.setattr(sandbox_module, "_default", reduced)  # %%assist_validate uses the kernel's sandbox
+def test_assist_validate_report_card_says_reduced_isolation(reduced_ip, reduced):
     report = reduced_ip.run_cell_magic("assist_validate", "", GOOD)
     assert report.is_valid and report.reduced_isolation == WHY
     html, text = html_of(report, reduced_ip), text_of(report, reduced_ip)
@@ -153,10 +150,7 @@ def test_the_panel_component_card_says_reduced_isolation(reduced, sandbox, llm, 
     assert badge(sandbox, "full") == "validated"  # the control: the qualifier is the sandbox's
 
 
-def test_the_eval_table_says_reduced_isolation(reduced, reduced_ip, llm, monkeypatch, tmp_path):
-    import lfassist_jupyter.sandbox.client as sandbox_module
-
-    monkeypatch.setattr(sandbox_module, "_default", reduced)  # the eval's assistants use the kernel's sandbox
+def test_the_eval_table_says_reduced_isolation(reduced, reduced_ip, llm, tmp_path):
     cases = tmp_path / "cases.toml"
     cases.write_text('[[case]]\nname = "uppercase"\nrequest = "a component that converts text to uppercase"\n')
     llm.queue(intent("generate_component"), fenced(GOOD))

@@ -240,10 +240,7 @@ def test_the_report_shows_both_verdicts_and_policy_findings(reports):
     assert "builds in Langflow: no" in report_text(validate_component("class X(:\n"))
 
 
-def test_assist_validate_displays_the_report(sandbox, monkeypatch):
-    import lfassist_jupyter.sandbox.client as sandbox_module
-
-    monkeypatch.setattr(sandbox_module, "_default", sandbox)
+def test_assist_validate_displays_the_report(sandbox):
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "lfassist_jupyter")
     try:

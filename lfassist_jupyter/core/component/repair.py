@@ -82,7 +82,7 @@ class Repaired:
 # -- the pass -------------------------------------------------------------------------------
 
 
-Fix = Callable[[Any, Any], tuple[Any, list[str]]]
+Fix = Callable[..., tuple[Any, list[str]]]
 """A fix: (tree, component class) -> (new tree, change lines); raises ``NoFix``."""
 
 
@@ -184,11 +184,11 @@ def unprompted_changes(code: str, reference: Reference | Facts) -> list[str]:
         cls = component_class(tree, None)
     except (NoFix, cst.ParserSyntaxError):
         return []
-    methods = {string(arg.value) for out in outputs(cls) if (arg := kwarg(out, "method"))} - {None}
-    fixes: list[Callable[[], tuple[Any, list[str]]]] = [
+    methods = {name for out in outputs(cls) if (arg := kwarg(out, "method")) and (name := string(arg.value))}
+    fixes: list[Callable[..., tuple[Any, list[str]]]] = [
         lambda: fix_keywords(tree, cls, reference),
-        lambda: fix_output_method(tree, cls, methods),  # type: ignore[arg-type]
-        lambda: fix_annotation(tree, cls, methods),  # type: ignore[arg-type]
+        lambda: fix_output_method(tree, cls, methods),
+        lambda: fix_annotation(tree, cls, methods),
     ]
     for name, func in defined_methods(cls).items():
         annotation = func.returns.annotation if func.returns is not None else None

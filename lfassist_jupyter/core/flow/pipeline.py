@@ -215,8 +215,8 @@ class FlowPipeline:
         validator: ComponentValidator | None,
         max_retries: int = 3,
         *,
+        sandbox: FlowSandbox,
         intent: str = "build_flow",
-        sandbox: FlowSandbox | None = None,
         extra_components: Mapping[str, Any] | None = None,
         session_component: SessionComponent | None = None,
         templates: dict[str, dict[str, Any]] | None = None,
@@ -300,8 +300,9 @@ class FlowPipeline:
             # entry expresses (their own entries join the catalogue).
             from lfassist_jupyter.flows import flow_to_spec
 
-            current_spec = await asyncio.to_thread(flow_to_spec, self.current_flow, catalog=catalog)
-            self._edited_ids = spec_node_ids(current_spec)
+            edited = await asyncio.to_thread(flow_to_spec, self.current_flow, catalog=catalog)
+            self._edited_ids = spec_node_ids(edited)
+            current_spec = edited
         plan = await self._plan(request, sink, catalog, current_spec)
         if isinstance(plan, FlowOutcome):
             return plan
@@ -385,7 +386,7 @@ class FlowPipeline:
         name, change, inputs = await asyncio.to_thread(reuse.parse_reuse, plan_reply)
         candidate = reuse.match_candidate(name, candidates) if name else None
         loaded = await reuse.load_candidate(candidate, self.library) if candidate else None
-        if candidate is None or facts.shape_problem(loaded) is not None:  # reuse.py's sources check it first
+        if candidate is None or loaded is None or facts.shape_problem(loaded) is not None:  # checked there first
             return
         from lfassist_jupyter.flows import flow_to_spec
 
@@ -503,7 +504,8 @@ class FlowPipeline:
         progress("validating_flow", attempt, f"Validating the flow (attempt {attempt} of {max_attempts})...")
         from lfassist_jupyter.flows import validate_flow
 
-        report = last.report = await asyncio.to_thread(validate_flow, flow, catalog=catalog)
+        report = await asyncio.to_thread(validate_flow, flow, catalog=catalog)
+        last.report = report
         problems = [str(e) for e in report.errors]
         if not problems:
             progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")

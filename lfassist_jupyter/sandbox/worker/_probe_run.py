@@ -5,7 +5,7 @@ An op module of the worker package (stdlib + lfx only), imported in the zygote b
 first fork; the op runs in a fresh, sandboxed child like every validation.
 
 The kernel side (``SandboxValidator.probe_run``) has already replaced the flow's model
-and keyed-API nodes by deterministic stubs (``flows/probe.py``'s ``stub_flow``: plain data
+and keyed-API nodes by deterministic stubs (``sandbox/probe.py``'s ``stub_flow``: plain data
 work, no code runs there), so this child needs no key and no network. Whatever the flow
 does, the answer is ``{"ok", "text", "error", "outputs"}``: a flow that raises is a failed
 run, never an exception out of the child.

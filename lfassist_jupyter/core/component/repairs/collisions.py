@@ -53,8 +53,8 @@ def fix_input_name(tree: cst.Module, cls: cst.ClassDef, name: str, facts: dict[s
     if _taken(tree, new):
         raise NoFix(f"{new} is already used")
     reads = self_attributes(cls, name)
-    written = assigned_targets(cls)
-    if any(id(n) in written for n in reads):
+    assigned = assigned_targets(cls)
+    if any(id(n) in assigned for n in reads):
         raise NoFix(f"the code assigns self.{name}: it means the component's own attribute too")
     edits: Edits = {id(literals[0]): lambda n: with_string(n, new)}
     for node in reads:

@@ -71,13 +71,14 @@ def fix_keywords(tree: cst.Module, cls: cst.ClassDef, facts: dict[str, Any]) -> 
         unknown = [a for a in call.args if a.keyword is not None and a.keyword.value not in fields]
         if not unknown:
             continue
-        label = f"{kind} `{string(kwarg(call, 'name').value) if kwarg(call, 'name') else '?'}`"  # type: ignore[union-attr]
+        named = kwarg(call, "name")
+        label = f"{kind} `{string(named.value) if named else '?'}`"
         sibling = _sibling(call, kind, classes)
-        renames = {id(a): _renames(a.keyword.value, call, fields) for a in unknown}  # type: ignore[union-attr]
-        bounds = [(a, RANGE_KEYWORDS[a.keyword.value]) for a in unknown if a.keyword.value in RANGE_KEYWORDS]  # type: ignore[union-attr]
+        renames = {id(a): _renames(_keyword(a), call, fields) for a in unknown}
+        bounds = [(a, RANGE_KEYWORDS[_keyword(a)]) for a in unknown if _keyword(a) in RANGE_KEYWORDS]
         if sibling and not any(renames.values()) and not bounds:
             edits[id(call)] = lambda n, s=sibling: n.with_changes(func=_renamed_func(n.func, s))
-            words = ", ".join(f"`{a.keyword.value}=`" for a in unknown)  # type: ignore[union-attr]
+            words = ", ".join(f"`{_keyword(a)}=`" for a in unknown)
             changes.append(f"{label}: {kind} takes no {words}; {sibling}, its sibling that does, is used")
             imports.append(sibling)
             continue
@@ -141,7 +142,7 @@ def _rename_keywords(
     ranged = "range_spec" in fields and "range_spec" not in present
     bound_ids = {id(a) for a, _ in bounds} if ranged else set()
     for arg in unknown:
-        word = arg.keyword.value  # type: ignore[union-attr]
+        word = _keyword(arg)
         candidates = renames[id(arg)]
         if id(arg) in bound_ids:
             if candidates:
@@ -180,7 +181,7 @@ def _range_spec(call: cst.Call, label: str, bounds: list[tuple[cst.Arg, str]], e
     spec = cst.parse_expression(f"RangeSpec({', '.join(parts)})")
     first = min(by_field.values(), key=lambda a: call.args.index(a))
     dropped = {id(a) for a in by_field.values() if a is not first}
-    words = ", ".join(f"`{a.keyword.value}=`" for a in by_field.values())  # type: ignore[union-attr]
+    words = ", ".join(f"`{_keyword(a)}=`" for a in by_field.values())
     edits[id(call)] = _range_rebuild(call, first, dropped, spec)
     return f"{label}: {words} became `range_spec=RangeSpec({', '.join(parts)})`"
 
@@ -208,3 +209,8 @@ def _range_rebuild(call: cst.Call, first: cst.Arg, dropped: set[int], spec: Any)
         return updated.with_changes(args=args)
 
     return rebuild
+
+
+def _keyword(arg: cst.Arg) -> str:
+    """The keyword of an argument this module only ever takes from the keyword arguments."""
+    return arg.keyword.value if arg.keyword is not None else ""

@@ -163,7 +163,7 @@ def fix_self_typo(tree: cst.Module, cls: cst.ClassDef, attr: str) -> tuple[cst.M
 def fix_output_method(tree: cst.Module, cls: cst.ClassDef, missing: set[str]) -> tuple[cst.Module, list[str]]:
     """``Output(method="build_outputs")`` where only ``build_output`` is close: point it there."""
     defined = methods(cls)
-    used = {string(kwarg(o, "method").value) for o in outputs(cls) if kwarg(o, "method")}  # type: ignore[union-attr]
+    used = {string(arg.value) for o in outputs(cls) if (arg := kwarg(o, "method"))}
     candidates = [m for m in defined if not m.startswith("__") and m not in used]
     edits: Edits = {}
     changes: list[str] = []

@@ -17,7 +17,7 @@ class NoFix(Exception):
     """This mistake has no certain fix here: the model gets the original error."""
 
 
-Edits = dict[int, Callable[[Any], Any]]
+Edits = dict[int, Callable[..., Any]]
 """Node ``id`` -> what the node becomes (given its updated self): one ``replace`` pass applies them."""
 
 
@@ -37,7 +37,7 @@ def walk(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
-def replace(tree: cst.Module, edits: dict[int, Callable[[Any], Any]]) -> cst.Module:
+def replace(tree: cst.Module, edits: Edits) -> cst.Module:
     """``tree`` with each node whose ``id`` is in ``edits`` replaced by ``edits[id](updated node)``."""
     import libcst as cst
 
