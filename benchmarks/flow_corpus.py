@@ -16,6 +16,11 @@ for two environments:
   sandbox sees it: a node that builds in ``full`` and fails here for an absent module is a package the
   user's environment lacks, not a broken flow.
 
+- ``provisioned``: the environment ``validate_flow(provision=True)`` builds for the flow (lfx as the
+  sandbox has it, plus the distributions the flow needs: ``lfassist_jupyter.sandbox.provision``), the
+  environment a user who said yes judges the flow in; a flow that needs nothing keeps its ``sandbox``
+  verdict.  lfx's run there is the ground truth of the product with provisioning on.
+
 Per flow and environment it records ``lfx validate`` (all four levels: each issue with its level)
 and one ``lfx run`` (``lfx.run.base.run_flow``: the dependency preflight, loading the graph,
 ``graph.prepare()``, then the run) with no keys and no network (a fresh network namespace when
@@ -30,7 +35,8 @@ and one ``lfx run`` (``lfx.run.base.run_flow``: the dependency preflight, loadin
 
 Usage::
 
-    python benchmarks/flow_corpus.py verdicts [--env full|sandbox|both] [--only ID ...]
+    python benchmarks/flow_corpus.py verdicts [--env full|sandbox|both|provisioned] [--half H] [--only ID ...]
+    python benchmarks/flow_corpus.py measure [--half held_back] [--provision]
     python benchmarks/flow_corpus.py show [ID]
 """
 
@@ -53,6 +59,65 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "benchmarks" / "flows_corpus"
 MANIFEST = CORPUS / "manifest.json"
 VERDICTS = CORPUS / "verdicts.json"
+FLOWS = CORPUS / "flows"
+
+# A second set, unseen while the rules were written: Langflow's own starter projects as older
+# releases shipped them (langflow-base 0.4-0.11 is Langflow 1.4-1.11), split by project name (every
+# version of a project on one side).  The wheels come from the package index with pip; only the
+# manifest (with each file's hash) and lfx's verdicts are kept in the repository, the flows in the
+# user cache (``starters fetch`` makes them again).
+STARTERS = ROOT / "benchmarks" / "starters_corpus"
+STARTERS_CACHE = Path.home() / ".cache" / "lfassist-jupyter" / "starters"
+STARTER_RELEASES = {"0.4.3": "1.4", "0.7.3": "1.7", "0.11.6": "1.11"}
+
+
+def select(which: str) -> None:
+    """Point the module at a set: ``corpus`` (other authors' exports) or ``starters``."""
+    global CORPUS, MANIFEST, VERDICTS, FLOWS
+    CORPUS = STARTERS if which == "starters" else ROOT / "benchmarks" / "flows_corpus"
+    MANIFEST, VERDICTS = CORPUS / "manifest.json", CORPUS / "verdicts.json"
+    FLOWS = STARTERS_CACHE / "flows" if which == "starters" else CORPUS / "flows"
+
+
+def fetch_starters() -> None:
+    """Download langflow-base wheels (``pip download --no-deps``), keep their starter projects
+    (one file per project and release, identical files once), write the manifest."""
+    import hashlib
+    import zipfile
+
+    wheels = STARTERS_CACHE / "wheels"
+    (STARTERS_CACHE / "flows").mkdir(parents=True, exist_ok=True)
+    flows, seen = [], set()
+    for base, release in STARTER_RELEASES.items():
+        found = list(wheels.glob(f"langflow_base-{base}-*.whl"))
+        if not found:
+            pip = [shutil.which("pip3") or shutil.which("pip") or "pip"]  # the project's venv has uv, not pip
+            subprocess.run([*pip, "download", "--quiet", "--no-deps", "--only-binary=:all:", f"langflow-base=={base}",
+                            "-d", str(wheels)], check=True, timeout=600)  # fmt: skip
+            found = list(wheels.glob(f"langflow_base-{base}-*.whl"))
+        with zipfile.ZipFile(found[0]) as zf:
+            for name in sorted(n for n in zf.namelist() if "/starter_projects/" in n and n.endswith(".json")):
+                data = zf.read(name)
+                digest = hashlib.sha256(data).hexdigest()
+                if digest in seen:
+                    continue
+                seen.add(digest)
+                project = Path(name).stem
+                fid = f"{re.sub(r'[^A-Za-z0-9]+', '_', project)}__{release}"
+                with gzip.open(STARTERS_CACHE / "flows" / f"{fid}.json.gz", "wb") as fh:
+                    fh.write(data)
+                half = "held_back" if int(hashlib.sha256(project.encode()).hexdigest(), 16) % 2 else "dev"
+                flows.append({"id": fid, "project": project, "langflow_version": release,
+                              "source": f"langflow-base {base}", "sha256": digest, "half": half})  # fmt: skip
+    STARTERS.mkdir(exist_ok=True)
+    about = (
+        "Langflow's starter projects as langflow-base 0.4.3, 0.7.3 and 0.11.6 (Langflow 1.4, 1.7, 1.11) shipped "
+        "them; split by project name; `flow_corpus.py --set starters fetch` makes the files again."
+    )
+    MANIFEST.write_text(json.dumps({"about": about, "flows": flows}, indent=1) + "\n")
+    print(f"{len(flows)} flows, held back {sum(f['half'] == 'held_back' for f in flows)}")
+
+
 FULL_VENV = Path(
     os.environ.get("LFASSIST_LANGFLOW_VENV", Path.home() / ".cache" / "lfassist-jupyter" / "langflow-venv")
 )
@@ -158,6 +223,31 @@ _PROVIDERS = {
 }  # fmt: skip
 
 
+def _inactive_providers() -> set[str]:
+    """The providers lfx 1.13 registers as inactive (``"is_active": False`` in its
+    ``model_input_constants.py``, read as a file): saved Agent code that indexes ``MODELS_METADATA``
+    by one fails with its ``KeyError`` whatever is installed."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("lfx")
+    if spec is None or not spec.submodule_search_locations:
+        return set()
+    source = Path(next(iter(spec.submodule_search_locations))) / "base" / "models" / "model_input_constants.py"
+    found = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+            key, value = node.targets[0].slice, node.value
+            if isinstance(key, ast.Constant) and isinstance(value, ast.Dict):
+                flags = dict(zip((getattr(k, "value", None) for k in value.keys), value.values, strict=False))
+                if isinstance(flags.get("is_active"), ast.Constant) and flags["is_active"].value is False:
+                    found.add(str(key.value).lower())
+    return found
+
+
+_INACTIVE = _inactive_providers()
+
+
 def classify_stored(item: dict) -> str:
     """``classify`` over a stored summary (its outcome is recomputed, so the rules can be read here)."""
     if item.get("outcome") in ("ran", "timeout", "probe_failed", None):
@@ -179,6 +269,8 @@ def classify(run: dict) -> str:
     if "not installed" in text and "pip install" in text:  # lfx run's dependency preflight
         return "missing_package"
     key = re.search(r"keyerror: '([^']+)'", text)
+    if key and key.group(1) in _INACTIVE:  # a provider lfx keeps inactive: no package brings it back
+        return "broken"
     if key and key.group(1) in _PROVIDERS:  # a model provider whose bundle is not installed
         return "missing_package"
     if "invalid value type <class 'nonetype'>" in text:
@@ -199,7 +291,64 @@ def classify(run: dict) -> str:
 def lfx_python(env: str) -> Path:
     if env == "full":
         return FULL_VENV / "bin" / "python"
+    if env.startswith("/"):  # a provisioned environment's interpreter
+        return Path(env)
     return Path(sys.executable)
+
+
+BENCH_ENVS = Path(os.environ.get("LFASSIST_BENCH_ENVS", Path.home() / ".cache" / "lfassist-jupyter" / "bench-envs"))
+"""Where the benchmark keeps the provisioned environments (its own cache, bounded generously)."""
+
+
+def use_bench_envs() -> None:
+    os.environ.setdefault("LFASSIST_PROVISION_DIR", str(BENCH_ENVS))
+    os.environ.setdefault("LFASSIST_PROVISION_CACHE_MB", "80000")
+
+
+def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
+    """Each flow's provisioned interpreter (``validate_flow(provision=True)`` builds it, or finds it
+    built), ``"sandbox"`` for a flow that needs nothing, or ``{"error": ...}`` when none could be made."""
+    from lfassist_jupyter.flows import validate_flow
+
+    use_bench_envs()
+    found: dict[str, str | dict] = {}
+    with tempfile.TemporaryDirectory(prefix="lfassist-provision-") as tmp:
+        for i, fid in enumerate(fids, 1):
+            path = Path(tmp) / f"{fid}.json"
+            path.write_text(flow_text(fid), encoding="utf-8")
+            report = validate_flow(path, provision=True)
+            plan = report.provision
+            if plan is None:
+                found[fid] = "sandbox"
+            elif plan.ready and not plan.error:
+                found[fid] = str(Path(plan.path) / "bin" / "python")
+            else:
+                found[fid] = {"error": str(plan.error)[:600]}
+            print(f"[{i}/{len(fids)}] provisioned {fid}: {found[fid]}", flush=True)
+    return found
+
+
+def compute_provisioned(flows: list[dict], jobs: int) -> None:
+    """lfx's verdict on each flow in the environment provisioning builds for it."""
+    old = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
+    where = provisioned_envs([f["id"] for f in flows])
+    netns = _netns_prefix()
+    batches: dict[str, list[str]] = {}
+    for fid, env in where.items():
+        if env == "sandbox":
+            old.setdefault(fid, {})["provisioned"] = {**old.get(fid, {}).get("sandbox", {}), "env": "sandbox"}
+        elif isinstance(env, dict):
+            old.setdefault(fid, {})["provisioned"] = {"outcome": "provision_failed", "run_message": env["error"]}
+        else:
+            batches.setdefault(env, []).append(fid)
+    work = [(fids[i : i + BATCH], env) for env, fids in batches.items() for i in range(0, len(fids), BATCH)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for found, (_, env) in zip(pool.map(lambda b: verdicts(b[0], b[1], netns), work), work, strict=True):
+            for fid, answer in found.items():
+                item = summary(answer) | {"env": Path(env).parent.parent.name}
+                old.setdefault(fid, {})["provisioned"] = item
+                print(f"provisioned {item['outcome']:15} {fid}  {item['run_message'][:90]!r}", flush=True)
+    VERDICTS.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
 
 
 def _netns_prefix() -> list[str]:
@@ -211,7 +360,7 @@ def _netns_prefix() -> list[str]:
 
 
 def flow_text(fid: str) -> str:
-    with gzip.open(CORPUS / "flows" / f"{fid}.json.gz", "rt", encoding="utf-8") as fh:
+    with gzip.open(FLOWS / f"{fid}.json.gz", "rt", encoding="utf-8") as fh:
         return fh.read()
 
 
@@ -278,8 +427,11 @@ def summary(v: dict) -> dict:
     }
 
 
-def compute(envs: list[str], only: list[str] | None, jobs: int) -> None:
-    flows = [f for f in load_manifest() if not only or f["id"] in only]
+def compute(envs: list[str], only: list[str] | None, jobs: int, half: str = "all") -> None:
+    flows = [f for f in load_manifest() if (not only or f["id"] in only) and half in ("all", f["half"])]
+    if envs == ["provisioned"]:
+        compute_provisioned(flows, jobs)
+        return
     old = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
     netns = _netns_prefix()
     if not netns:
@@ -302,33 +454,36 @@ def compute(envs: list[str], only: list[str] | None, jobs: int) -> None:
 
 
 _SOUND = {"ran", "needs_key", "needs_file", "needs_service"}
+_WORD = {"broken": "broken", "missing_package": "not_judged", "provision_failed": "not_judged"}
 
 
-def expected(verdict: dict) -> str | None:
+def expected(verdict: dict, provisioned: bool = False) -> str | None:
     """lfx's word on the flow: ``sound`` (it builds; a run stops only at what the user must
-    provide), ``broken``, or ``missing_package`` (it needs a package the sandbox's environment
-    lacks: it builds with every bundle and not here, or even the full environment lacks it).
-    None when lfx gave no answer (a timeout)."""
+    provide), ``broken``, or ``not_judged`` (it needs a package this environment lacks: it builds
+    with every bundle and not here, or even the full environment lacks it).  With ``provisioned``,
+    lfx's word in the environment provisioning builds for the flow (not judged: even there a package
+    is missing, or no environment could be made).  None when lfx gave no answer (a timeout)."""
+    if provisioned:
+        there = classify_stored(verdict.get("provisioned", {}))
+        return "sound" if there in _SOUND else _WORD.get(there)
     full, here = (classify_stored(verdict.get(env, {})) for env in ("full", "sandbox"))
     if full not in _SOUND | {"broken", "missing_package"}:
         return None
     if full in _SOUND:
-        return "sound" if here in _SOUND else "missing_package"
-    return full
+        return "sound" if here in _SOUND else "not_judged"
+    return _WORD[full]
 
 
 def ours(report) -> str:
-    """``validate_flow``'s word in the same terms."""
-    if not report.is_valid:
-        return "broken"
-    if any(n.kind == "package" for n in report.needs):
-        return "missing_package"
-    return "sound"
+    """``validate_flow``'s word in the same terms: its verdict."""
+    return report.verdict
 
 
-def measure(half: str, out: Path | None = None) -> dict:
+def measure(half: str, out: Path | None = None, provision: bool = False) -> dict:
     """Agreement of ``validate_flow`` with lfx, full round trips (load -> spec -> rebuild with no
-    change) and ``validate_flow``'s time per flow, on one half of the corpus."""
+    change) and ``validate_flow``'s time per flow, on one half of the corpus.  ``provision``: flows
+    the sandbox cannot judge are judged in their provisioned environment (built before, by
+    ``verdicts --env provisioned``), against lfx's verdict there; off, they are not judged."""
     from lfassist_jupyter import Assistant, ScriptedProvider, default_catalog, validate_flow
     from lfassist_jupyter.flows import build as spec_module
     from lfassist_jupyter.flows import flow_to_spec
@@ -347,6 +502,8 @@ def measure(half: str, out: Path | None = None) -> dict:
         return call(payload, timeout)
 
     sandbox._call = counted
+    if provision:
+        use_bench_envs()
     with tempfile.TemporaryDirectory(prefix="lfassist-measure-") as tmp:
         for flow in flows:
             path = Path(tmp) / f"{flow['id']}.json"
@@ -354,34 +511,38 @@ def measure(half: str, out: Path | None = None) -> dict:
             original = json.loads(path.read_text())
             ops.clear()
             t0 = time.perf_counter()
-            report = validate_flow(path)
+            report = validate_flow(path, provision=provision)
             ms = (time.perf_counter() - t0) * 1000
-            row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {})), "ours": ours(report), "ms": ms,
-                   "sandbox_ops": len(ops)}  # fmt: skip
+            row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {}), provision), "ours": ours(report),
+                   "ms": ms, "sandbox_ops": len(ops), "judged_in": report.judged_in}  # fmt: skip
             row["errors"] = [str(e)[:300] for e in report.errors]
             api = (Assistant, ScriptedProvider, spec_module, flow_to_spec, default_catalog)
-            row.update(round_trip(path, original, *api))
+            if not provision:  # the round trip does not depend on where the flow was judged
+                row.update(round_trip(path, original, *api))
             rows.append(row)
-            print(f"{row['id'][:50]:50} lfx={row['lfx']!s:16} ours={row['ours']:16} trip={row['trip']} {ms:7.0f} ms")
+            trip = row.get("trip", "-")
+            print(f"{row['id'][:50]:50} lfx={row['lfx']!s:11} ours={row['ours']:11} trip={trip!s:5} {ms:7.0f} ms")
     judged = [r for r in rows if r["lfx"] is not None]
     agree = sum(r["lfx"] == r["ours"] for r in judged)
     times = sorted(r["ms"] for r in rows)
+    classes = ("sound", "broken", "not_judged")
     summary_ = {
         "half": half,
+        "provision": provision,
         "flows": len(rows),
         "judged": len(judged),
         "agree": agree,
+        "not_judged": sum(r["ours"] == "not_judged" for r in rows),
+        "valid_when_lfx_not_sound": sum(r["ours"] == "sound" and r["lfx"] not in ("sound", None) for r in rows),
         "confusion": {
-            f"{a}->{b}": sum(1 for r in judged if r["lfx"] == a and r["ours"] == b)
-            for a in ("sound", "broken", "missing_package")
-            for b in ("sound", "broken", "missing_package")
+            f"{a}->{b}": sum(1 for r in judged if r["lfx"] == a and r["ours"] == b) for a in classes for b in classes
         },
-        "full_round_trips": sum(r["trip"] for r in rows),
-        "nodes_kept": sum(r["nodes_kept"] for r in rows),
-        "nodes": sum(r["nodes"] for r in rows),
-        "nodes_identical": sum(r["nodes_identical"] for r in rows),
-        "edges_kept": sum(r["edges_kept"] for r in rows),
-        "edges": sum(r["edges"] for r in rows),
+        "full_round_trips": sum(r.get("trip", False) for r in rows),
+        "nodes_kept": sum(r.get("nodes_kept", 0) for r in rows),
+        "nodes": sum(r.get("nodes", 0) for r in rows),
+        "nodes_identical": sum(r.get("nodes_identical", 0) for r in rows),
+        "edges_kept": sum(r.get("edges_kept", 0) for r in rows),
+        "edges": sum(r.get("edges", 0) for r in rows),
         "sandbox_ops_per_flow_max": max((r["sandbox_ops"] for r in rows), default=None),
         "sandbox_ops": sum(r["sandbox_ops"] for r in rows),
         "validate_ms_p50": times[len(times) // 2] if times else None,
@@ -455,21 +616,28 @@ def round_trip(path, original, assistant_cls, provider_cls, spec_module, flow_to
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", choices=["corpus", "starters"], default="corpus")
     sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("fetch", help="starters: download the wheels, extract the starter projects, write the manifest")
     v = sub.add_parser("verdicts", help="compute lfx's verdicts (writes verdicts.json)")
-    v.add_argument("--env", choices=["full", "sandbox", "both"], default="both")
+    v.add_argument("--env", choices=["full", "sandbox", "both", "provisioned"], default="both")
+    v.add_argument("--half", choices=["dev", "held_back", "all"], default="all")
     v.add_argument("--only", nargs="*")
     v.add_argument("--jobs", type=int, default=2)
     m = sub.add_parser("measure", help="agreement with lfx and round trips on one half")
     m.add_argument("--half", choices=["dev", "held_back", "all"], default="dev")
     m.add_argument("--out", type=Path)
+    m.add_argument("--provision", action="store_true", help="judge what the sandbox cannot in provisioned envs")
     s = sub.add_parser("show", help="print the stored verdicts")
     s.add_argument("ids", nargs="*")
     args = parser.parse_args()
-    if args.cmd == "verdicts":
-        compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs)
+    select(args.set)
+    if args.cmd == "fetch":
+        fetch_starters()
+    elif args.cmd == "verdicts":
+        compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs, args.half)
     elif args.cmd == "measure":
-        found = measure(args.half, args.out)
+        found = measure(args.half, args.out, args.provision)
         print(json.dumps({k: v for k, v in found.items() if k != "rows"}, indent=1))
     else:
         stored = json.loads(VERDICTS.read_text())

@@ -21,6 +21,10 @@ what is measured is our overhead, not a model's.
   model-less one and one whose model node calls the fake provider with the openai SDK, interleaved,
   and vs. a cold ``lfx run``; the first real run (the runner's start); how soon a connection to a
   port that is not allowed is refused (``python benchmarks/run.py --real-runs``: these rows only)
+- your own model server: model calls per validated component with a local OpenAI-compatible server
+  (its URL and ``LFASSIST_MODEL``; its URL only) and with Ollama, beside the vendor's API with its
+  defaults -- fake servers, the local ones answering 404 to a model they lack
+  (``python benchmarks/run.py --providers``: these rows only)
 - zero-call repairs: over the tests' broken replies and the demo script's recorded ones, the
   share of failed first replies the repair pass fixes with no model call, model calls per
   validated component with and without the pass, and the pass's own time; and over the
@@ -44,6 +48,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -598,6 +603,83 @@ def hung_server_error_s() -> tuple[float, str] | None:
         return time.perf_counter() - t0, result.error or result.status
 
 
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "OLLAMA_HOST",
+                      "OLLAMA_BASE_URL", "LFASSIST_PROVIDER", "LFASSIST_MODEL", "LFASSIST_INTENT_MODEL")  # fmt: skip
+
+
+def own_server_calls(validator: SandboxValidator, n: int = 6) -> dict[str, dict]:
+    """Model calls per validated component, side by side, with the same replies: the vendor's API
+    with its defaults (a key; gpt-4o-mini classifies, gpt-4o writes), a local OpenAI-compatible
+    server with two settings (its URL and ``LFASSIST_MODEL``), the same server with its URL only (its
+    list is asked), and Ollama with two settings -- fake servers each (``tests/_support/fakellm.py``);
+    the local ones list their own models and answer 404 to any other.  Every other request's first
+    reply fails validation (a retry).  Counted: the HTTP calls to the model, those that named a model
+    the server does not have, and the requests for its list."""
+    from _support.components import DATA_LIST_BUG, intent
+    from _support.fakellm import FakeLLM, FakeOllama
+
+    setups = {
+        "vendor's API, its defaults": (FakeLLM(), lambda s: {"OPENAI_API_KEY": "bench-fake-key-0123456789",
+                                                             "OPENAI_BASE_URL": s.openai_base_url}),
+        "local server, URL + LFASSIST_MODEL": (FakeLLM(models=["fake-gpt", "fake-mini"]),
+                                               lambda s: {"OPENAI_BASE_URL": s.openai_base_url,
+                                                          "LFASSIST_MODEL": "fake-gpt"}),
+        "local server, URL only (its list asked)": (FakeLLM(models=["fake-gpt", "fake-mini"]),
+                                                    lambda s: {"OPENAI_BASE_URL": s.openai_base_url}),
+        "Ollama, OLLAMA_HOST + LFASSIST_MODEL": (FakeOllama(models=["qwen3:0.6b"]),
+                                                 lambda s: {"OLLAMA_HOST": s.url.removeprefix("http://"),
+                                                            "LFASSIST_MODEL": "qwen3:0.6b"}),
+    }  # fmt: skip
+    saved = {k: os.environ.pop(k) for k in PROVIDER_VARIABLES if k in os.environ}
+    out: dict[str, dict] = {}
+    try:
+        for name, (server, env) in setups.items():
+            with server:
+                os.environ.update(env(server))
+                validated = 0
+                t0 = time.perf_counter()
+                for i in range(n):
+                    server.queue(
+                        intent("generate_component"), *([fenced(DATA_LIST_BUG)] if i % 2 else []), fenced(GOOD)
+                    )
+                    assistant = Assistant(validator=validator, session_store=False)
+                    validated += bool(asyncio.run(assistant.arun("a component that uppercases text")).validated)
+                known = server.models
+                out[name] = {
+                    "calls": len(server.requests),
+                    "validated": validated,
+                    "unknown_model_calls": sum(
+                        known is not None and r.body.get("model") not in known for r in server.requests
+                    ),
+                    "listings": server.listings,
+                    "seconds": time.perf_counter() - t0,
+                }
+                for k in env(server):
+                    os.environ.pop(k, None)
+    finally:
+        os.environ.update(saved)
+    return out
+
+
+def own_server_rows(found: dict[str, dict]) -> list[tuple[str, str, str, str]]:
+    """The table's rows for ``own_server_calls``: calls per validated component, vs the vendor's."""
+    vendor = next(iter(found.values()))
+    base = vendor["calls"] / max(1, vendor["validated"])
+    rows = []
+    for name, r in found.items():
+        per = r["calls"] / max(1, r["validated"])
+        rows.append(
+            (
+                f"model calls per validated component, {name}",
+                f"{per:.2f}",
+                f"{per / base:.2f}x the vendor's API",
+                f"{r['validated']} validated; {r['unknown_model_calls']} calls to a model it lacks; "
+                f"{r['listings']} list requests",
+            )
+        )
+    return rows
+
+
 def _demo_replies() -> dict[str, str]:
     """The demo script's recorded component replies, by what their ``match`` asks for."""
     data = json.loads((ROOT / "notebooks" / "demo-script.json").read_text())
@@ -682,22 +764,68 @@ def held_back_mistakes(validator: SandboxValidator) -> dict | None:
     return held
 
 
-def real_flows() -> dict | None:
-    """Other authors' exported flows, the half held back while the rules were written
-    (``benchmarks/flow_corpus.py``): agreement of ``validate_flow`` with lfx's own verdict, full
-    round trips (``%assist flow load`` -> spec -> the rebuild an edit makes) and validate_flow's
-    time per flow. ``LFASSIST_BENCH_NO_CORPUS=1`` skips it (several minutes on a busy machine)."""
+def real_flows(which: str = "corpus") -> dict | None:
+    """Flows the rules were not written on, the held-back half (``benchmarks/flow_corpus.py``):
+    agreement of ``validate_flow`` with lfx's own verdict with provisioning off (a flow the sandbox
+    lacks a package for is *not judged*) and on (it is judged in the environment provisioning builds,
+    against lfx's run there), full round trips (``%assist flow load`` -> spec -> the rebuild an edit
+    makes) and validate_flow's time per flow.  ``which``: ``corpus`` (other authors' exports) or
+    ``starters`` (Langflow 1.4-1.11's starter projects, fetched into the user cache).
+    ``LFASSIST_BENCH_NO_CORPUS=1`` skips it (several minutes on a busy machine)."""
     if os.environ.get("LFASSIST_BENCH_NO_CORPUS"):
         return None
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import flow_corpus
 
-    found = flow_corpus.measure("held_back")
-    return {k: v for k, v in found.items() if k != "rows"} | {
-        "disagreements": [
-            {"id": r["id"], "lfx": r["lfx"], "ours": r["ours"]} for r in found["rows"] if r["lfx"] != r["ours"]
-        ]
-    }
+    flow_corpus.select(which)
+    if not flow_corpus.VERDICTS.exists() or not flow_corpus.FLOWS.exists():
+        return None
+    stored = json.loads(flow_corpus.VERDICTS.read_text())
+    halves = [f["id"] for f in flow_corpus.load_manifest() if f["half"] == "held_back"]
+    if not all(fid in stored for fid in halves):
+        return None
+    off = flow_corpus.measure("held_back")
+    provisioned = all("provisioned" in stored[fid] for fid in halves)
+    on = flow_corpus.measure("held_back", provision=True) if provisioned else None
+    flow_corpus.select("corpus")
+
+    def disagreements(found: dict) -> list[dict]:
+        return [{"id": r["id"], "lfx": r["lfx"], "ours": r["ours"]} for r in found["rows"] if r["lfx"] != r["ours"]]
+
+    answer = {k: v for k, v in off.items() if k != "rows"} | {"set": which, "disagreements": disagreements(off)}
+    if on is not None:
+        answer["provisioned"] = {k: v for k, v in on.items() if k != "rows"} | {"disagreements": disagreements(on)}
+    return answer
+
+
+def time_to_provisioned_verdict() -> dict | None:
+    """Time to a verdict for a flow that needs a new environment: ``validate_flow(provision=True)`` in
+    a fresh process with an empty environment folder (first time: resolved and built, packages from
+    uv's cache), then again in another fresh process (cached: the environment found ready, its
+    sandbox started).  The flow is a held-back corpus flow needing a package the sandbox lacks."""
+    if os.environ.get("LFASSIST_BENCH_NO_CORPUS"):
+        return None
+    flow = ROOT / "benchmarks" / "flows_corpus" / "flows" / "s1ds1ngh__Blog_Writer.json.gz"
+    script = (
+        "import gzip, json, sys, time\n"
+        "from lfassist_jupyter.flows import default_catalog, validate_flow\n"
+        "flow = json.loads(gzip.open(sys.argv[1]).read())\n"
+        "default_catalog()\n"  # the sandbox's own start is not part of it
+        "t = time.perf_counter(); r = validate_flow(flow, provision=True)\n"
+        "print(json.dumps({'s': time.perf_counter() - t, 'verdict': r.verdict, 'in': r.judged_in}))\n"
+    )
+    with tempfile.TemporaryDirectory(prefix="lfassist-bench-envs-") as tmp:
+        env = {**os.environ, "LFASSIST_PROVISION_DIR": tmp}
+        found = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", script, str(flow)], capture_output=True, text=True, env=env,
+                                 timeout=1800, check=False)  # fmt: skip
+            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+            if not lines:
+                return {"error": out.stderr[-500:]}
+            found.append(json.loads(lines[-1]))
+    return {"first_s": found[0]["s"], "cached_s": found[1]["s"], "verdict": found[0]["verdict"],
+            "flow": flow.name.removesuffix(".json.gz")}  # fmt: skip
 
 
 def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
@@ -718,7 +846,7 @@ def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
             "real flows (held back): lfx's broken flows validate_flow calls broken",
             f"{caught}/{broken}",
             f"{said_broken} called broken in all",
-            "sound / broken / missing package",
+            "sound / broken / not judged here",
         ),
         (
             "real flows (held back): full round trips (load -> spec -> rebuild)",
@@ -736,11 +864,48 @@ def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def provision_rows(corpus: dict | None, timing: dict | None) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for found in [corpus] if corpus else []:
+        name = "real flows" if found.get("set") == "corpus" else "Langflow 1.4-1.11 starters"
+        rows.append(
+            (
+                f"{name} (held back): validate_flow agrees with lfx, provisioning off",
+                f"{found['agree']}/{found['judged']}",
+                f"not judged here {found['not_judged']}/{found['flows']}",
+                f"valid where lfx says otherwise: {found['valid_when_lfx_not_sound']}",
+            )
+        )
+        on = found.get("provisioned")
+        if on:
+            rows.append(
+                (
+                    f"{name} (held back): validate_flow agrees with lfx, provisioning on",
+                    f"{on['agree']}/{on['judged']}",
+                    f"still not judged {on['not_judged']}/{on['flows']}",
+                    f"valid where lfx says otherwise: {on['valid_when_lfx_not_sound']}",
+                )
+            )
+    if timing and "first_s" in timing:
+        rows.append(
+            (
+                "time to a verdict in a new environment (first / cached)",
+                f"{timing['first_s']:.1f} s",
+                f"cached {timing['cached_s']:.1f} s",
+                f"{timing['flow']}: {timing['verdict']} (packages from uv's cache)",
+            )
+        )
+    return rows
+
+
 def main() -> None:
-    if sys.argv[1:] == ["--real-runs"]:  # only the real-run rows (python benchmarks/run.py --real-runs)
+    if sys.argv[1:] in (["--real-runs"], ["--providers"]):  # only those rows (python benchmarks/run.py --providers)
         validator = SandboxValidator()
         validator.start()
-        rows = real_run_rows(real_runs(validator, 7))
+        if sys.argv[1] == "--providers":
+            rows = own_server_rows(own_server_calls(validator))
+        else:
+            rows = real_run_rows(real_runs(validator, 7))
         validator.close()
         width = max(len(r[0]) for r in rows)
         for name, value, ratio, note in rows:
@@ -768,6 +933,7 @@ def main() -> None:
     flow_calls, flow_kb, flow_ms = flow_first_valid(validator)
     control = control_flow_requests(validator)
     real = real_runs(validator, 7)
+    providers = own_server_calls(validator)
     starters = validate_starters()
     custom = custom_node_flow(validator)
     repairs = repair_savings(validator)
@@ -780,6 +946,8 @@ def main() -> None:
     worst_x_ms, worst_x_name, worst_s_ms, worst_s_name = adversarial()
     hang = hung_server_error_s()
     corpus = real_flows()
+    starters_corpus = real_flows("starters")
+    provision_timing = time_to_provisioned_verdict()
 
     p50_floor = pct(floor, 50)
     rows = [
@@ -897,6 +1065,7 @@ def main() -> None:
         ),
     ]
     rows += real_run_rows(real)
+    rows += own_server_rows(providers)
     rows += [
         (
             "component repair: failed first replies fixed with no model call",
@@ -941,6 +1110,7 @@ def main() -> None:
     if hang is not None:
         rows.append(("time to a clear error with a hung model server", f"{hang[0]:.1f} s", "defaults", "target < 60 s"))
     rows += corpus_rows(corpus)
+    rows += provision_rows(corpus, provision_timing) + provision_rows(starters_corpus, None)
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  {'value':>10}  {'ratio':<26}  note")
     print("-" * (width + 56))
@@ -958,7 +1128,8 @@ def main() -> None:
            "flow_ms": flow_ms, "real_runs": real, "validate_starters": starters, "custom_node_flow": custom,
            "repairs": repairs, "held_back_mistakes": mistakes,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
-           "real_flows": corpus}  # fmt: skip
+           "real_flows": corpus, "own_server_calls": providers, "starters": starters_corpus,
+           "provision_timing": provision_timing}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

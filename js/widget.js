@@ -194,7 +194,8 @@ function render({ model, el }) {
   // without its OS layer); a restored card has none and says the plain word.
   function verdictBadge(m, ok) {
     const reduced = ok && m.badge && m.badge !== "validated";
-    const kind = reduced ? "lfa-badge-warn" : ok ? "lfa-badge-ok" : "lfa-badge-fail";
+    const unjudged = m.badge === "not judged here"; // never valid, never a failure of the flow
+    const kind = reduced || unjudged ? "lfa-badge-warn" : ok ? "lfa-badge-ok" : "lfa-badge-fail";
     return h("span", { class: `lfa-badge ${kind}` }, m.badge || (ok ? "validated" : "not validated"));
   }
 
@@ -228,6 +229,13 @@ function render({ model, el }) {
       title: "Run it on this machine with its models called, with only the variables you allow",
       onclick: () => send({ type: "run_for_real", id: m.id, text: probe.value }),
     }, "Run for real"), probe);
+    if (m.provision) {
+      // Not judged here: the plan says what a separate environment would install; the click is the yes.
+      buttons.unshift(h("button", {
+        class: "lfa-btn lfa-primary", "aria-label": "Judge the flow in a separate environment", title: m.provision,
+        onclick: () => send({ type: "provision_flow", id: m.id }),
+      }, "Judge elsewhere"));
+    }
     buttons.push(h("button", {
       class: "lfa-btn lfa-quiet", "aria-label": "Undo the last flow edit", title: "Restore the flow before the last edit",
       onclick: () => send({ type: "undo_flow", id: m.id }),

@@ -111,12 +111,15 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
     return build(text, catalog=catalog if catalog is not None else default_catalog(), repair=repair)
 
 
-def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None) -> FlowReport:
+def validate_flow(
+    flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None, provision: bool | None = None
+) -> FlowReport:
     """Validate flow JSON, a flow file or spec text (default catalogue: the shared sandbox's); never
-    raises on bad input.  See ``flows.validate_flow``."""
+    raises on bad input.  Three answers: sound, broken, not judged here; ``provision`` judges a flow
+    the sandbox cannot in an environment built for it.  See ``flows.validate_flow``."""
     from lfassist_jupyter.flows.validate import validate_flow as validate
 
-    return validate(flow, catalog=catalog if catalog is not None else default_catalog())
+    return validate(flow, catalog=catalog if catalog is not None else default_catalog(), provision=provision)
 
 
 def run_flow_for_real(

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lfassist_jupyter.errors import ConfigError, LfAssistError
+from lfassist_jupyter.providers import check_environment
+from lfassist_jupyter.providers.table import setup_variables
 from lfassist_jupyter.runtime import blocking_twin
 from lfassist_jupyter.settings import Settings, check, help_text
 
@@ -367,12 +369,12 @@ async def arun_suite(
         options.update(validator=sandbox, sandbox=sandbox)
     first = factory(provider=provider, **options)
     chosen = first.provider  # raises ConfigError with the fix when nothing is configured
+    named = chosen.task_models(model, intent_model).main
     suite = SuiteResult(
         provider=chosen.name,
-        model=model or chosen.default_model,
+        model=named or "(the server's first model)",
         started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
-    suite.versions = _versions(suite.model)
     for i, case in enumerate(cases):
         if on_progress:
             on_progress(i, len(cases), None, case)
@@ -380,6 +382,10 @@ async def arun_suite(
         suite.cases.append(await run_case(case, assistant, runner))
         if on_progress:
             on_progress(i + 1, len(cases), suite.cases[-1], None)
+    in_use = getattr(chosen, "model_in_use", None)  # the model that wrote (after a fallback, or the server's pick)
+    if callable(in_use) and in_use(named, "component"):
+        suite.model = in_use(named, "component")
+    suite.versions = _versions(suite.model)
     return suite
 
 
@@ -418,8 +424,8 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lfassist_jupyter.eval",
         description="Run eval cases through the assistant and check each result by running it in the sandbox.",
-        epilog="Providers are configured as for %%assist (OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENAI_BASE_URL, "
-        "OLLAMA_HOST). Exit status: 0 all cases ran, 1 a case errored (or failed, with --strict), 2 usage error.",
+        epilog=f"Providers are configured as for %%assist ({', '.join(setup_variables())}). "
+        "Exit status: 0 all cases ran, 1 a case errored (or failed, with --strict), 2 usage error.",
     )
     parser.add_argument("cases", help="a TOML file of [[case]] tables (see evals/ for the shipped suites)")
     parser.add_argument("--provider", default=settings.provider, help=setting("provider"))
@@ -453,6 +459,7 @@ def write_json(suite: SuiteResult, path: str | Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        check_environment()  # every LFASSIST_* variable: a bad one is its one line, as everywhere
         parser = build_parser()
     except ConfigError as exc:  # a bad LFASSIST_* variable
         print(f"error: {exc}", file=sys.stderr)

@@ -59,6 +59,8 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.fastmcp import Context, FastMCP  # the official MCP SDK (not this module)
 from mcp.server.fastmcp.exceptions import ToolError
 
+from lfassist_jupyter.providers.table import setup_variables
+
 if TYPE_CHECKING:
     from lfassist_jupyter.flows.catalog import Catalog
     from lfassist_jupyter.sandbox.client import SandboxValidator
@@ -90,7 +92,7 @@ options:
   --max-retries N   validation attempts of generate_component, 0..10 (default: LFASSIST_MAX_RETRIES or 3)
   -h, --help        show this help and exit
 
-environment: OPENAI_API_KEY / ANTHROPIC_API_KEY / OPENAI_BASE_URL / OLLAMA_HOST (the model provider,
+environment: {" / ".join(setup_variables())} (the model provider,
 as in the notebook; LFASSIST_PROVIDER, LFASSIST_MODEL), LANGFLOW_URL and LANGFLOW_API_KEY (offer the
 register tools), LFASSIST_SANDBOX, LFASSIST_VALIDATOR_TIMEOUT (the sandbox).
 
@@ -452,15 +454,21 @@ def _flow_tools(tool: Register) -> None:
         return {**built.model_dump(mode="json"), "report": report.model_dump(mode="json") if report else None}
 
     @tool
-    async def validate_flow(flow: dict[str, Any] | str) -> dict[str, Any]:
+    async def validate_flow(flow: dict[str, Any] | str, provision: bool = False) -> dict[str, Any]:
         """Validate Langflow flow JSON (an object, or its text) as Langflow would run it: nodes,
-        handles and types, required inputs, loops and branches, node code that parses. Returns the
-        FlowReport: is_valid, errors (each naming the node and the fix), warnings, needs (a model,
-        a key: what to provide before a real run)."""
+        handles and types, required inputs, loops and branches, node code that lfx loads. Returns the
+        FlowReport: verdict (sound | broken | not_judged: the sandbox lacks a package or a model
+        provider's bundle the flow needs, named in missing_packages; never valid then), is_valid,
+        errors (each naming the node and the fix), warnings, needs (a model, a key: what to provide
+        before a real run), provision (what judging it elsewhere would install, and its size),
+        judged_in. provision=true judges a not-judged flow in a separate environment with lfx and
+        those packages (built with uv and cached; the server's own environment is not touched)."""
         from lfassist_jupyter.flows import validate_flow as check
 
         the_flow = _flow(flow)
-        return await asyncio.to_thread(lambda: check(the_flow, catalog=_catalog()))
+        return await asyncio.to_thread(
+            lambda: check(the_flow, catalog=_catalog(), provision=True if provision else None)
+        )
 
     @tool
     async def probe_run_flow(ctx: Context, flow: dict[str, Any] | str, input_text: str = "hello") -> dict[str, Any]:
@@ -700,6 +708,8 @@ TOOL_MODULES = (
     "lfassist_jupyter.langflow",
     "lfassist_jupyter.langflow.extension",
     "lfassist_jupyter.langflow.flows",
+    "lfassist_jupyter.providers",  # the settings check before serving, and the provider table
+    "lfassist_jupyter.providers.table",
     "lfassist_jupyter.redaction",
     "lfassist_jupyter.sandbox",  # shared(): the server's one sandbox
     "lfassist_jupyter.sandbox.client",
@@ -779,6 +789,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.max_retries is not None and not 0 <= args.max_retries <= 10:
         sys.stderr.write("--max-retries must be between 0 and 10.\n")
+        return 2
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.providers import check_environment
+
+    try:  # a bad LFASSIST_* variable: its one line before serving, as every entry point says it
+        check_environment()
+    except ConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
         return 2
     server = build_server(root, max_retries=args.max_retries)
     _redact_logs()

@@ -17,6 +17,7 @@ calls through ``MeteredProvider``) and closed with ``finish``; ``Metrics`` aggre
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import statistics
 import threading
 import time
@@ -111,9 +112,10 @@ class MeteredProvider:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def stream(self, *, system: str, messages: list[dict[str, str]], **kwargs: Any) -> AsyncIterator[str]:
+    def stream(self, call: Any) -> AsyncIterator[str]:
+        """The inner provider's stream of ``call`` (a ``ModelCall``), counted."""
         usage: list[Any] = []  # this call's, reported through the call: the provider keeps none
-        outer = kwargs.pop("on_usage", None)
+        outer = call.on_usage
 
         def seen(reported: Any) -> None:
             usage.append(reported)
@@ -129,15 +131,16 @@ class MeteredProvider:
             record = self._record
             if isinstance(known, list):
                 record.fallbacks.extend(known[before:])
-            substitutions = getattr(self._inner, "substitutions", None)
-            if isinstance(substitutions, dict):
-                record.model = substitutions.get(record.model, record.model)
+            in_use = getattr(self._inner, "model_in_use", None)
+            if callable(in_use):  # the model that answered this call (after a fallback, or a pick)
+                record.model = in_use(call.model, call.task)
 
-        inner = self._inner.stream(system=system, messages=messages, on_usage=seen, **kwargs)
-        return _metered(self._record, inner, chars=prompt_chars(system, messages), usage=usage, on_end=settled)
+        inner = self._inner.stream(dataclasses.replace(call, on_usage=seen))
+        chars = prompt_chars(call.system, call.messages)
+        return _metered(self._record, inner, chars=chars, usage=usage, on_end=settled)
 
-    async def complete(self, **kwargs: Any) -> str:
-        return "".join([chunk async for chunk in self.stream(**kwargs)])
+    async def complete(self, call: Any) -> str:
+        return "".join([chunk async for chunk in self.stream(call)])
 
 
 class _Histogram:

@@ -14,10 +14,15 @@ Two groups, declared alike:
   changing them in a running kernel would change nothing already started.  ``read(name)``.
 
 One parser (``parse``: text from the environment, or a Python value), one bounds check (``check``:
-the bounds, finite numbers, the allowed values), one error type: a bad value is one
-``ConfigError`` line naming its source (``LFASSIST_VALIDATOR_TIMEOUT='ten': input should be a
-valid number, ...``), whichever surface read it.  The standard library only: ``%load_ext``
-imports this module to build the magics, and must stay fast.
+the bounds, finite numbers, the allowed values, what a value names: a model name, an existing
+file, an interpreter), one error type: a bad value is one ``ConfigError`` line naming its source
+(``LFASSIST_VALIDATOR_TIMEOUT='ten': input should be a valid number, ...``), whichever surface
+read it.  ``check_all`` checks every variable at once: each entry point (``%load_ext``, ``%assist
+status``, ``%%assist``, the panel, the MCP server, the eval CLI) calls it first, so a bad value is
+the same line wherever it is met, and none is met halfway through a request.  The provider names
+are the provider table's (``providers/table.py``, a layer above): its callers hand them in
+(``providers.check_environment``).  The standard library only: ``%load_ext`` imports this module
+to build the magics, and must stay fast.
 
 This module deliberately has no ``from __future__ import annotations``: ``dataclasses.fields``
 then carries real types, which the traitlets and the parser read.
@@ -28,7 +33,7 @@ import math
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -49,6 +54,7 @@ def _setting(
     le: float | None = None,
     gt: float | None = None,
     preference: bool = False,
+    kind: str | None = None,
 ) -> Any:
     """A field of ``Settings`` or ``ProcessSettings`` with its help text and bounds (read by every
     surface).
@@ -56,8 +62,12 @@ def _setting(
     ``preference``: the environment variable is a preference the provider registry applies when
     a request names nothing (``providers.available_providers``: a preferred provider that is
     not configured falls back to one that is), so ``env_values`` leaves it there rather than
-    turning it into a demand here."""
-    meta = {"help": text, "ge": ge, "le": le, "gt": gt, "preference": preference}
+    turning it into a demand here.
+
+    ``kind``: what a text value names, checked with the rest (``_KINDS``): ``provider`` (a name of
+    the provider table), ``model`` (one model name), ``flow_model`` (``provider:model`` or a model),
+    ``file``, ``python`` (an interpreter that exists), ``directory`` (not an existing file)."""
+    meta = {"help": text, "ge": ge, "le": le, "gt": gt, "preference": preference, "kind": kind}
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -66,16 +76,28 @@ class Settings:
     """What the magics and the chat panel use unless a request says otherwise."""
 
     provider: str | None = _setting(
-        None, "Provider name: openai | anthropic | ollama | scripted; default: the first configured.", preference=True
+        None,
+        "Provider name: openai | anthropic | ollama | scripted; default: the first configured.",
+        preference=True,
+        kind="provider",
     )
-    model: str | None = _setting(None, "Generation model; default: the provider's.", preference=True)
+    model: str | None = _setting(
+        None,
+        "Generation model; default: the provider's (on a server of your own, also the model of every other task).",
+        preference=True,
+        kind="model",
+    )
     intent_model: str | None = _setting(
-        None, "Intent classification model; default: the provider's fast model.", preference=True
+        None,
+        "Intent classification model; default: the provider's fast model (on a server of your own: the model).",
+        preference=True,
+        kind="model",
     )
     flow_model: str | None = _setting(
         None,
         "Model of the language-model nodes in the flows it writes: provider:model "
         "(anthropic:claude-haiku-4-5) or a model of the assistant's provider; default: the assistant's own.",
+        kind="flow_model",
     )
     max_retries: int = _setting(3, "Total validation attempts, between 0 and 10; 0 skips validation.", ge=0, le=10)
     insert: bool = _setting(True, "Insert validated code as a new cell below.")
@@ -101,6 +123,7 @@ class ProcessSettings:
         None,
         "Interpreter of the validation sandbox (e.g. your Langflow server's environment, to validate with its "
         "lfx); default: this kernel's.",
+        kind="python",
     )
     validator_memory_mb: int = _setting(
         4096, "Memory limit of the validation sandbox in MB (each request's child included).", ge=256
@@ -116,9 +139,23 @@ class ProcessSettings:
     timeout: float = _setting(
         45.0, "How many seconds a model server may take to start answering, or stay silent mid-reply.", gt=0
     )
-    script: str | None = _setting(None, "A JSON file of scripted replies: the offline demo provider.")
+    script: str | None = _setting(None, "A JSON file of scripted replies: the offline demo provider.", kind="file")
     data_dir: str | None = _setting(
-        None, "Where conversations and panel preferences are kept; default: the per-user data directory."
+        None,
+        "Where conversations and panel preferences are kept; default: the per-user data directory.",
+        kind="directory",
+    )
+    provision: Literal["ask", "yes", "no"] = _setting(
+        "ask",
+        "A flow that needs packages the sandbox lacks is not judged there; it can be judged in a separate "
+        "environment with lfx and those packages (built with uv, cached, never the kernel's): ask (show what "
+        "would be installed and its size; --provision says yes once), yes (build it without asking) or no.",
+    )
+    provision_dir: str | None = _setting(
+        None, "Where the environments that judge flows are kept; default: the user cache (lfassist-jupyter/envs)."
+    )
+    provision_cache_mb: int = _setting(
+        6000, "The most those environments may take on disk, in MB; the least recently used go first.", ge=100
     )
 
 
@@ -213,7 +250,63 @@ _BOUNDS = (
 )
 
 
-def _problem(name: str, value: Any) -> str | None:
+def _model_problem(value: str) -> str | None:
+    if len(value) > 200 or any(c.isspace() or not c.isprintable() for c in value):
+        return "input should be one model name (no spaces), as the provider lists it"
+    return None
+
+
+def _provider_problem(value: str, providers: Collection[str]) -> str | None:
+    if providers and value.lower() not in providers:
+        return "input should be " + " or ".join(repr(p) for p in providers)
+    return None
+
+
+def _flow_model_problem(value: str, providers: Collection[str]) -> str | None:
+    head, sep, tail = value.partition(":")
+    if sep and head.strip().lower() in providers and not tail.strip():
+        return "input should be provider:model, with the model named after the colon"
+    return _model_problem(tail.strip() if sep and head.strip().lower() in providers else value)
+
+
+def _file_problem(value: str) -> str | None:
+    return None if os.path.isfile(os.path.expanduser(value)) else "input should be an existing file"
+
+
+def _python_problem(value: str) -> str | None:
+    path = os.path.expanduser(value)
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return None
+    return "input should be the path of a Python interpreter that exists"
+
+
+def _directory_problem(value: str) -> str | None:
+    path = os.path.expanduser(value)
+    return (
+        "input should be a directory, not an existing file"
+        if os.path.exists(path) and not os.path.isdir(path)
+        else None
+    )
+
+
+def _kind_problem(kind: str | None, value: object, providers: Collection[str]) -> str | None:
+    """What is wrong with a text setting's value for what it names (``kind``), or None."""
+    if kind is None or not isinstance(value, str):
+        return None
+    if kind == "provider":
+        return _provider_problem(value, providers)
+    if kind == "flow_model":
+        return _flow_model_problem(value, providers)
+    checks = {
+        "model": _model_problem,
+        "file": _file_problem,
+        "python": _python_problem,
+        "directory": _directory_problem,
+    }
+    return checks[kind](value)
+
+
+def _problem(name: str, value: Any, providers: Collection[str] = ()) -> str | None:
     """What is wrong with ``value`` (already of the setting's type) for the setting, or None."""
     _, _, choices = _shape(name)
     if choices and value not in choices:
@@ -224,7 +317,7 @@ def _problem(name: str, value: Any) -> str | None:
     for key, words, within in _BOUNDS:
         if value is not None and meta[key] is not None and not within(value, meta[key]):
             return f"input should be {words} {meta[key]:g}"
-    return None
+    return _kind_problem(meta["kind"], value, providers)
 
 
 def _error(name: str, value: Any, problem: str, source: str | None) -> Exception:
@@ -234,18 +327,19 @@ def _error(name: str, value: Any, problem: str, source: str | None) -> Exception
     return ConfigError(f"{source or env_name(name)}={shown!r}: {problem}. {FIELDS[name].metadata['help']}")
 
 
-def check(name: str, value: Any, *, source: str | None = None) -> Any:
+def check(name: str, value: Any, *, source: str | None = None, providers: Collection[str] = ()) -> Any:
     """``value`` (already of the setting's type: a traitlet or the parser made it so) within the
     setting's bounds, finite and one of its allowed values; else one ``ConfigError`` line naming
     ``source`` (default: the environment variable).  The one bounds check: ``%config``, the
-    environment, the eval CLI's flags and the assistant's arguments all come through here."""
-    problem = _problem(name, value)
+    environment, the eval CLI's flags and the assistant's arguments all come through here.
+    ``providers``: the provider table's names, for the settings that name a provider."""
+    problem = _problem(name, value, providers)
     if problem is not None:
         raise _error(name, value, problem, source)
     return value
 
 
-def parse(name: str, value: Any, *, source: str | None = None) -> Any:
+def parse(name: str, value: Any, *, source: str | None = None, providers: Collection[str] = ()) -> Any:
     """A setting's value, from text ("5", "false", "gpt-4.1") or a Python value, checked against its
     type and bounds; a bad value is one ``ConfigError`` line naming ``source`` (default: the
     environment variable)."""
@@ -253,20 +347,29 @@ def parse(name: str, value: Any, *, source: str | None = None) -> Any:
         converted = _convert(name, value)
     except ValueError as exc:
         raise _error(name, value, str(exc), source) from None
-    problem = _problem(name, converted)
+    problem = _problem(name, converted, providers)
     if problem is not None:
         raise _error(name, value, problem, source)  # the value as it was given ('11', not 11)
     return converted
 
 
-def read(name: str, env: Mapping[str, str] | None = None) -> Any:
+def read(name: str, env: Mapping[str, str] | None = None, *, providers: Collection[str] = ()) -> Any:
     """The setting's value from ``LFASSIST_<NAME>`` in ``env`` (default: this process's
     environment), parsed and checked; its default when the variable is unset or empty."""
     env = os.environ if env is None else env
     raw = env.get(env_name(name), "")
     if not str(raw).strip():
         return FIELDS[name].default
-    return parse(name, raw)
+    return parse(name, raw, providers=providers)
+
+
+def check_all(env: Mapping[str, str] | None = None, *, providers: Collection[str] = ()) -> None:
+    """Every ``LFASSIST_*`` variable of ``env`` parsed and checked, in declaration order: the first
+    bad one is a ``ConfigError`` line, the same line ``read`` gives wherever it is read later.
+    What every entry point calls first (through ``providers.check_environment``, which hands in
+    the provider names)."""
+    for name in FIELDS:
+        read(name, env, providers=providers)
 
 
 def env_values(env: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -198,3 +198,19 @@ def flow_ip(sandbox, tmp_path, monkeypatch):
     magics.workspace = Workspace(data_dir=tmp_path / "data", local_validator=sandbox)
     yield shell
     _close_shell(shell)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`make test` spreads the suite over two pytest-xdist workers (``--dist loadgroup``): a
+    file's tests stay in one worker (its module fixtures are made once), and every test of the
+    real Langflow server, or of the JupyterLab the browser drives, runs in one worker, so each
+    server starts once.  Without xdist the marks do nothing."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if item.get_closest_marker("langflow") or "langflow_server" in names:
+            group = "langflow"
+        elif item.get_closest_marker("browser"):
+            group = "browser"
+        else:
+            group = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support.components import DATA_LIST_BUG, GOOD, LOWER_AND_UPPER, QA_SPEC, fenced, intent, named
+from _support.components import DATA_LIST_BUG, GOOD, LLM_SPEC, LOWER_AND_UPPER, QA_SPEC, fenced, intent, named
 from _support.lfxcli import lfx
 from mcp import ClientSession, McpError, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -31,6 +31,7 @@ URL_TOKEN = "lfurltoken0123456789abcdef"  # a token in LANGFLOW_URL's user part:
 TYPED_KEY = "typed-into-a-node-0123456789"  # a key typed into a flow's password field
 ECHO_QA = named(QA_SPEC, "Echo QA")
 ANSWER_WITHIN = datetime.timedelta(seconds=120)  # an answer, however slow the machine; not for ever
+GROQ_SPEC = LLM_SPEC + '  M.model: {"name": "llama-3.1-8b-instant", "provider": "Groq"}\n  M.api_key: GROQ_API_KEY\n'
 
 
 def params(root: Path, llm: Any = None, **extra: str) -> StdioServerParameters:
@@ -112,7 +113,11 @@ async def test_tools_validate_build_probe_save_export(tmp_path):
         error, run = await agent.call("probe_run_flow", flow=built["flow"], input_text="what is MCP?")
         assert not error and run["ok"] and run["text"] == "Answer this: what is MCP?"
         error, checked = await agent.call("validate_flow", flow=json.dumps(built["flow"]))
-        assert not error and checked["is_valid"]
+        assert not error and checked["is_valid"] and checked["verdict"] == "sound"
+        # A flow needing a package the server's sandbox lacks: not judged, never valid, named.
+        error, lacking = await agent.call("build_flow", spec=GROQ_SPEC)
+        assert not error and lacking["report"]["verdict"] == "not_judged" and not lacking["report"]["is_valid"]
+        assert [p["distribution"] for p in lacking["report"]["missing_packages"]] == ["langchain-groq"]
 
         error, saved = await agent.call("save_flow", flow=built["flow"], path="flows/qa")
         assert not error and saved["path"] == str(tmp_path / "flows" / "qa.json") and saved["id_source"] == "new"
@@ -122,7 +127,7 @@ async def test_tools_validate_build_probe_save_export(tmp_path):
         error, exported = await agent.call("export_extension", components=[GOOD, DATA_LIST_BUG], directory="ext")
         assert not error and exported["components"] == ["UppercaseComponent"] and len(exported["skipped"]) == 1
 
-    agent = await run_agent(params(tmp_path), script)
+    agent = await run_agent(params(tmp_path, LFASSIST_PROVISION="no"), script)
     assert lfx("validate", str(tmp_path / "flows" / "qa.json"), "--level", "3").returncode == 0
     assert lfx("extension", "validate", str(tmp_path / "ext")).returncode == 0
     assert not any(SECRET in text for text in agent.seen)

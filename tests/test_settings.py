@@ -1,10 +1,12 @@
 """Every ``LFASSIST_*`` setting is declared once (``lfassist_jupyter/settings.py``) and read from
 there: no module reads one of its own, the docs' table (docs/configuration.md) and ``%config AssistMagics`` list them,
 and a bad value is the same one ``ConfigError`` line whichever surface reads it first -- the
-settings, ``sandbox.shared()``, ``%load_ext``, the chat panel, the eval CLI."""
+settings, ``sandbox.shared()``, ``%load_ext``, ``%assist status``, ``%%assist``, the chat panel,
+the MCP server, the eval CLI -- for every setting (a provider name the table does not have too)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -93,41 +95,103 @@ def test_values_parse_as_their_types():
     assert settings.read("validator_memory_mb", env) == 2048 and settings.read("data_dir", env) is None
 
 
-def test_a_bad_validator_timeout_is_the_same_line_everywhere(monkeypatch, tmp_path, no_shared_sandbox):
-    from IPython.core.error import UsageError
+BAD_VALUES = {
+    "provider": lambda tmp: "gemini",  # a provider the table does not have: never ignored
+    "model": lambda tmp: "gpt 4o",
+    "intent_model": lambda tmp: "mini\tmodel",
+    "flow_model": lambda tmp: "anthropic:",
+    "max_retries": lambda tmp: "11",
+    "insert": lambda tmp: "maybe",
+    "server_validation": lambda tmp: "sometimes",
+    "validator_timeout": lambda tmp: "ten",
+    "validator_python": lambda tmp: str(tmp / "no-such-python"),
+    "validator_memory_mb": lambda tmp: "100",
+    "sandbox": lambda tmp: "bogus",
+    "sandbox_landlock": lambda tmp: "perhaps",
+    "timeout": lambda tmp: "0",
+    "script": lambda tmp: str(tmp / "no-such-replies.json"),
+    "data_dir": lambda tmp: str(Path(__file__)),  # a file, not a folder
+}
+
+
+def test_every_setting_has_a_bad_value_below():
+    assert set(BAD_VALUES) == set(settings.FIELDS)
+
+
+@pytest.fixture(scope="module")
+def shell(sandbox):
+    """One IPython shell with the extension loaded (the session's warm sandbox as its validator)."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from lfassist_jupyter.sandbox import shared
-    from lfassist_jupyter.settings import Settings
+    ip = InteractiveShell.instance()
+    yield ip
+    if "lfassist_jupyter" in ip.extension_manager.loaded:
+        ip.run_line_magic("unload_ext", "lfassist_jupyter")
+    InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("name", sorted(BAD_VALUES))
+def test_a_bad_setting_is_the_same_line_through_every_entry_point(name, shell, monkeypatch, tmp_path, capsys):
+    """``%load_ext``, ``%assist status``, ``%%assist``, the panel, the MCP server and the eval CLI
+    answer a bad ``LFASSIST_*`` value with one line, the same line -- before anything runs."""
+    from IPython.core.error import UsageError
+
+    from lfassist_jupyter import eval as eval_cli
+    from lfassist_jupyter import mcp
+    from lfassist_jupyter.providers.table import PREFERRED_ORDER
     from lfassist_jupyter.ui.panel import ChatPanel
 
-    monkeypatch.setenv("LFASSIST_VALIDATOR_TIMEOUT", "ten")
+    if "lfassist_jupyter" not in shell.extension_manager.loaded:
+        shell.run_line_magic("load_ext", "lfassist_jupyter")  # with every setting good
+    value = BAD_VALUES[name](tmp_path)
+    monkeypatch.setenv(settings.env_name(name), value)
+    with pytest.raises(ConfigError) as caught:
+        settings.read(name, providers=PREFERRED_ORDER)
+    expected = str(caught.value)
+    assert expected.startswith(f"{settings.env_name(name)}={value[:80]!r}: input should be") and "\n" not in expected
+
     lines = []
-    with pytest.raises(ConfigError) as caught:
-        Settings.from_env()
-    lines.append(str(caught.value))
-    with pytest.raises(ConfigError) as caught:
-        shared()
-    lines.append(str(caught.value))
+    for line, cell in (("status", None), ("", "a component that uppercases text")):
+        with pytest.raises(UsageError) as caught:
+            shell.run_cell_magic("assist", line, cell) if cell else shell.run_line_magic("assist", line)
+        lines.append(str(caught.value))
     with pytest.raises(ConfigError) as caught:
         ChatPanel(data_dir=tmp_path / "panel")
     lines.append(str(caught.value))
-    shell = InteractiveShell.instance()
-    try:
-        with pytest.raises(UsageError) as caught:
-            shell.run_line_magic("load_ext", "lfassist_jupyter")
-        lines.append(str(caught.value))
-    finally:
-        shell.run_line_magic("unload_ext", "lfassist_jupyter")
-        InteractiveShell.clear_instance()
-    cli = subprocess.run(
+    capsys.readouterr()
+    assert mcp.main([]) == 2
+    lines.append(capsys.readouterr().err.strip())
+    assert eval_cli.main([str(tmp_path / "cases.toml")]) == 2
+    lines.append(capsys.readouterr().err.strip().removeprefix("error: "))
+    shell.run_line_magic("unload_ext", "lfassist_jupyter")
+    with pytest.raises(UsageError) as caught:
+        shell.run_line_magic("load_ext", "lfassist_jupyter")
+    lines.append(str(caught.value))
+
+    assert lines == [expected] * 6
+
+
+def test_the_eval_command_line_says_the_same_line_and_exits_2(tmp_path):
+    """The real process (``python -m lfassist_jupyter.eval``): the line, no traceback.  (The MCP
+    server's ``main`` is the same call, checked in-process above: its process imports the MCP SDK
+    for 20 s on a busy machine.)"""
+    env = {**os.environ, "LFASSIST_PROVIDER": "gemini"}
+    done = subprocess.run(
         [sys.executable, "-m", "lfassist_jupyter.eval", str(tmp_path / "cases.toml")],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
-    assert cli.returncode == 2 and "Traceback" not in cli.stderr
-    lines.append(cli.stderr.strip().removeprefix("error: "))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    line = done.stderr.strip().removeprefix("error: ")
+    assert line.startswith("LFASSIST_PROVIDER='gemini': input should be 'openai' or 'anthropic'") and "\n" not in line
 
-    assert lines[0].startswith(BAD) and "\n" not in lines[0]
-    assert lines == [lines[0]] * 5
+
+def test_the_sandbox_reads_a_bad_value_as_the_same_line(monkeypatch, no_shared_sandbox):
+    from lfassist_jupyter.sandbox import shared
+
+    monkeypatch.setenv("LFASSIST_VALIDATOR_TIMEOUT", "ten")
+    with pytest.raises(ConfigError) as caught:
+        shared()
+    assert str(caught.value).startswith(BAD) and "\n" not in str(caught.value)

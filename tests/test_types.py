@@ -19,10 +19,16 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parents[1]
 
-IGNORES = 1
-"""``# type: ignore`` comments in the checked scope today (``MeteredProvider`` is a ``Provider`` in all but name)."""
-ANY = 323
-"""Uses of the name ``Any`` in the checked scope today (annotations of untyped JSON, mostly)."""
+IGNORES = 2
+"""``# type: ignore`` comments in the checked scope today (``MeteredProvider`` is a ``Provider`` in all but
+name; pydantic's documented ``@computed_field`` over ``@property``, which mypy does not support)."""
+ANY = 370
+"""Uses of the name ``Any`` in the checked scope today (annotations of untyped JSON, mostly: the
+provisioned judging of issue 42 passes flow JSON through four more signatures).  ``providers/``
+brought 15 when it joined the scope (it held 25, and two ``# type: ignore``; TypedDicts and
+narrowing replaced 10 and both ignores): the SDK clients, imported lazily and untyped here, and
+the keywords passed through to them and to the providers' constructors.  ``langflow/`` brought
+28 (it held 37 and one ignore; 9 and the ignore replaced): the JSON a Langflow server answers."""
 
 
 def _scope() -> list[Path]:

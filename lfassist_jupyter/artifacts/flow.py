@@ -538,7 +538,7 @@ def spec_scalar(text: str) -> Any:
 # -- key fields -------------------------------------------------------------------------------
 
 VARIABLE_REF = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
-"""A key field's value that names a variable (``OPENAI_API_KEY``) rather than being the key."""
+"""A key field's value that names a variable (``MY_SERVICE_KEY``) rather than being the key."""
 
 
 def is_key_field(field: dict[str, Any]) -> bool:
@@ -549,8 +549,8 @@ def is_key_field(field: dict[str, Any]) -> bool:
 def name_variable(field: dict[str, Any]) -> None:
     """A key field holding an UPPER_SNAKE name reads that variable: ``load_from_db``, as a
     Langflow global variable is read (lfx's ``configure_component`` writes every value as a
-    literal).  So ``M.api_key: OPENAI_API_KEY`` means the variable in Langflow too, never a key
-    that reads "OPENAI_API_KEY"."""
+    literal).  So ``M.api_key: MY_SERVICE_KEY`` means the variable in Langflow too, never a key
+    that reads "MY_SERVICE_KEY"."""
     value = field.get("value")
     if is_key_field(field) and isinstance(value, str) and VARIABLE_REF.match(value.strip()):
         field["load_from_db"] = True

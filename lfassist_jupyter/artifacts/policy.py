@@ -43,6 +43,10 @@ MODULES: dict[str, str] = {
     "zipimport": "loads code from a file",
     "runpy": "runs code from a file",
     "readline": "reads and writes any file in C, where the sandbox's checks do not see it",
+    # Debuggers: they hand out the frames of the code that called the component (bdb.Bdb().get_stack)
+    # and run code given as text (pdb.run).
+    "bdb": "walks the interpreter's frames",
+    "pdb": "walks the interpreter's frames and runs code given as text",
 }
 
 # Built-in functions refused by name (reached bare, through ``builtins`` or a namespace).
@@ -105,6 +109,20 @@ ATTRS: dict[str, str] = {
     "traceback.walk_stack": "walks the interpreter's frames",
     "traceback.walk_tb": "walks the interpreter's frames",
     "logging.currentframe": "walks the interpreter's frames",
+    "inspect.getframeinfo": "walks the interpreter's frames",
+    "inspect.getclosurevars": "reads a function's closure and globals",
+    "inspect.getgeneratorlocals": "reads another function's variables",
+    "inspect.getcoroutinelocals": "reads another function's variables",
+    "inspect.getasyncgenlocals": "reads another function's variables",
+    "inspect.getmembers": "reads every attribute of an object by name (reflection)",
+    "inspect.getmembers_static": "reads every attribute of an object by name (reflection)",
+    # The collector hands out any live object: frames, closures, the sandbox's own state.
+    "gc.get_referrers": "reaches any live object (frames and closures included)",
+    "gc.get_referents": "reaches any live object (frames and closures included)",
+    "gc.get_objects": "reaches any live object (frames and closures included)",
+    "gc.garbage": "reaches any live object (frames and closures included)",
+    # A format string names attributes at runtime: Formatter().get_field("0.system", [os], {}) is os.system.
+    "string.Formatter": "reads attributes named in a format string (reflection)",
 }
 
 # ``module.<prefix>*`` refused (os.execv, os.spawnl, ...).
@@ -134,7 +152,35 @@ DUNDER_ESCAPES: dict[str, str] = {
     "gi_frame": "walks the interpreter's frames",
     "cr_frame": "walks the interpreter's frames",
     "ag_frame": "walks the interpreter's frames",
+    # A closure's cells hold another function's variables, and can be written.
+    "__closure__": "reads another function's variables",
+    "cell_contents": "reads another function's variables",
 }
+
+# Reflection: what turns a string into an attribute, a module or an object. Called with a name
+# the code spells out (a literal, or constants joined), it is judged as that name (``getattr(os,
+# "path")`` is ``os.path``); with a name computed at runtime, or used as a value (passed, mapped,
+# aliased, stored), what it reaches cannot be known from the code, so it is refused -- except a
+# component's attribute by name on its own ``self``, which reaches nothing ``self.<name>`` would
+# not.  Keyed by qualified name; the value is how the name argument is read:
+#   "attr": (obj, name, ...) -- an attribute of obj; "names": (*names) -- dotted attribute paths,
+#   "object": (dotted) -- a module and its attributes; "module": (module name).
+REFLECTION: dict[str, str] = {
+    "builtins.getattr": "attr",
+    "builtins.hasattr": "attr",
+    "builtins.setattr": "attr",
+    "builtins.delattr": "attr",
+    "inspect.getattr_static": "attr",
+    "operator.attrgetter": "names",
+    "operator.methodcaller": "names",
+    "pkgutil.resolve_name": "object",
+    "pydoc.locate": "object",
+    "importlib.import_module": "module",
+    "builtins.__import__": "module",
+}
+# The same, spelt as a method of any object: ``object.__getattribute__(os, name)``,
+# ``os.__getattribute__(name)``.
+REFLECTION_METHODS: frozenset[str] = frozenset({"__getattribute__", "__getattr__", "__setattr__", "__delattr__"})
 
 # The import path: changing it lets ``import`` load a module or a native library the code wrote.
 IMPORT_PATH: dict[str, str] = {
@@ -243,6 +289,29 @@ def event_reason(event: str) -> str:
     if entry is None:
         return "is refused by the sandbox"
     return why(entry.rstrip("*")) or "is refused by the sandbox"
+
+
+def refused_attribute(name: str) -> tuple[str, str] | None:
+    """(the deny-list entry, why) when an attribute *name* is refused on whatever object it is
+    read from (a frame's ``f_locals``, a function's ``__globals__``) or is the name of a refused
+    function of some module (``system`` is ``os.system``'s): what ``attrgetter("system")`` may
+    reach.  None otherwise."""
+    if name in DUNDER_ESCAPES:
+        return name, DUNDER_ESCAPES[name]
+    for key, reason in ATTRS.items():
+        if key.rsplit(".", 1)[-1] == name:
+            return key, reason
+    for key, reason in PREFIXES.items():
+        stem = key.rsplit(".", 1)[-1]
+        if name.startswith(stem) and name[len(stem) :] in _EXEC_SUFFIXES:
+            return f"{key}*", reason
+    if name in BUILTINS:
+        return f"builtins.{name}", BUILTINS[name]
+    return None
+
+
+# What follows a PREFIXES stem in the functions it stands for (os.execvpe, os.spawnl, os.posix_spawnp).
+_EXEC_SUFFIXES = frozenset({"", "p", "l", "le", "lp", "lpe", "v", "ve", "vp", "vpe"})
 
 
 def has_banned_attrs(module: str) -> bool:

@@ -24,9 +24,7 @@ class AnswerPipeline:
     async def run(self, request: Request, sink: Sink) -> AnswerOutcome:
         sink(ProgressEvent(step="generating", attempt=1, max_attempts=1, message="Thinking..."))
         parts: list[str] = []
-        async for chunk in request.provider.stream(
-            system=ANSWER_SYSTEM_PROMPT, messages=request.messages, model=request.model, max_tokens=request.max_tokens
-        ):
+        async for chunk in request.provider.stream(request.call(ANSWER_SYSTEM_PROMPT, request.messages)):
             parts.append(chunk)
             sink(TokenEvent(chunk=chunk))
         return AnswerOutcome(result="".join(parts), intent=QUESTION)

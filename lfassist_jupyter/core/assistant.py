@@ -40,6 +40,7 @@ from lfassist_jupyter.core.hygiene import (
 from lfassist_jupyter.core.intent import (
     FLOW_INTENTS,
     GENERATE_COMPONENT,
+    INTENT_KIND,
     INTENT_METRIC,
     OFF_TOPIC,
     OFF_TOPIC_REFUSAL,
@@ -58,7 +59,8 @@ from lfassist_jupyter.core.session import Session, SessionStore, Turn, new_sessi
 from lfassist_jupyter.errors import LfAssistError, ProviderError
 from lfassist_jupyter.metrics import METRICS, MeteredProvider, RequestRecord
 from lfassist_jupyter.ports import ComponentValidator, FlowLibrary, FlowSandbox, HasFlowSandbox
-from lfassist_jupyter.providers.base import Provider
+from lfassist_jupyter.providers.base import ModelCall, Provider
+from lfassist_jupyter.providers.table import Task, TaskModels
 from lfassist_jupyter.redaction import redact
 
 if TYPE_CHECKING:
@@ -84,6 +86,10 @@ class _Job:
     emit: Callable[[Event], None]
     options: ResolvedOptions
     model: str = ""
+    """The model of the request's task (``""``: none is named, the server's list gives it)."""
+    models: TaskModels = field(default_factory=TaskModels)
+    """The model of each task, chosen once (``Provider.task_models``)."""
+    task: Task = "component"
     warnings: list[str] = field(default_factory=list)
     """Notices for the user (a truncated prompt, a session that could not be saved)."""
 
@@ -545,6 +551,10 @@ class Assistant:
         if clean is None:
             return
         job.warnings = list(clean.warnings)
+        if missing := await asyncio.to_thread(self._sandbox_unusable, job.options.max_retries):
+            job.record.kind, job.record.error_type = "refused", "SandboxUnavailable"
+            job.emit(ErrorEvent(message=missing))  # before any model call is spent
+            return
         provider = self._metered_provider(job)
         intent, builtin = await self._understand(clean.text, provider, job)
         if intent.intent == OFF_TOPIC:
@@ -575,10 +585,23 @@ class Assistant:
             return None
         return clean
 
+    def _sandbox_unusable(self, max_retries: int) -> str | None:
+        """Why this assistant's sandbox cannot validate anything (its interpreter has no lfx: the
+        ``[lfx]`` extra is not installed), or None; asked before a request spends a model call.
+        A validator that is not a sandbox, or validation turned off (``max_retries=0``), needs none."""
+        python = getattr(self._own_sandbox, "python", None)
+        if not isinstance(python, str) or max_retries == 0:
+            return None
+        from lfassist_jupyter.sandbox.lfx_check import lfx_missing
+
+        return lfx_missing(python)
+
     def _metered_provider(self, job: _Job) -> Provider:
-        """The provider (created on first use), counted into the request's metrics record."""
+        """The provider (created on first use), counted into the request's metrics record; the
+        model of each task chosen (the one place: ``Provider.task_models``)."""
         real = self.provider
-        job.model = self.model or real.default_model
+        job.models = real.task_models(self.model, self.intent_model)
+        job.model = job.models.intent
         job.record.provider, job.record.model = real.name, job.model
         return MeteredProvider(real, job.record)  # type: ignore[return-value]  # a Provider in all but name
 
@@ -602,11 +625,15 @@ class Assistant:
             session = self.session
             intent = await self._classify(
                 provider,
+                job.models.intent,
                 asked,
                 has_component=session.last_component is not None,
                 has_flow=session.last_flow is not None,
                 builtins=builtin_lines(catalog),
             )
+        job.task = INTENT_KIND.get(intent.intent, "answer")  # component, flow or answer: the model's task
+        job.model = job.models[job.task]
+        job.record.model = provider.model_in_use(job.model, job.task)
         builtin = None
         if intent.intent == GENERATE_COMPONENT and intent.builtin and catalog is not None:
             builtin = describe_builtin(catalog, intent.builtin)
@@ -637,6 +664,7 @@ class Assistant:
             request_id=job.request_id,
             max_tokens=self.max_tokens,
             warnings=list(job.warnings),
+            task=job.task,
         )
 
     async def _run(self, intent: IntentResult, request: Request, job: _Job) -> Outcome | None:
@@ -708,13 +736,20 @@ class Assistant:
         session.add(turn, window=self.history_window)
 
     async def _classify(
-        self, provider: Provider, text: str, *, has_component: bool, has_flow: bool = False, builtins: str | None = None
+        self,
+        provider: Provider,
+        model: str,
+        text: str,
+        *,
+        has_component: bool,
+        has_flow: bool = False,
+        builtins: str | None = None,
     ) -> IntentResult:
         system, messages = build_intent_messages(
             text, has_component=has_component, has_flow=has_flow, builtins=builtins
         )
-        model = self.intent_model or provider.fast_model or self.model or provider.default_model
-        reply = await provider.complete(system=system, messages=messages, model=model, max_tokens=400, temperature=0)
+        call = ModelCall(system=system, messages=messages, model=model, task="intent", max_tokens=400, temperature=0)
+        reply = await provider.complete(call)
         return await asyncio.to_thread(parse_intent, reply, text)  # lenient JSON of any size: off the loop
 
     @staticmethod

@@ -176,13 +176,27 @@ def _flow_name(name: str) -> str:
     return "" if name.lower() in ("", "it", "flow", "this", "that") else name
 
 
+LENIENT_CHARS = 8_000
+"""Nearly-JSON is repaired only up to this size, with at most ``LENIENT_BRACKETS`` brackets: the
+repair (``json_repair``, pure Python) takes about a millisecond per unclosed brace on a loaded
+machine, so a reply of 30,000 ``{`` held a kernel thread for half a minute (a megabyte: a quarter
+of an hour).  An intent or a plan is a few hundred characters and a few dozen brackets; past
+the bounds only strict JSON is read (linear, in C)."""
+LENIENT_BRACKETS = 400
+
+
 def loads_lenient(text: str) -> Any:
     """JSON, or nearly-JSON (a trailing comma, single quotes, an unclosed brace): a model's
-    reply is still an answer when it is almost valid; None when nothing can be read."""
+    reply is still an answer when it is almost valid; None when nothing can be read (or the
+    nearly-JSON is past ``LENIENT_CHARS``/``LENIENT_BRACKETS``)."""
     try:
         return json.loads(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # RecursionError: JSON nested past the interpreter's limit
         pass
+    if not isinstance(text, str) or len(text) > LENIENT_CHARS:
+        return None
+    if text.count("{") + text.count("[") > LENIENT_BRACKETS:
+        return None
     try:
         from json_repair import repair_json
 
@@ -203,7 +217,7 @@ def parse_intent(reply: str, original: str) -> IntentResult:
     text = (reply or "").strip()
     try:
         direct = json.loads(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         direct = None
     if (result := _from_obj(direct, original, "json")) is not None:
         return result

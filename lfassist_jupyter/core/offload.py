@@ -12,8 +12,9 @@ burning CPU after the request ended.
 
 A worker is started on first use and kept warm (it imports LibCST once); one that was killed is
 simply replaced next time.  It runs only the functions named in ``_JOBS``, each given JSON on
-stdin and answering one JSON line; it executes nothing of the code it reads, and runs with a
-minimal environment (no key reaches it) and an address-space limit.
+stdin and answering one JSON line; it executes nothing of the code it reads, and runs isolated
+(``python -I`` in ``/``: it imports the interpreter's packages, never a file of the notebook's
+folder), with a minimal environment (no key reaches it) and an address-space limit.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lfassist_jupyter.core.component.repair import Repair
+    from lfassist_jupyter.validation.report import ValidationReport
 
 MAX_WORKER_BYTES = 2 << 30
 """The worker's address-space limit: a parse that wants more ends in "no repair", not a swap storm."""
@@ -43,18 +48,24 @@ class Skipped(Exception):
     """The work gave no answer in time (or its worker died); the message says which."""
 
 
+_BOOT = "import sys; sys.path.append(sys.argv[1]); from lfassist_jupyter.core.offload import main; main()"
+"""The worker's start: the interpreter's own import path, then the directory holding this package
+(a source checkout), *after* it -- so nothing a notebook's folder holds shadows a module it imports."""
+
+
 def _start() -> subprocess.Popen[bytes]:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),  # the kernel's own imports, nothing else
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
+    """A new worker, isolated (``python -I``): no ``PYTHON*`` variable, no user site-packages, and
+    neither the notebook's folder nor the kernel's ``sys.path`` on its import path (a ``libcst.py``
+    next to the notebook is not imported), started in ``/``."""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     proc = subprocess.Popen(
-        [sys.executable, "-m", __name__],
+        [sys.executable, "-I", "-c", _BOOT, package_root],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,
+        cwd=os.path.abspath(os.sep),
         close_fds=True,
     )
     assert proc.stdout is not None
@@ -140,6 +151,20 @@ async def call(job: str, *args: Any, deadline: float) -> Any:
     if not isinstance(answer, dict) or "error" in answer:
         raise Skipped(f"the worker failed ({str(answer.get('error') if isinstance(answer, dict) else answer)[:200]})")
     return answer.get("value")
+
+
+async def repair_round(
+    code: str, report: ValidationReport, reference: dict[str, Any] | None, *, deadline: float
+) -> Repair | None:
+    """One round of the repair pass (``repair_component``) in the worker: a ``Repair`` or None;
+    ``Skipped`` past ``deadline``.  LibCST never parses in the kernel."""
+    from lfassist_jupyter.core.component.repair import Repair
+
+    answer = await call("repair", code, report.model_dump(mode="json"), reference, deadline=deadline)
+    if not isinstance(answer, dict) or not isinstance(answer.get("code"), str):
+        return None
+    changes = answer.get("changes")
+    return Repair(code=answer["code"], changes=[str(c) for c in changes]) if isinstance(changes, list) else None
 
 
 # -- the worker's side ---------------------------------------------------------------------

@@ -175,24 +175,26 @@ def _remember(cache: dict, key: bytes, value: Any, size: int = 1024) -> None:
     cache[key] = value
 
 
-def check(flow: object, catalog: Catalog) -> tuple[list[FlowProblem], list[str], list[Need]]:
-    """(errors, warnings, needs) of the whole-flow checks on spec text or on flow JSON (a dict
-    that passed the shape check).  Code no lfx built-in carries is built in the catalogue's
-    sandbox when everything parses (for spec text: the custom components of ``catalog`` it uses)."""
+def check(flow: object, catalog: Catalog) -> tuple[list[FlowProblem], list[str], list[Need], list[str]]:
+    """(errors, warnings, needs, unjudged) of the whole-flow checks on spec text or on flow JSON (a
+    dict that passed the shape check); ``unjudged``: the nodes whose code the sandbox could not
+    judge (it gave no verdict in time, or could not ask lfx), each as a line.  Code no lfx built-in
+    carries is built in the catalogue's sandbox when everything parses (for spec text: the custom
+    components of ``catalog`` it uses)."""
     builtin = catalog.builtin_codes
     if isinstance(flow, str):
         errors = spec_errors(flow, catalog)
         if errors:
-            return errors, [], []
+            return errors, [], [], []
         registry = catalog.registry
         kinds = dict.fromkeys(kind for _, kind, _ in spec_nodes(flow) or [] if isinstance(registry.get(kind), dict))
         nodes = [{"id": kind, "data": {"type": kind, "node": registry[kind]}} for kind in kinds]
         return custom_code_errors({"nodes": nodes}, builtin, catalog.sandbox)
     if not isinstance(flow, dict):
-        return [], [], []
+        return [], [], [], []
     errors = json_errors(flow, builtin)
     if errors:
-        return errors, [], []
+        return errors, [], [], []
     return custom_code_errors(flow, builtin, catalog.sandbox)
 
 
@@ -209,9 +211,9 @@ def _called_methods(node: dict[str, Any], used: set[Any]) -> list[tuple[str, str
 
 def custom_code_errors(
     flow: dict[str, Any], builtin_codes: frozenset[str], sandbox: FlowSandbox | None
-) -> tuple[list[FlowProblem], list[str], list[Need]]:
+) -> tuple[list[FlowProblem], list[str], list[Need], list[str]]:
     """Build each node whose code no built-in carries, in ``sandbox``; name the ones lfx refuses
-    (without a sandbox, each such node is a warning: its code could not be built here).
+    (and, apart, the ones the sandbox gave no verdict on: not judged, never passed).
 
     Three causes are told apart, because they call for different fixes: the flow's code is
     wrong (an error); it imports a module gone from a package that *is* installed, or its saved
@@ -236,10 +238,13 @@ def custom_code_errors(
     errors: list[FlowProblem] = []
     warnings: list[str] = []
     needs: list[Need] = []
+    unjudged: list[str] = []
     for (node, _code, called), answer in zip(todo, answers, strict=True):
         name, nid = node_name(node), facts.node_id(node)
         at = {"node": name, "node_id": nid, "field": "code"}
-        if answer.ok:
+        if answer.ok or answer.retired is not None:
+            if answer.retired is not None:  # lfx loads it as the retired stand-in, whose build refuses
+                errors.append(retired_problem(name, nid, answer.retired.component, answer.retired.message))
             gone = set(answer.missing_methods)
             for output, method in called:
                 if method in gone:
@@ -254,22 +259,34 @@ def custom_code_errors(
                     )
             continue
         message = str(answer.error or "")
-        package = answer.missing_package
-        if not answer.judged:  # the sandbox could not ask lfx: no verdict on the code
-            warnings.append(f"{name}: its code could not be built here ({message[:200]})")
-        elif package is not None:
-            needs.append(package_need(name, nid, "code", package.distribution, package.fix))
+        packages = answer.missing_packages or ([answer.missing_package] if answer.missing_package else [])
+        if not answer.judged:  # the sandbox could not ask lfx, or ran out of time: no verdict on the code
+            unjudged.append(f"{name}: its code could not be loaded here ({message[:200]})")
         elif answer.stale_import:
-            module = answer.stale_import
+            errors.append(stale_problem(name, nid, answer.stale_import, answer.stale_name))
+        elif answer.inactive_provider:
+            provider = answer.inactive_provider
             errors.append(
                 FlowProblem(
                     code="bad_value",
                     **at,
-                    message=f"{name} imports {module}, which does not exist in the installed packages "
-                    "(code written for another Langflow version); lfx cannot load this node.",
-                    fix=f"Replace {name} with a fresh copy of its component, or change the import of {module}.",
+                    message=f"{name}'s code lists the model provider {provider}, which lfx 1.13 registers as "
+                    f"inactive (its MODELS_METADATA leaves it out): lfx fails loading it with KeyError({provider!r}), "
+                    "whatever is installed (code saved by an older Langflow).",
+                    fix=f"Replace {name} with a fresh copy of its component.",
                 )
             )
+        elif packages:
+            for package in packages:
+                need = package_need(name, nid, "code", package.distribution, package.fix)
+                if answer.provider:
+                    need.message = (
+                        f"{name} lists the model provider(s) {answer.provider}, missing from lfx's registry here "
+                        f"(lfx fails with KeyError loading it): it needs {package.distribution}, not installed in "
+                        "the sandbox's environment: "
+                        f"{package.fix} (then restart the kernel)."
+                    )
+                needs.append(need)
         else:
             errors.append(
                 FlowProblem(
@@ -279,18 +296,74 @@ def custom_code_errors(
                     fix="Fix the node's code (validate it with %%assist_validate), or replace the node.",
                 )
             )
-    return errors, warnings, needs
+    return errors, warnings, needs, unjudged
+
+
+def stale_problem(name: str, nid: str | None, module: str, gone: str | None) -> FlowProblem:
+    """A node whose code imports what the installed packages no longer have (a module, or a name
+    in a module): code written for another version; lfx cannot load the node."""
+    at = {"node": name, "node_id": nid, "field": "code"}
+    if gone:
+        return FlowProblem(
+            code="bad_value",
+            **at,
+            message=f"{name} imports {gone} from {module}, which does not have it (a wrong import, or code "
+            "written for another version of that package); lfx cannot load this node.",
+            fix=f"Replace {name} with a fresh copy of its component, or change the import of {gone}.",
+        )
+    return FlowProblem(
+        code="bad_value",
+        **at,
+        message=f"{name} imports {module}, which does not exist in the installed packages "
+        "(code written for another Langflow version); lfx cannot load this node.",
+        fix=f"Replace {name} with a fresh copy of its component, or change the import of {module}.",
+    )
+
+
+def retired_problem(name: str, nid: str | None, component: str, message: str) -> FlowProblem:
+    """A node of a component lfx retired, reported in lfx's words (they name the migration)."""
+    return FlowProblem(
+        code="retired",
+        node=name,
+        node_id=nid,
+        field="code",
+        message=f"{name} is a {component} node, a component Langflow 1.13 retired; lfx refuses it: {message}",
+        fix=f"Migrate {name}'s data as lfx says, then replace the node (a Knowledge Base component) and reconnect "
+        "the flow.",
+    )
 
 
 def code_refusal(code: object) -> str | None:
     """Why code may not leave for Langflow: it does not parse, or the security scan refuses it in
-    reject mode (the mode generated code is held to); None when it passes."""
+    reject mode (the mode generated code is held to), or cannot judge it; None when it passes.
+    Remembered by the code's hash: a flow's codes come back with every save and registration."""
+    if not isinstance(code, str):
+        return f"it is a {type(code).__name__}, not code"
+    key = _digest("refusal", code)
+    if key not in _REFUSED:
+        _remember(_REFUSED, key, _refusal(code))
+    return _REFUSED[key]
+
+
+_REFUSED: dict[bytes, str | None] = {}
+
+
+def _refusal(code: str) -> str | None:
+    from lfassist_jupyter.artifacts.component import MAX_CODE_CHARS
+    from lfassist_jupyter.validation.security import ScanLimit
     from lfassist_jupyter.validation.static import security_findings
 
+    if len(code) > MAX_CODE_CHARS:
+        return f"it is {len(code):,} characters, more than the scan judges ({MAX_CODE_CHARS:,})"
     problem = code_problem(code)
     if problem is not None:
-        return f"its code does not parse ({problem})"
-    findings = security_findings(ast.parse(str(code)))
+        return f"it does not parse ({problem})"
+    try:
+        findings = security_findings(ast.parse(code))
+    except ScanLimit as exc:
+        return f"the security scan cannot judge it (it gave up after {exc})"
+    except (RecursionError, MemoryError) as exc:
+        return f"the security scan cannot judge it ({type(exc).__name__})"
     if not findings:
         return None
     line, text = findings[0]
@@ -298,31 +371,89 @@ def code_refusal(code: object) -> str | None:
     return f"line {line}: {text}{more}"
 
 
-def outgoing_code_problems(flow: object, catalog: Catalog) -> list[str]:
-    """The custom code a flow would take to Langflow (Save, Register, a run on the server) that
-    the security scan refuses in reject mode: "<node>: line N: ...", one per node.  Code a
-    built-in of the catalogue carries (the zygote's facts) is lfx's own and not scanned."""
+def _imports_refusal(text: str) -> str | None:
+    """Why a module list (the Python Interpreter's ``global_imports``, split as lfx splits it) may
+    not leave: a module the deny list refuses, judged as an ``import`` of it."""
+    from lfassist_jupyter.artifacts import policy
+
+    for module in (m.strip() for m in text.replace("\n", ",").split(",")):  # a list of modules was joined by lines
+        why = policy.why(module) if module else None
+        if why:
+            return f"it imports `{facts.one_line(module, 80)}` ({why})"
+    return None
+
+
+GATE_SECONDS = 60.0
+"""How long the outgoing gate may judge one flow's code (each text's scan is bounded too,
+``validation/security.py``): past it, what is left is not judged and the flow does not leave."""
+
+
+def outgoing_code_problems(flow: object, catalog: Catalog) -> list[FlowProblem]:
+    """What of ``flow`` may not leave for Langflow (Save, Register, a run on the server, a real
+    run), one problem per field: every text lfx executes when it builds the flow, found as lfx
+    finds it (``artifacts/executed.py``: groups opened with their proxies applied, fields of type
+    ``code``, lfx's code-execution fields such as Python Function's ``function_code``), must pass
+    the scan generated code is held to.  A text one of the catalogue's built-ins carries as its
+    class code (the zygote's facts) is lfx's own and not scanned; what cannot be judged is refused."""
+    from lfassist_jupyter.artifacts.executed import Unjudged, executed_fields
+
+    try:
+        fields = executed_fields(flow)
+    except Unjudged as exc:
+        return [
+            FlowProblem(
+                code="unsafe_code",
+                message=f"Its code cannot be judged as lfx would run it: {exc}.",
+                fix="Save or register a flow Langflow's editor wrote, or rebuild it with build_flow.",
+            )
+        ]
+    import time
+
     builtin = catalog.builtin_codes
     problems = []
-    for node in facts.built_nodes(flow):  # any type lfx builds, and the nodes inside groups
-        code = node_code(node)
-        if code is None or (isinstance(code, str) and code in builtin):
+    deadline = time.monotonic() + GATE_SECONDS
+    for executed in fields:
+        if executed.text in builtin:
             continue
-        why = code_refusal(code)
-        if why is not None:
-            problems.append(f"{node_name(node)}: {why}")
+        if time.monotonic() > deadline:
+            problems.append(
+                FlowProblem(
+                    code="unsafe_code",
+                    message=f"Its code cannot be judged as lfx would run it: judging it took more than "
+                    f"{GATE_SECONDS:g} s (from {executed.where} on, nothing was judged).",
+                    fix="A flow carries a few KB of code per custom node; remove what makes it this large.",
+                )
+            )
+            break
+        why = _imports_refusal(executed.text) if executed.kind == "imports" else code_refusal(executed.text)
+        if why is None:
+            continue
+        what = "class code" if executed.kind == "class" else "code" if executed.kind == "python" else "module list"
+        origin = f" (put there by the group field {executed.via})" if executed.via else ""
+        problems.append(
+            FlowProblem(
+                code="unsafe_code",
+                node=executed.node,
+                node_id=executed.node_id,
+                field=executed.field,
+                message=f"the security scan refuses the {what} lfx would run{origin}: {why}.",
+                fix="Remove or rewrite that code (validate a component with %%assist_validate), or replace the node.",
+            )
+        )
     return problems
 
 
 def outgoing_flow_problem(flow: object, catalog: Catalog) -> str | None:
     """Why ``flow`` may not leave for Langflow (a saved file, a registration), in one line, or None:
     Langflow builds every node from its code, unsandboxed, and a flow file or a server's flow can
-    carry any code, so custom code must pass the scan generated code is held to."""
+    carry any code, so what lfx would execute must pass the scan generated code is held to."""
     problems = outgoing_code_problems(flow, catalog)
     if not problems:
         return None
-    more = f" (and {len(problems) - 1} more node(s))" if len(problems) > 1 else ""
-    return f"the security scan refuses custom code in it: {problems[0]}{more}"
+    first = problems[0]
+    where = f"{first.node}.{first.field}: " if first.node and first.field else ""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{where}{first.message.rstrip('.')}{more}"
 
 
 def _naming(node: dict[str, Any]) -> dict[str, Any]:

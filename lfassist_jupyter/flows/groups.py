@@ -5,7 +5,10 @@ flow (``node.flow.data``), its fields are proxies of inner fields (``template[f]
 outputs of inner outputs (``outputs[i].proxy``). lfx does not build a group as such: its
 ``process_flow`` (``lfx/graph/graph/utils.py``) replaces each group by its inner nodes and edges
 and re-targets the edges that touched the group through those proxies. ``ungroup`` does the
-same on a copy (plain JSON, no lfx), so ``validate_flow`` checks what lfx will build.
+same on a copy (plain JSON, no lfx), so ``validate_flow`` checks what lfx will build.  The field
+values go to the inner fields by the same function the outgoing gate uses
+(``artifacts/executed.py``, compared with lfx by a drift test); that gate, not this module, judges
+the code they carry.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import copy
 from typing import Any
 
 from lfassist_jupyter.artifacts import flow as facts
+from lfassist_jupyter.artifacts.executed import apply_proxies
 
 
 def is_group(node: Any) -> bool:
@@ -51,22 +55,10 @@ def _replace(group: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]
     g_nodes, g_edges = facts.nodes(inner), facts.edges(inner)
     gid = facts.node_id(group)
     by_id = facts.by_id(g_nodes)
-    for value in facts.fields(group).values():  # the group's field values go to the inner fields
-        proxy = facts.obj(value.get("proxy") if isinstance(value, dict) else None)
-        target_id, field = proxy.get("id"), proxy.get("field")
-        if not isinstance(target_id, str) or not isinstance(field, str):
-            continue
-        target = by_id.get(target_id)
-        fields = facts.fields(target) if target is not None else {}
-        child = fields.get(field)
-        if isinstance(child, dict):
-            merged = {**value, "type": "code"} if child.get("type") == "code" else dict(value)
-            for key in ("show", "advanced"):
-                if key in child:
-                    merged[key] = child[key]
-            merged["display_name"] = child.get("display_name", child.get("name"))
-            merged.pop("proxy", None)
-            fields[field] = merged
+    # The group's field values go to the inner fields, as lfx's update_template puts them (one
+    # implementation: the outgoing gate's, which judges the code they carry; lenient here).
+    openable = [n for n in g_nodes if "id" in n and isinstance(facts.frontend_node(n).get("template"), dict)]
+    apply_proxies(facts.fields(group), openable, strict=False)
     touches = [e for e in facts.edges(base) if gid in (e.get("source"), e.get("target"))]
     moved = []
     for edge in touches:

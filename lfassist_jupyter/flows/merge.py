@@ -116,6 +116,8 @@ def _own_entry(node: Mapping[str, Any], inner: Mapping[str, Any], kind: str, cat
     """Register the node's saved template as a catalogue entry; its key."""
     template = copy.deepcopy(dict(inner))
     template.pop("flow", None)  # a group's inner flow stays in the node; the entry needs its ports only
+    if not isinstance(template.get("template"), dict):  # a malformed saved node: validate_flow says so
+        template["template"] = {}
     code = _code(inner)
     for key in (kind, str(inner.get("display_name") or ""), f"{kind} {node['id']}"):
         if not key or key == "CustomComponent":  # the type every custom node shares: never a key

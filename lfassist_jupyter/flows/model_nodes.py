@@ -6,18 +6,21 @@ the provider and model the assistant itself runs on, or the ``flow_model`` setti
 nodes get, in the spec's ``config:`` (so the user sees and edits them, and a re-run of the cell
 builds the same):
 
-- ``M.model: {"name": "<the exact model name>", "provider": "OpenAI"}``: lfx's own selection
-  shape, which the build keeps as written even for a model outside lfx's list (a local
+- ``M.model: {"name": "<the exact model name>", "provider": "<lfx's provider name>"}``: lfx's own
+  selection shape, which the build keeps as written even for a model outside lfx's list (a local
   server's model, a dated name), so that very name reaches the provider;
-- ``M.api_key: OPENAI_API_KEY``: the provider's *variable*, never its value (a key field's
-  UPPER_SNAKE value names a variable: the real run's ``--env``, Langflow's global variable);
-- for Ollama, ``M.ollama_base_url: <OLLAMA_HOST>``.  OpenAI's and Anthropic's nodes have no base
-  URL field: lfx reads ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` from the run's environment
-  (the real run passes the configured one along; on a Langflow server it is its variable).
+- ``M.api_key: <the provider's key variable>``: the variable's *name*, never its value (a key
+  field's UPPER_SNAKE value names a variable: the real run's ``--env``, Langflow's global variable);
+- the server's URL in the node's base-URL field when lfx's node has one for the provider (Ollama's
+  ``M.ollama_base_url``).  lfx 1.13's Language Model node has none for OpenAI or Anthropic: lfx reads
+  the provider's base-URL variable instead (the real run is given the configured one; on a Langflow
+  server it is the provider's Base URL setting), and the change says so.
 
-What the spec already says wins: a request that names a model or a provider ("... with Claude")
-gets a spec that sets it, and only what is missing (the key's variable) is added.  Pure text
-work on the spec, no lfx: the build (in the sandbox) turns the selection into lfx's value.
+Every provider fact here (lfx's provider name, its key variable, the node's base-URL field, the
+variable lfx reads) comes from the provider table (``providers/table.py``).  What the spec already
+says wins: a request that names a model or a provider ("... with Claude") gets a spec that sets
+it, and only what is missing (the key's variable) is added.  Pure text work on the spec, no lfx:
+the build (in the sandbox) turns the selection into lfx's value.
 """
 
 from __future__ import annotations
@@ -29,32 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.providers import table
 from lfassist_jupyter.redaction import without_credentials
 
 from .results import Change, ModelUse
 
-# Our providers -> lfx's provider name, the variable of its key, the variable of its base URL.
-_OURS: dict[str, tuple[str, str | None, str | None]] = {
-    "openai": ("OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "anthropic": ("Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    "ollama": ("Ollama", None, "OLLAMA_HOST"),
-}
-# lfx 1.13's key variable per provider (``get_model_provider_variable_mapping``), for a spec that
-# names another provider than ours.
-KEY_VARIABLES: dict[str, str | None] = {
-    "OpenAI": "OPENAI_API_KEY",
-    "Anthropic": "ANTHROPIC_API_KEY",
-    "Google Generative AI": "GOOGLE_API_KEY",
-    "Groq": "GROQ_API_KEY",
-    "Azure OpenAI": "AZURE_OPENAI_API_KEY",
-    "Azure AI Foundry": "AZURE_AI_FOUNDRY_API_KEY",
-    "IBM WatsonX": "WATSONX_APIKEY",
-    "OpenRouter": "OPENROUTER_API_KEY",
-    "Ollama": None,
-}
-_BY_PREFIX = (("claude", "Anthropic"), ("gpt-", "OpenAI"), ("chatgpt", "OpenAI"), ("o1", "OpenAI"), ("o3", "OpenAI"),
-              ("o4", "OpenAI"), ("gemini", "Google Generative AI"))  # fmt: skip
-"""A model name's provider when the spec gives none: only the unmistakable prefixes."""
 _SECTION = re.compile(r"^\s*(nodes|edges|config):\s*$")
 _NODE = re.compile(r"^\s*([\w-]+)\s*:\s*(\S.*?)\s*$")
 _CONFIG = re.compile(r"^\s*([\w-]+)\.(\w+)\s*:\s*(.*?)\s*$")
@@ -69,23 +51,33 @@ class FlowModel:
     model: str
     """The exact name the provider receives."""
     key_variable: str | None = None
-    """The variable the key field names (``OPENAI_API_KEY``); None: the provider needs no key."""
+    """The variable the key field names; None: the provider needs no key."""
     base_url_variable: str | None = None
-    """The variable that moves the provider (``OPENAI_BASE_URL``), when it is configured."""
+    """The variable lfx reads for the server's URL, when a server of the user's is configured and
+    the node has no field for it."""
     base_url: str | None = None
-    """Its value (an address, not a secret)."""
+    """The server's URL (an address, not a secret), when it is the user's own."""
+    base_url_field: str | None = None
+    """The node's field that takes ``base_url`` (Ollama's ``ollama_base_url``), when lfx has one."""
 
     def selection(self) -> str:
         return json.dumps({"name": self.model, "provider": self.provider})
 
     def describe(self) -> str:
-        """``my-model (OpenAI), key OPENAI_API_KEY, base URL OPENAI_BASE_URL``: for a card or an answer."""
+        """``my-model (OpenAI), key <variable>, base URL <variable> (<url>)``: for a card or an answer."""
         parts = [f"{self.model} ({self.provider})"]
         if self.key_variable:
             parts.append(f"key {self.key_variable}")
-        if self.base_url_variable and self.base_url:
+        if self.base_url and self.base_url_field:
+            parts.append(f"server {self.base_url}")
+        elif self.base_url_variable and self.base_url:
             parts.append(f"base URL {self.base_url_variable} ({self.base_url})")
         return ", ".join(parts)
+
+
+def _flow_providers() -> dict[str, table.ProviderSpec]:
+    """Our providers a flow's model node can call, by our name."""
+    return {p.name: p for p in table.ASSISTANT_PROVIDERS if p.flow is not None}
 
 
 def flow_model_for(
@@ -99,12 +91,13 @@ def flow_model_for(
     """The flow model for an assistant on ``provider``/``model``, or the ``flow_model`` setting.
 
     ``setting`` is ``"provider:model"`` (``anthropic:claude-haiku-4-5``) or a model name of the
-    assistant's provider.  ``base_urls`` are the configured base URLs of the other providers (a
-    setting may name one).  None for a provider a flow cannot call (the offline scripted demo).
-    ``provider:`` without a model is a ``ConfigError``."""
+    assistant's provider.  ``base_url`` is the assistant's provider's (its SDK's), ``base_urls``
+    the configured base URLs of the others (a setting may name one).  None for a provider a flow
+    cannot call (the offline scripted demo).  ``provider:`` without a model is a ``ConfigError``."""
+    ours = _flow_providers()
     if setting and setting.strip():
         head, sep, tail = setting.strip().partition(":")
-        if sep and head.strip().lower() in _OURS:  # "anthropic:claude-haiku-4-5"
+        if sep and head.strip().lower() in ours:  # "anthropic:claude-haiku-4-5"
             if not tail.strip():
                 raise ConfigError(f"flow_model={setting!r}: name the model after the provider (provider:model).")
             if head.strip().lower() != (provider or "").lower():
@@ -112,15 +105,21 @@ def flow_model_for(
             provider, model = head.strip().lower(), tail.strip()
         else:  # a model of the assistant's provider ("qwen3:0.6b" is one name)
             model = setting.strip()
-    name = (provider or "").lower()
-    if name not in _OURS or not model:
+    spec = ours.get((provider or "").lower())
+    if spec is None or spec.flow is None or not model:
         return None
-    lfx_name, key, url_variable = _OURS[name]
-    if name == "ollama" and base_url:
-        base_url = base_url.rstrip("/").removesuffix("/v1")
-    if base_url:  # written into the flow and shown on the card: never a password it carries
-        base_url = without_credentials(base_url)
-    return FlowModel(lfx_name, model, key, url_variable if base_url else None, base_url or None)
+    own = bool(base_url) and table.own_server(spec, base_url)
+    # written into the flow and shown on the card: never a password it carries
+    root = without_credentials(table.server_root(spec, base_url)) if own and base_url else None
+    node = spec.flow
+    return FlowModel(
+        provider=node.lfx_provider,
+        model=model,
+        key_variable=spec.key_variable,
+        base_url_variable=node.base_url_variable if root and not node.base_url_field else None,
+        base_url=root,
+        base_url_field=node.base_url_field if root else None,
+    )
 
 
 # -- the spec ---------------------------------------------------------------------------------
@@ -161,7 +160,7 @@ def _model_fields(template: Mapping[str, Any]) -> list[str]:
 
 def provider_of(raw: str | None, provider_field: str | None) -> str | None:
     """The provider a spec's model value names: the selection's own, the node's provider field,
-    or an unmistakable name prefix (``claude-`` is Anthropic)."""
+    or an unmistakable name prefix (``claude-`` is Anthropic: the table's ``model_prefixes``)."""
     text = (raw or "").strip().strip("'\"") if raw else ""
     if text.startswith(("{", "[")):
         try:
@@ -174,12 +173,19 @@ def provider_of(raw: str | None, provider_field: str | None) -> str | None:
         text = str(value.get("name") or "") if isinstance(value, dict) else ""
     if provider_field and provider_field.strip():
         return provider_field.strip().strip("'\"")
-    low = text.lower()
-    return next((p for prefix, p in _BY_PREFIX if low.startswith(prefix)), None)
+    found = table.for_model_name(text) if text else None
+    return found.flow.lfx_provider if found and found.flow else None
 
 
 def _canonical(provider: str) -> str:
-    return next((p for p in KEY_VARIABLES if p.lower() == provider.lower()), provider)
+    """lfx's spelling of a provider any of whose names is ``provider``."""
+    found = table.find(provider)
+    return found.flow.lfx_provider if found and found.flow else provider
+
+
+def _key_variable(provider: str) -> str | None:
+    found = table.find(provider)
+    return found.key_variable if found else None
 
 
 def spec_node_ids(spec: str) -> set[str]:
@@ -218,18 +224,19 @@ def configure_model_nodes(
         else:
             provider = provider_of(raw, config.get((node_id, "provider")))
         provider = _canonical(provider) if provider else None
+        mine = choice is not None and provider == choice.provider
         if provider and "api_key" in template and (node_id, "api_key") not in config:
-            variable = choice.key_variable if choice and provider == choice.provider else KEY_VARIABLES.get(provider)
+            variable = choice.key_variable if choice and mine else _key_variable(provider)
             if variable:
                 lines.append(f"{node_id}.api_key: {variable}")
-        ollama_url = choice.base_url if choice and choice.provider == "Ollama" == provider else None
-        if ollama_url and "ollama_base_url" in template and (node_id, "ollama_base_url") not in config:
-            lines.append(f"{node_id}.ollama_base_url: {ollama_url}")
+        url_field = choice.base_url_field if choice and mine else None
+        if url_field and choice and url_field in template and (node_id, url_field) not in config:
+            lines.append(f"{node_id}.{url_field}: {choice.base_url}")
         if lines:
             added += lines
             what = "; ".join(line.split(": ", 1)[0].split(".", 1)[1] + " " + line.split(": ", 1)[1] for line in lines)
-            if choice and provider == choice.provider and choice.base_url_variable and choice.provider != "Ollama":
-                what += f" (its base URL: {choice.base_url_variable}, {choice.base_url})"
+            if choice and mine and choice.base_url_variable:
+                what += f" (its base URL: lfx reads {choice.base_url_variable}, {choice.base_url})"
             changes.append(
                 Change(kind="model", node=node_id, field=field, before=raw, after=lines, message=f"set for you: {what}")
             )

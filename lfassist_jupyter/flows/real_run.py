@@ -8,14 +8,15 @@ anyone, so neither is the flow's to decide:
 - **Keys.** Only a key field (``password=True``, or a ``SecretStrInput``) can name a variable;
   ``load_from_db`` on any other field is dropped (a hidden text field naming ``GITHUB_TOKEN``
   gets the text ``GITHUB_TOKEN``).  A key field whose value is an UPPER_SNAKE name
-  (``M.api_key: OPENAI_API_KEY`` in a spec) names that variable.  ``run_plan(flow)`` says which
+  (``M.api_key: <VARIABLE>`` in a spec) names that variable.  ``run_plan(flow)`` says which
   variables the flow wants and which hosts it would reach, before anything runs; the run gets
   only the wanted variables the user allowed (``env=``), nothing else of the kernel's environment.
 - **Network.** Under bubblewrap the run has a network namespace of its own (loopback only); its
   one way out is the kernel-side egress proxy (``sandbox/egress.py``) on a Unix socket, which
-  allows the hosts of the flow's model providers (and the configured ``OPENAI_BASE_URL``/``OLLAMA_HOST``)
-  plus the user's ``allow_hosts`` (a host without a port: its default ports 80 and 443 only; the
-  kernel's own ports only when named with their port), and refuses loopback, private and
+  allows the hosts of the flow's model providers (and the servers their base-URL variables name:
+  the provider table, ``providers/table.py``, says which) plus the user's ``allow_hosts`` (a
+  host without a port: its default ports 80 and 443 only; the kernel's own ports only when named
+  with their port), and refuses loopback, private and
   link-local addresses unless the user named them.  Refused connections come back in the result.
 
 It never runs in the user's kernel: ``sandbox/local_run.py`` hands it to the warm real runner, a
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import VARIABLE_REF, is_key_field, name_variable  # the worker's build's too
 from lfassist_jupyter.errors import ConfigError
+from lfassist_jupyter.providers import table
 from lfassist_jupyter.sandbox.local_run import RunPlan, run
 from lfassist_jupyter.settings import NO_KEY
 
@@ -48,32 +50,12 @@ __all__ = ["VARIABLE_REF", "RunPlan", "is_key_field", "name_variable", "run_flow
 
 if TYPE_CHECKING:
     from lfassist_jupyter.sandbox.answers import RealRun
+    from lfassist_jupyter.sandbox.egress import Allowed
 
     from .catalog import Catalog
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-# Provider -> the hosts a real run may reach for it, and the kernel's variable that moves it.
-_PROVIDER_HOSTS: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "openai": (("api.openai.com",), "OPENAI_BASE_URL"),
-    "anthropic": (("api.anthropic.com",), "ANTHROPIC_BASE_URL"),
-    "google": (("generativelanguage.googleapis.com",), None),
-    "google generative ai": (("generativelanguage.googleapis.com",), None),
-    "groq": (("api.groq.com",), None),
-    "mistral": (("api.mistral.ai",), None),
-    "mistralai": (("api.mistral.ai",), None),
-    "ollama": ((), "OLLAMA_HOST"),
-}
-_COMPONENT_PROVIDER = {
-    "OpenAIModel": "openai",
-    "OpenAIEmbeddings": "openai",
-    "AnthropicModel": "anthropic",
-    "GoogleGenerativeAIModel": "google",
-    "GroqModel": "groq",
-    "MistralModel": "mistral",
-    "OllamaModel": "ollama",
-    "OllamaEmbeddings": "ollama",
-}
 _URL_FIELD = re.compile(r"(^|_)(base_url|api_base|api_url|url|host|endpoint)$")
 
 
@@ -85,7 +67,7 @@ def _nodes(flow: dict[str, Any]) -> list[tuple[dict[str, Any], str, str, dict[st
 def prepare_flow(flow: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """A copy of ``flow`` where only key fields read variables, and the fields ignored doing so.
 
-    A key field holding an UPPER_SNAKE name (``M.api_key: OPENAI_API_KEY`` in a spec) reads that
+    A key field holding an UPPER_SNAKE name (``M.api_key: <VARIABLE>`` in a spec) reads that
     variable (``load_from_db``, as Langflow does for a global variable); ``load_from_db`` on any
     other field is turned off, so its value is plain text and no variable is read for it."""
     flow = copy.deepcopy(flow)
@@ -119,7 +101,8 @@ def flow_variables(flow: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def _providers(flow: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(provider, node)`` for each model node: the model field's provider, an override, the type."""
+    """``(provider, node)`` for each model node: the model field's provider, an override, the type
+    (the provider table's ``components``)."""
     found: list[tuple[str, str]] = []
     for node, name, _, template in _nodes(flow):
         names = set()
@@ -129,9 +112,9 @@ def _providers(flow: dict[str, Any]) -> list[tuple[str, str]]:
         override = template.get("provider")
         if isinstance(override, dict) and isinstance(override.get("value"), str) and override["value"].strip():
             names.add(override["value"].strip())
-        kind = _COMPONENT_PROVIDER.get(str(facts.node_type(node)))
+        kind = table.for_component(str(facts.node_type(node)))
         if kind:
-            names.add(kind)
+            names.add(kind.name)
         found += [(n.lower(), name) for n in sorted(names)]
     return found
 
@@ -150,12 +133,20 @@ def _allowed_names(env: Mapping[str, str] | Iterable[str] | None) -> dict[str, s
     return {n: os.environ.get(n, "") for n in names}
 
 
-def _keyless(name: str, given: Mapping[str, str]) -> bool:
-    """A keyless OpenAI-compatible server: ``OPENAI_BASE_URL`` configured, no ``OPENAI_API_KEY``
-    anywhere.  The assistant talks to it with a stand-in key (``settings.NO_KEY``), so a flow written
-    for it runs the same way, with nothing to allow (the stand-in is no secret)."""
-    base = given.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-    return name == "OPENAI_API_KEY" and bool(base) and not os.environ.get(name) and name not in given
+def _setting(name: str, given: Mapping[str, str]) -> str:
+    """A variable as the run would have it: allowed by the user, else this environment's."""
+    return given.get(name) or os.environ.get(name, "")
+
+
+def _keyless(name: str, given: Mapping[str, str]) -> table.ProviderSpec | None:
+    """The provider whose key ``name`` is, when it runs keyless: a server of the user's configured
+    (its base-URL variable) and no key anywhere.  The assistant talks to it with a stand-in key
+    (``settings.NO_KEY``), so a flow written for it runs the same way, with nothing to allow (the
+    stand-in is no secret)."""
+    spec = next((p for p in table.PROVIDERS if p.key_variable == name and p.needs == "key_or_url"), None)
+    if spec is None or os.environ.get(name) or name in given:
+        return None
+    return spec if any(_setting(v, given) for v in spec.base_url_variables) else None
 
 
 def run_plan(
@@ -196,11 +187,15 @@ def _plan(
             raise ConfigError(f"Not run: {node}.{fname} reads {name!r}, which is not a variable name.")
         if (name, f"{node}.{fname}") not in plan.variables:
             plan.variables.append((name, f"{node}.{fname}"))
+        keyless = None if given.get(name) else _keyless(name, given)
         if given.get(name):
             plan.allowed[name] = given[name]
-        elif _keyless(name, given):
+        elif keyless is not None:
             plan.allowed[name] = NO_KEY
-            note = f"{name}: none is set; the run gives {node} the stand-in key the assistant uses for OPENAI_BASE_URL"
+            note = (
+                f"{name}: none is set; the run gives {node} the stand-in key the assistant uses for "
+                f"{keyless.base_url_variable}"
+            )
             if note not in plan.notes:
                 plan.notes.append(note)
         elif f"{name} ({node}.{fname})" not in plan.missing:
@@ -212,20 +207,27 @@ def _plan(
             hosts.append(entry)
 
     for provider, node in _providers(flow):
-        known, setting = _PROVIDER_HOSTS.get(provider, ((), None))
-        for host in known:
+        spec = table.find(provider)
+        for host in spec.hosts if spec else ():
             add(Allowed(host, 443, False, f"{provider} for {node}", named=False))
-        configured = (given.get(setting) or os.environ.get(setting, "")) if setting else ""
-        if setting and configured:
+        configured = _configured_server(spec, given) if spec else None
+        if spec is not None and configured is not None:
+            setting, setting_value = configured
             try:
-                entries, plan.config[setting] = _configured_hosts(setting, configured)
+                entries, run_value = _configured_hosts(spec, setting, setting_value)
             except ValueError:
-                plan.notes.append(f"{setting} is not a URL: {configured!r}")
+                plan.notes.append(f"{setting} is not a URL: {setting_value!r}")
             else:
+                plan.config[setting] = run_value
+                lfx_variable = spec.flow.base_url_variable if spec.flow else None
+                if lfx_variable and lfx_variable != setting:  # what lfx reads when the node has no URL
+                    plan.config[lfx_variable] = run_value
                 for entry in entries:
                     add(entry)
-        if not known and not configured:
-            hint = " (a local Ollama: --allow-host 127.0.0.1:11434)" if provider == "ollama" else ""
+        if not (spec and spec.hosts) and configured is None:
+            hint = ""
+            if spec and spec.url_form == "ollama":
+                hint = f" (a local {spec.display_name}: --allow-host 127.0.0.1:{table.ollama_host('')[2]})"
             plan.notes.append(f"{node} uses {provider}: no known host; allow it with allow_hosts / --allow-host{hint}")
     for _node, name, _, template in _nodes(flow):
         for fname, fld in template.items():
@@ -235,9 +237,9 @@ def _plan(
                     host, port = parse_host(value)
                     if not any(h.matches(host, port or 443) for h in hosts):
                         plan.notes.append(f"{name}.{fname} names {host}, which is not allowed unless you add it")
-    for entry in allow_hosts:
+    for wanted in allow_hosts:
         try:
-            host, port = parse_host(entry)
+            host, port = parse_host(wanted)
         except ValueError as exc:
             raise ConfigError(f"allow_hosts: {exc}") from exc
         add(Allowed(host, port, True, "you"))
@@ -249,30 +251,14 @@ def _plan(
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
-def ollama_host(value: str) -> tuple[str, str, int]:
-    """``(scheme, host, port)`` of an ``OLLAMA_HOST`` value, read as Ollama's server and clients read
-    it: the scheme is optional (http), the port defaults to 11434 (80 or 443 after an http:// or
-    https:// scheme), quotes, spaces and a path are dropped, an empty host is 127.0.0.1.
-    ``ValueError`` for a port that is not one."""
-    text = value.strip().strip("\"'").strip()
-    scheme, sep, hostport = text.partition("://")
-    default = 11434
-    if not sep:
-        scheme, hostport = "http", text
-    elif scheme.lower() in ("http", "https"):
-        scheme = scheme.lower()
-        default = 80 if scheme == "http" else 443
-    hostport = hostport.split("/", 1)[0]
-    if hostport.startswith("["):
-        host, _, rest = hostport[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
-    elif hostport.count(":") == 1:
-        host, _, port_text = hostport.partition(":")
-    else:  # a bare name, or a bare IPv6 address such as "::"
-        host, port_text = hostport, ""
-    if port_text and (not port_text.isdigit() or not 0 < int(port_text) < 65536):
-        raise ValueError(f"bad port in {value!r}")
-    return scheme, (host or "127.0.0.1").lower(), int(port_text) if port_text else default
+def _configured_server(spec: table.ProviderSpec, given: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(variable, value)`` of the provider's configured server (its first base-URL variable set,
+    allowed by the user or in this environment), or None."""
+    for variable in spec.base_url_variables:
+        value = _setting(variable, given)
+        if value:
+            return variable, value
+    return None
 
 
 def _means_this_machine(host: str) -> bool:
@@ -288,22 +274,22 @@ def _means_this_machine(host: str) -> bool:
     return ip.is_loopback or ip.is_unspecified
 
 
-def _configured_hosts(setting: str, value: str) -> tuple[list[Any], str]:
-    """The allow-list entries a configured server (``OPENAI_BASE_URL``, ``OLLAMA_HOST``, ...) opens, and
-    the value the run is given for it; its port counts as named only when written out.
+def _configured_hosts(spec: table.ProviderSpec, setting: str, value: str) -> tuple[list[Allowed], str]:
+    """The allow-list entries a configured server (a provider's base-URL variable) opens, and the
+    value the run is given for it; its port counts as named only when written out.
 
-    ``OLLAMA_HOST`` is read as Ollama reads it, and a server on this machine (``0.0.0.0``, ``::``,
-    ``localhost``: how an Ollama server is usually set) is its loopback names at that port; the run
-    is given ``127.0.0.1``."""
+    An ``ollama``-form variable is read as Ollama reads ``OLLAMA_HOST``, and a server on this
+    machine (``0.0.0.0``, ``::``, ``localhost``: how an Ollama server is usually set) is its
+    loopback names at that port; the run is given ``127.0.0.1``."""
     from urllib.parse import urlsplit
 
     from lfassist_jupyter.sandbox.egress import Allowed, parse_host
 
-    if setting != "OLLAMA_HOST":
+    if spec.url_form != "ollama":
         url = value if "://" in value else f"http://{value}"
         host, port = parse_host(url)
         return [Allowed(host, port, True, setting, named=urlsplit(url).port is not None)], value
-    scheme, host, port = ollama_host(value)
+    scheme, host, port = table.ollama_host(value)
     named = bool(re.search(r":\d+(/|$)", value.strip().strip("\"'").strip().split("://", 1)[-1]))
     names = [host]
     if _means_this_machine(host):
@@ -350,7 +336,7 @@ def run_flow_for_real(
     the flow is ready for real input.
 
     ``flow`` is flow JSON, a ``.json`` file or spec text.  ``env`` is what you allow: a dict of
-    variables, or a list of names taken from this environment (``env=["OPENAI_API_KEY"]``); the
+    variables, or a list of names taken from this environment (``env=["<KEY_VARIABLE>"]``); the
     run gets only the allowed variables that the flow's key fields name.  A wanted variable you
     did not allow is a ``ConfigError`` naming it -- ``run_plan(flow)`` shows them first, with the
     hosts it may reach: its model providers' and ``allow_hosts`` (``"host"``, ``"host:port"`` or
@@ -390,9 +376,10 @@ def run_flow_for_real(
         if n.kind == "model" or (n.kind == "secret" and (n.node_id, n.field) not in read_fields)
     ]
     if unset:
+        example = table.PROVIDERS[0].key_variable
         raise ConfigError(
             f"Not run: the flow still needs {', '.join(unset)}. Choose them in the spec's config "
-            "(or in Langflow) first; a key can name a variable, e.g. `M.api_key: OPENAI_API_KEY`."
+            f"(or in Langflow) first; a key can name a variable, e.g. `M.api_key: {example}`."
         )
     plan = _plan(loaded, ignored, env, allow_hosts)
     if plan.missing:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.validation.report import MissingPackage
@@ -21,6 +21,8 @@ ErrorCode = Literal[
     "bad_value",
     "bad_prompt",
     "structure",
+    "unsafe_code",
+    "retired",
 ]
 
 
@@ -85,7 +87,7 @@ class ModelUse(BaseModel):
     model: str
     provider: str
     key_variable: str | None = None
-    """The variable the key field names (``OPENAI_API_KEY``), never a key."""
+    """The variable the key field names (``MY_SERVICE_KEY``), never a key."""
     key_typed: bool = False
     """A key was typed into the node (shown as such, never its value)."""
 
@@ -94,11 +96,54 @@ class ModelUse(BaseModel):
         return f"{self.node} calls {self.model} ({self.provider}){key}"
 
 
+Verdict = Literal["sound", "broken", "not_judged"]
+"""A flow's verdict: ``sound`` (lfx builds it; a run stops only at what the user must provide),
+``broken`` (an error names the node and the reason), or ``not_judged`` (this environment lacks
+what judging it takes: a package, a provider's bundle; the report names it)."""
+
+
+class ProvisionPlan(BaseModel):
+    """What judging a flow elsewhere takes: a separate environment (lfx and the flow's packages,
+    built with uv, cached by requirement set, outside the kernel's environment) -- shown before
+    anything is installed (``sandbox.provision``)."""
+
+    adds: list[str] = Field(default_factory=list)
+    """The distributions the flow needs that the sandbox's environment lacks."""
+    requirements: list[str] = Field(default_factory=list)
+    """The environment's whole requirement set (lfx and its bundles pinned as the sandbox has them)."""
+    new: list[str] = Field(default_factory=list)
+    """Resolved ``name==version`` the sandbox's environment does not have (what gets installed there)."""
+    download_bytes: int | None = None
+    """The wheels of ``new``, at most (uv's cache may have some)."""
+    path: str = ""
+    """Where the environment is (or would be) kept."""
+    ready: bool = False
+    """Already built (a cached environment: nothing to install)."""
+    error: str | None = None
+    """Why no environment can be made here (offline, a package the index does not have)."""
+
+    def summary(self) -> str:
+        """One line for a card: what would be installed, and its size."""
+        if self.error:
+            return f"Cannot build an environment to judge it here: {self.error}"
+        adds = ", ".join(self.adds)
+        if self.ready:
+            return f"An environment with lfx and {adds} is ready ({self.path})."
+        size = f", {self.download_bytes / 1e6:.1f} MB to download at most" if self.download_bytes else ""
+        shown = ", ".join(self.new[:8]) + (f" and {len(self.new) - 8} more" if len(self.new) > 8 else "")
+        return (
+            f"To judge it, a separate environment (lfx and {adds}; the kernel's is not touched) would install "
+            f"{len(self.new)} package(s) new to the sandbox ({shown}){size}."
+        )
+
+
 class FlowReport(BaseModel):
-    """What `validate_flow` found: errors block the flow; needs are for the user to provide."""
+    """What `validate_flow` found: errors block the flow; needs are for the user to provide; what
+    this environment lacks to judge it (``missing_packages``) makes it *not judged*, never valid."""
 
     is_valid: bool
-    """No error blocks the flow (the same word as ``ValidationReport.is_valid``)."""
+    """Judged and sound: no error blocks the flow, and nothing it needs was missing to judge it (the
+    same word as ``ValidationReport.is_valid``).  Never true for a flow that was not judged."""
     errors: list[FlowProblem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     needs: list[Need] = Field(default_factory=list)
@@ -107,8 +152,34 @@ class FlowReport(BaseModel):
     missing_packages: list[MissingPackage] = Field(default_factory=list)
     """Packages the flow needs that the sandbox's environment lacks (lfx's own requirements logic,
     ``flows.packages``): a run fails without them, whatever the wiring."""
+    not_judged: list[str] = Field(default_factory=list)
+    """Nodes the sandbox gave no verdict on (their code did not load in the time it had, or it could
+    not ask lfx), one line each: the flow is not judged, never valid."""
     node_count: int = 0
     edge_count: int = 0
+    judged_in: str | None = None
+    """Which environment gave the verdict: the sandbox's, or a provisioned one (its path and what it
+    adds)."""
+    provision: ProvisionPlan | None = None
+    """For a flow not judged here: what a separate environment to judge it would install (shown
+    before asking), or the one that judged it."""
+
+    @model_validator(mode="after")
+    def _never_valid_unjudged(self) -> FlowReport:
+        if self.missing_packages or self.not_judged:
+            self.is_valid = False
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented spelling
+    @property
+    def verdict(self) -> Verdict:
+        """``broken`` when an error blocks it, ``not_judged`` when this environment lacks what
+        judging it takes (``missing_packages``) or gave no verdict on a node (``not_judged``), else
+        ``sound``."""
+        unjudged = bool(self.missing_packages or self.not_judged)
+        if self.errors or (not self.is_valid and not unjudged):
+            return "broken"
+        return "not_judged" if unjudged else "sound"
 
     def feedback(self, limit: int = 5) -> str:
         """The top errors as plain lines, for a repair prompt to a model."""

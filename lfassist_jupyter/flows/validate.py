@@ -18,6 +18,7 @@ from lfassist_jupyter.artifacts.flow import conversion_hint, node_name, types_co
 
 from .catalog import Catalog
 from .code_checks import check as check_flow
+from .code_checks import outgoing_code_problems
 from .groups import ungroup
 from .load import is_flow_path, load_flow_file
 from .results import FlowProblem, FlowReport, FlowSpecError, MissingPackage, Need
@@ -66,29 +67,61 @@ def _load(
     )
 
 
-def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog) -> FlowReport:
+def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog, provision: bool | None = None) -> FlowReport:
     """Validate Langflow flow JSON (a dict), a flow file, or spec text over ``catalog``, whose
     sandbox judges the nodes' code and finds the packages they need. Never raises on bad input.
-    (``lfassist_jupyter.validate_flow`` is this over the shared sandbox's catalogue.)"""
+    (``lfassist_jupyter.validate_flow`` is this over the shared sandbox's catalogue.)
+
+    Three answers (``report.verdict``): ``sound``, ``broken`` (each error names the node and the
+    reason), or ``not_judged`` when the sandbox's environment lacks what judging it takes (a
+    package, a model provider's bundle): never valid then.  Such a flow can be judged in a separate
+    environment with lfx and the packages it needs (``sandbox.provision``: built with uv, cached,
+    never the kernel's): ``provision=True`` builds it (or reuses it) and judges the flow there,
+    ``False`` never does, and None follows ``LFASSIST_PROVISION`` (``ask``, the default, shows what
+    would be installed and its size in ``report.provision``; ``yes`` builds; ``no`` neither).
+    ``report.judged_in`` says which environment gave the verdict."""
+    report, loaded = _judge(flow, catalog)
+    report.judged_in = _where(catalog)
+    if report.verdict != "not_judged" or loaded is None:
+        return report
+    from .provisioned import judge_elsewhere
+
+    return judge_elsewhere(loaded, report, catalog, provision, _judge)
+
+
+def _where(catalog: Catalog) -> str | None:
+    python = getattr(getattr(catalog, "sandbox", None), "python", None)
+    return f"the sandbox's environment ({python})" if python else None
+
+
+def _judge(flow: dict[str, Any] | str | Path, catalog: Catalog) -> tuple[FlowReport, dict[str, Any] | None]:
+    """The report over ``catalog``'s sandbox, and the flow JSON it judged (None when there was none)."""
     spec_text = isinstance(flow, str) and not is_flow_path(flow)
     notes: list[str] = []
     code_needs: list[Need] = []
+    unjudged: list[str] = []
     if spec_text:  # before lfx reads it: duplicate ids, an empty spec, code that does not parse or build
-        blocking, notes, code_needs = check_flow(flow, catalog)
+        blocking, notes, code_needs, unjudged = check_flow(flow, catalog)
         if blocking:
-            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
+            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs), None
     loaded, errors, warnings = _load(flow, catalog)
     if loaded is None:
-        return FlowReport(is_valid=False, errors=errors, warnings=warnings + notes)
+        return FlowReport(is_valid=False, errors=errors, warnings=warnings + notes), None
+    # What lfx would execute, judged as it leaves for Langflow: the gate of Save, Register and a
+    # real run, so that validate_flow says what they will.
+    unsafe = outgoing_code_problems(loaded, catalog)
     if not spec_text:
         # Grouped sub-flows, opened as lfx opens them before it builds (their nodes are checked too).
         loaded, errors, warnings = _shaped(ungroup(loaded), str(flow) if is_flow_path(flow) else None)
         if loaded is None:
-            return FlowReport(is_valid=False, errors=errors, warnings=warnings)
+            return FlowReport(is_valid=False, errors=unsafe + errors, warnings=warnings), None
         # The same checks on the JSON: duplicate ids, an empty flow, node code.
-        blocking, notes, code_needs = check_flow(loaded, catalog)
+        blocking, notes, code_needs, unjudged = check_flow(loaded, catalog)
         if blocking:
-            return FlowReport(is_valid=False, errors=blocking, warnings=notes, needs=code_needs)
+            return FlowReport(
+                is_valid=False, errors=_besides(unsafe, blocking), warnings=notes, needs=code_needs
+            ), loaded
+    errors = _besides(unsafe, errors)
     warnings += notes
     raw_edges = facts.edges(loaded)
     # Notes (noteNode) are canvas decorations, not components.
@@ -112,9 +145,11 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog) -> Flo
         warnings += [f"{node_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
     from .model_nodes import model_nodes
 
-    return FlowReport(
-        missing_packages=_packages(loaded, catalog, needs),
-        is_valid=not errors,
+    missing = _packages(loaded, catalog, needs)
+    report = FlowReport(
+        missing_packages=missing,
+        not_judged=unjudged,
+        is_valid=not errors and not missing and not unjudged,
         errors=errors,
         warnings=warnings,
         needs=needs,
@@ -122,6 +157,14 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog) -> Flo
         node_count=len(nodes),
         edge_count=len(raw_edges),
     )
+    return report, loaded
+
+
+def _besides(unsafe: list[FlowProblem], others: list[FlowProblem]) -> list[FlowProblem]:
+    """The gate's problems, then the others; a field the gate names (code that does not parse,
+    or that the sandbox refused to build) is named once, by the gate."""
+    named = {(u.node_id, u.field) for u in unsafe if u.node_id}
+    return unsafe + [e for e in others if not (e.node_id and (e.node_id, e.field) in named)]
 
 
 def _packages(flow: dict[str, Any], catalog: Catalog, needs: list[Need]) -> list[MissingPackage]:
@@ -152,6 +195,23 @@ def _packages(flow: dict[str, Any], catalog: Catalog, needs: list[Need]) -> list
 def _check_components(nodes: dict[str, Any], catalog: Catalog, add, warnings: list[str]) -> None:
     for nid, node in nodes.items():
         kind = facts.node_type(node)
+        saved = facts.frontend_node(node)
+        lacking = [
+            part for part, shape in (("template", dict), ("outputs", list)) if not isinstance(saved.get(part), shape)
+        ]
+        if lacking:  # lfx refuses the whole flow ("Failed to load graph"): a line here, never a traceback
+            add(
+                FlowProblem(
+                    code="structure",
+                    node=node_name(node),
+                    node_id=nid,
+                    message=f"{node_name(node)}'s saved node has no {' and no '.join(map(repr, lacking))}; "
+                    "lfx cannot load the flow ('Failed to load graph').",
+                    fix=f"Replace {node_name(node)} with a fresh copy of its component (or re-export the flow "
+                    "from Langflow).",
+                )
+            )
+            continue
         code = facts.fields(node).get("code")
         has_code = isinstance(code, dict) and bool(code.get("value"))
         if kind in catalog:

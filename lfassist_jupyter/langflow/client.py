@@ -167,6 +167,8 @@ class LangflowClient:
         if auth and self.api_key:
             sent["x-api-key"] = self.api_key
         limit = self.timeout if timeout is None else timeout
+        if self.url is None:  # ``__post_init__`` set it (``_check_url``); None only as an argument
+            raise ConfigError("No Langflow URL: use `%assist connect http://127.0.0.1:7860` or set LANGFLOW_URL.")
         try:
             async with (
                 httpx.AsyncClient(base_url=self.url, timeout=limit, transport=self.transport) as http,
@@ -478,7 +480,7 @@ def _check_url(raw: object) -> str:
     return url
 
 
-def _sync(coro: Coroutine[Any, Any, T]) -> T:
+def _sync(coro: Coroutine[object, object, T]) -> T:
     from lfassist_jupyter.runtime import run_sync
 
     return run_sync(coro)

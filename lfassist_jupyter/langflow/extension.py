@@ -44,6 +44,7 @@ import os
 import re
 import stat
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -199,12 +200,17 @@ def _has_entry_point(node: ast.ClassDef) -> bool:
     if "build" in methods:
         return True
     for item in node.body:
-        targets = (
-            item.targets if isinstance(item, ast.Assign) else [item.target] if isinstance(item, ast.AnnAssign) else []
-        )
-        if not any(isinstance(t, ast.Name) and t.id == "outputs" for t in targets) or item.value is None:
+        targets: list[ast.expr]
+        value: ast.expr | None
+        if isinstance(item, ast.Assign):
+            targets, value = item.targets, item.value
+        elif isinstance(item, ast.AnnAssign):
+            targets, value = [item.target], item.value
+        else:
             continue
-        for call in ast.walk(item.value):
+        if not any(isinstance(t, ast.Name) and t.id == "outputs" for t in targets) or value is None:
+            continue
+        for call in ast.walk(value):
             callee = getattr(call, "func", None) if isinstance(call, ast.Call) else None
             name = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", "")
             if isinstance(call, ast.Call) and name.endswith("Output"):
@@ -214,14 +220,14 @@ def _has_entry_point(node: ast.ClassDef) -> bool:
     return False
 
 
-def _import_time_nodes(stmt: ast.stmt):
+def _import_time_nodes(stmt: ast.AST) -> Iterator[ast.AST]:
     """Every node of a module-level statement that runs when the module is imported (function and
     class bodies do not: they are not entered at all, as lfx does)."""
     yield stmt
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return
     for child in ast.iter_child_nodes(stmt):
-        yield from _import_time_nodes(child)  # type: ignore[arg-type]
+        yield from _import_time_nodes(child)
 
 
 def bundle_problem(code: str) -> str | None:
@@ -239,7 +245,9 @@ def bundle_problem(code: str) -> str | None:
         if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
             return f"line {stmt.lineno}: `from {stmt.module} import *` at module level"
         for node in _import_time_nodes(stmt):
-            func = node.func if isinstance(node, ast.Call) else None
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
             if isinstance(func, ast.Name) and func.id in _IO_NAMES:
                 return f"line {node.lineno}: `{func.id}(...)` runs when the module is imported"
             dotted = (
@@ -370,7 +378,7 @@ def _literal(sample: SampleInput) -> str | None:
     return None
 
 
-def _plain(value: Any, depth: int = 0) -> bool:
+def _plain(value: object, depth: int = 0) -> bool:
     """JSON data whose ``repr`` is a Python literal of the same value (no NaN, no depth bomb)."""
     if depth > 20:
         return False

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.errors import LangflowError
@@ -38,6 +39,8 @@ from lfassist_jupyter.redaction import redact
 
 if TYPE_CHECKING:
     from lfassist_jupyter.langflow.client import LangflowClient, LangflowResponse
+
+T = TypeVar("T")
 
 FLOW_TAG = FLOW_TAGS[1]
 """Second tag on flows registered from notebooks (the first, ``TAG``, is shared with components);
@@ -67,13 +70,20 @@ class RegisteredFlow:
         return f"{verb} flow '{self.name}' in Langflow at {self.url} (id {self.id})."
 
 
+class RunOutput(TypedDict):
+    """One component's output of a run on the server: its display name and its text (None: none)."""
+
+    component: str
+    text: str | None
+
+
 @dataclass
 class FlowRunResult:
     """What ``POST /api/v1/run/{id}`` answered: the chat text and every component's output."""
 
     flow_id: str
     text: str | None
-    outputs: list[dict[str, Any]] = field(default_factory=list)  # [{"component", "text"}]
+    outputs: list[RunOutput] = field(default_factory=list)
     session_id: str | None = None
 
     def __str__(self) -> str:
@@ -118,7 +128,7 @@ def flow_body(flow: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     if problem is not None:
         raise LangflowError(f"Not a Langflow flow: {problem}.")
     nodes = copy.deepcopy(facts.nodes(flow))
-    for node in nodes:  # a key field naming OPENAI_API_KEY reads Langflow's global variable of that name
+    for node in nodes:  # a key field naming a variable (MY_SERVICE_KEY) reads Langflow's global variable of that name
         for value in facts.fields(node).values():
             if isinstance(value, dict):
                 facts.name_variable(value)
@@ -187,7 +197,7 @@ async def aregister_flow(client: LangflowClient, flow: dict[str, Any], name: str
     )
 
 
-def _message_text(value: Any) -> str | None:
+def _message_text(value: object) -> str | None:
     """The text of a Message as the run endpoint serialises it (a dict with ``text``, or a str)."""
     if isinstance(value, str):
         return value
@@ -198,11 +208,11 @@ def _message_text(value: Any) -> str | None:
     return None
 
 
-def parse_run_response(flow_id: str, payload: Any) -> FlowRunResult:
+def parse_run_response(flow_id: str, payload: object) -> FlowRunResult:
     """The chat text and each component's text from a ``RunResponse``."""
     if not isinstance(payload, dict):
         raise LangflowError("Langflow's run answer was not a JSON object.")
-    outputs: list[dict[str, Any]] = []
+    outputs: list[RunOutput] = []
     for run in payload.get("outputs") or []:
         for result in (run or {}).get("outputs") or [] if isinstance(run, dict) else []:
             if not isinstance(result, dict):
@@ -279,7 +289,7 @@ async def adelete_flow(client: LangflowClient, flow_id: str) -> None:
 # -- blocking twins ------------------------------------------------------------------------------
 
 
-def _sync(coro: Any) -> Any:
+def _sync(coro: Coroutine[object, object, T]) -> T:
     from lfassist_jupyter.runtime import run_sync
 
     return run_sync(coro)

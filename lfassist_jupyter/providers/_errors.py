@@ -7,7 +7,7 @@ body, not at SDK-specific classes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from lfassist_jupyter.errors import (
     ProviderAuthError,
@@ -19,9 +19,8 @@ from lfassist_jupyter.errors import (
     ProviderRateLimitError,
     ProviderTimeoutError,
 )
+from lfassist_jupyter.providers.table import find
 from lfassist_jupyter.redaction import redact, without_credentials
-
-_KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
 def sdk_errors(api_error: type[BaseException]) -> tuple[type[BaseException], ...]:
@@ -40,7 +39,20 @@ def sdk_errors(api_error: type[BaseException]) -> tuple[type[BaseException], ...
     return (api_error, *transport, ValueError)
 
 
-def _body_message(body: Any) -> tuple[str, str]:
+class _Origin(TypedDict):
+    """The keywords every ``ProviderError`` of one failure shares: who failed, and with what status."""
+
+    provider: str
+    status_code: int | None
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status an SDK error carries (``status_code``), if it carries one that is a number."""
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _body_message(body: object) -> tuple[str, str]:
     """(code/type, message) from an OpenAI- or Anthropic-shaped error body."""
     if isinstance(body, dict):
         err = body.get("error", body)
@@ -68,12 +80,12 @@ def map_sdk_error(
     ``key_given`` False: no key was configured (a keyless OpenAI-compatible server), so a 401 is
     the server asking for one, not a key it rejected."""
     name = type(exc).__name__
-    status = getattr(exc, "status_code", None)
+    status = _status(exc)
     code, server_msg = _body_message(getattr(exc, "body", None))
     server_msg = redact(server_msg)[:300]
     where = f" at {without_credentials(base_url)}" if base_url else ""
     lowered = f"{code} {server_msg}".lower()
-    kw = {"provider": provider, "status_code": status}
+    kw = _Origin(provider=provider, status_code=status)
 
     if name in ("APITimeoutError",) or "timeout" in name.lower():
         return ProviderTimeoutError(
@@ -86,7 +98,8 @@ def map_sdk_error(
             f"Could not reach {display}{where}. Check the URL and that the server is running.", **kw
         )
     if status in (401, 403):
-        var = _KEY_VARS.get(provider, "the API key")
+        spec = find(provider)
+        var = (spec.key_variable if spec else None) or "the API key"
         if not key_given:
             return ProviderAuthError(
                 f"{display}{where} wants an API key ({status}), and none is set: set {var} "
@@ -105,7 +118,7 @@ def map_sdk_error(
         return ProviderRateLimitError(f"Rate limit exceeded at {display}. Please wait a moment and try again.", **kw)
     if status == 404 or (status == 400 and _retired(lowered)):
         return ProviderModelNotFoundError(
-            f"Model '{model}' was not found at {display}{where}. Pick one from check_config(), or pass model=....",
+            f"Model '{model}' was not found at {display}{where}.",
             **kw,
         )
     if "content_policy" in lowered or "content_filter" in lowered or "safety" in lowered:

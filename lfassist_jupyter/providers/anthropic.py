@@ -9,7 +9,7 @@ from typing import Any
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
 from lfassist_jupyter.providers._sdk import SDKProvider
-from lfassist_jupyter.providers.base import Usage, UsageSink
+from lfassist_jupyter.providers.base import ModelCall, Usage
 
 
 @dataclass
@@ -28,23 +28,15 @@ class AnthropicProvider(SDKProvider):
     def _make_client(self, sdk: ModuleType, **limits: Any) -> Any:
         return sdk.AsyncAnthropic(api_key=self.api_key, base_url=self.base_url, **limits)
 
-    async def _raw_stream(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        model: str,
-        max_tokens: int = 4096,
-        temperature: float = 0.2,
-        on_usage: UsageSink | None = None,
-    ) -> AsyncIterator[str]:
+    async def _raw_stream(self, call: ModelCall, model: str) -> AsyncIterator[str]:
         # The 2.x SDK and current Claude models take no sampling parameters: temperature is ignored.
         client = self._get_client()
         import anthropic
 
+        on_usage = call.on_usage
         try:
             async with client.messages.stream(
-                model=model, system=system, messages=messages, max_tokens=max_tokens
+                model=model, system=call.system, messages=call.messages, max_tokens=call.max_tokens
             ) as stream:
                 finished = False
                 async for event in stream:

@@ -5,12 +5,25 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict
 
 from lfassist_jupyter.providers._errors import cut_stream_error, map_sdk_error, sdk_errors
 from lfassist_jupyter.providers._sdk import SDKProvider
-from lfassist_jupyter.providers.base import Usage, UsageSink
+from lfassist_jupyter.providers.base import ModelCall, Usage
 from lfassist_jupyter.settings import NO_KEY  # re-exported: the providers' errors name it
+
+
+class _StreamOptions(TypedDict):
+    include_usage: bool
+
+
+class _Params(TypedDict, total=False):
+    """The request's parameters beyond model, messages and ``stream``: which ones depends on the model
+    and the server."""
+
+    stream_options: _StreamOptions
+    temperature: float
+    max_tokens: int
 
 
 @dataclass
@@ -33,8 +46,8 @@ class OpenAIProvider(SDKProvider):
     def _make_client(self, sdk: ModuleType, **limits: Any) -> Any:
         return sdk.AsyncOpenAI(api_key=self.api_key or NO_KEY, base_url=self.base_url, **limits)
 
-    def _params(self, model: str, max_tokens: int, temperature: float) -> dict[str, Any]:
-        params: dict[str, Any] = {"stream_options": {"include_usage": True}}
+    def _params(self, model: str, max_tokens: int, temperature: float) -> _Params:
+        params: _Params = {"stream_options": {"include_usage": True}}
         # Reasoning models reject temperature; everything else gets a low one for code.
         if not model.startswith(("o1", "o3", "o4", "gpt-5")):
             params["temperature"] = temperature
@@ -42,25 +55,17 @@ class OpenAIProvider(SDKProvider):
             params["max_tokens"] = max_tokens
         return params
 
-    async def _raw_stream(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        model: str,
-        max_tokens: int = 4096,
-        temperature: float = 0.2,
-        on_usage: UsageSink | None = None,
-    ) -> AsyncIterator[str]:
+    async def _raw_stream(self, call: ModelCall, model: str) -> AsyncIterator[str]:
         client = self._get_client()
         import openai
 
+        on_usage = call.on_usage
         try:
             response = await client.chat.completions.create(
                 model=model,
-                messages=[{"role": "system", "content": system}, *messages],
+                messages=[{"role": "system", "content": call.system}, *call.messages],
                 stream=True,
-                **self._params(model, max_tokens, temperature),
+                **self._params(model, call.max_tokens, call.temperature),
             )
             finished = False
             async with response:  # closes the HTTP stream on cancel or early exit

@@ -21,7 +21,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from lfassist_jupyter.errors import (
     ConfigError,
@@ -31,7 +31,8 @@ from lfassist_jupyter.errors import (
     ProviderRateLimitError,
     ProviderTimeoutError,
 )
-from lfassist_jupyter.providers.base import ModelInfo, Provider, UsageSink
+from lfassist_jupyter.providers.base import ModelCall, ModelInfo, Provider
+from lfassist_jupyter.providers.table import find
 
 _ERRORS: dict[str, ProviderError] = {
     "rate_limit": ProviderRateLimitError("Rate limit exceeded at Scripted. Please wait a moment and try again."),
@@ -41,19 +42,28 @@ _ERRORS: dict[str, ProviderError] = {
 }
 
 
+class ScriptedCall(TypedDict):
+    """One request the scripted provider answered (``ScriptedProvider.calls``), for tests to read back."""
+
+    system: str
+    messages: list[dict[str, str]]
+    model: str
+
+
 @dataclass
 class ScriptedProvider(Provider):
     name: str = "scripted"
     display_name: str = "Scripted (offline demo)"
-    default_model: str = "scripted"
-    fast_model: str = "scripted"
-    replies: list[Any] = field(default_factory=list)
+    model: str = "scripted"
+    replies: list[object] = field(default_factory=list)
+    """Each a string or a dict (see above), as a script's JSON has them: narrowed where read."""
     chunk_size: int = 12
     delay: float = 0.0
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ScriptedCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.models = [ModelInfo("scripted", "Scripted replies")]
+        self.spec = self.spec or find("scripted")
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ScriptedProvider:
@@ -66,7 +76,7 @@ class ScriptedProvider(Provider):
             kwargs.setdefault("delay", float(data.get("delay", 0.0)))
         return cls(replies=list(replies), **kwargs)
 
-    def _take(self, haystack: str) -> Any:
+    def _take(self, haystack: str) -> object:
         for i, entry in enumerate(self.replies):
             pattern = entry.get("match") if isinstance(entry, dict) else None
             if pattern is None or re.search(pattern, haystack, re.I | re.S):
@@ -78,19 +88,11 @@ class ScriptedProvider(Provider):
             provider=self.name,
         )
 
-    async def stream(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        model: str,
-        max_tokens: int = 4096,
-        temperature: float = 0.2,
-        on_usage: UsageSink | None = None,  # scripted replies cost no tokens: never called
-    ) -> AsyncIterator[str]:
-        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        self.calls.append({"system": system, "messages": [dict(m) for m in messages], "model": model})
-        entry = self._take(f"{system}\n{last_user}")
+    async def stream(self, call: ModelCall) -> AsyncIterator[str]:
+        """The next scripted reply (scripted replies cost no tokens: ``call.on_usage`` is never called)."""
+        last_user = next((m["content"] for m in reversed(call.messages) if m["role"] == "user"), "")
+        self.calls.append({"system": call.system, "messages": [dict(m) for m in call.messages], "model": call.model})
+        entry = self._take(f"{call.system}\n{last_user}")
         if isinstance(entry, dict) and entry.get("error"):
             raise _ERRORS.get(entry["error"], _ERRORS["server"])
         text = entry.get("reply", "") if isinstance(entry, dict) else str(entry)

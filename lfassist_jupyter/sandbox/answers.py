@@ -139,6 +139,13 @@ class MissingPackage(BaseModel):
     fix: str = Field(max_length=200)
 
 
+class Retired(BaseModel):
+    """A component lfx retired, in lfx's words (the message names the migration)."""
+
+    component: str = Field(max_length=200)
+    message: str = Field(max_length=2000)
+
+
 class ComponentTemplate(BaseModel):
     """What ``component_template`` answers: the node template lfx built for a component's code
     (the frontend node a flow's custom node carries), or why it built none."""
@@ -152,7 +159,18 @@ class ComponentTemplate(BaseModel):
     """Why it built none, when that is a package this environment lacks (not the code)."""
     stale_import: str | None = Field(default=None, max_length=200)
     """Why it built none, when that is a module gone from an installed package (code written for
-    another version)."""
+    another version), or the module that no longer has ``stale_name``."""
+    stale_name: str | None = Field(default=None, max_length=200)
+    """The name ``stale_import`` no longer has (``Qdrant`` of ``langchain_community.vectorstores``)."""
+    missing_packages: list[MissingPackage] = Field(default_factory=list, max_length=20)
+    """Every distribution the environment lacks for it (a model provider: its bundle and SDK)."""
+    provider: str | None = Field(default=None, max_length=200)
+    """The model provider missing from lfx's registry, when that is why (``Google Generative AI``)."""
+    inactive_provider: str | None = Field(default=None, max_length=200)
+    """A provider the code indexes that lfx registers as inactive (``Groq``): lfx fails loading it
+    with that provider's ``KeyError`` whatever is installed."""
+    retired: Retired | None = None
+    """lfx recognised the code as a component it retired: its own message, with the migration."""
 
     @classmethod
     def failed(cls, error: str, **why: Any) -> ComponentTemplate:
@@ -165,8 +183,15 @@ class ComponentTemplate(BaseModel):
         return self.ok or not str(self.error or "").startswith(NO_VERDICT)
 
 
-NO_VERDICT = ("Runtime validation is unavailable", "The validation sandbox", "Validation did not finish")
-"""How a sandbox says it could not ask lfx (the beginning of its error): no verdict on the code."""
+NO_VERDICT = (
+    "Runtime validation is unavailable",
+    "The validation sandbox",
+    "Validation did not finish",
+    "Loading the component did not finish in time",
+    "Building the component did not finish in time",
+)
+"""How a sandbox says it could not ask lfx, or that the code's load or build ran out of its time
+on a busy machine (the beginning of its error): no verdict on the code."""
 
 
 class NodeCode(NamedTuple):

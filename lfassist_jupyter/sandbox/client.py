@@ -42,6 +42,7 @@ from lfassist_jupyter.sandbox.answers import (
     NodeCode,
     PackageNeeds,
     Reference,
+    Retired,
     Stubbed,
     check_catalog,
 )
@@ -286,11 +287,13 @@ class SandboxValidator(ZygoteProcess):
     def _one_verdict(
         self, item: dict[str, Any], answer: dict[str, Any] | None, failure: str | None
     ) -> ComponentTemplate | None:
-        """The verdict of a child that loaded one code (``component_verdicts``)."""
+        """The verdict of a child that loaded one code (``component_verdicts``).  What is not lfx's
+        word on the code (the sandbox unavailable or out of time, an answer that is no verdict)
+        begins with one of ``answers.NO_VERDICT``: not ``judged``, so never remembered."""
         if failure == "fatal":
             return ComponentTemplate.failed(str(self._unavailable_report().error))
         if answer is None:
-            return ComponentTemplate.failed(str(failure or "The sandbox's answer was not a verdict."))
+            return ComponentTemplate.failed(str(failure or "The validation sandbox's answer was not a verdict."))
         if answer.get("sandbox_refused"):
             return ComponentTemplate.failed(
                 f"loading it, the code did {refused_text(answer['sandbox_refused'][0])}, "
@@ -299,15 +302,15 @@ class SandboxValidator(ZygoteProcess):
         found = answer.get("verdicts") if answer.get("ok") else None
         verdict = found[0] if isinstance(found, list) and found else None
         if not isinstance(found, list):
-            return ComponentTemplate.failed("The sandbox's answer was not a verdict.")
+            return ComponentTemplate.failed("The validation sandbox's answer was not a verdict.")
         if not isinstance(verdict, dict):
             return None  # no time was left for it
+        asked = set(item["methods"])
+        missing = [m for m in verdict.get("missing_methods") or [] if isinstance(m, str) and m in asked]
         if verdict.get("ok"):
-            asked = set(item["methods"])
-            missing = [m for m in verdict.get("missing_methods") or [] if isinstance(m, str) and m in asked]
             return ComponentTemplate(ok=True, missing_methods=missing)
         error = redact_text(str(verdict.get("error") or "lfx did not load the component.")[:2000])
-        return ComponentTemplate.failed(error, **_environment_cause(verdict))
+        return ComponentTemplate.failed(error, missing_methods=missing, **_environment_cause(verdict))
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
         """lfx's bundled components (``{type: node template}``), for flows; never computed here.
@@ -530,19 +533,42 @@ def _confinement_text(found: object) -> str | None:
 
 
 def _environment_cause(answer: dict[str, Any]) -> dict[str, Any]:
-    """The child's word on a failed build's cause, kept only in its expected shape."""
-    package = answer.get("missing_package")
-    if isinstance(package, dict):
-        dist = package.get("distribution")
-        try:
-            return {"missing_package": MissingPackage(module=package.get("module"), distribution=dist,
-                                                      fix=f"%pip install {dist}")}  # fmt: skip
-        except ValidationError:
-            return {}
-    stale = answer.get("stale_import")
-    if isinstance(stale, str) and len(stale) <= 200 and all(c.isalnum() or c in "._" for c in stale):
-        return {"stale_import": stale}
-    return {}
+    """The child's word on a failed build's cause, kept only in its expected shape: the packages
+    the environment lacks (a provider's bundle and SDK), a stale import or name, a retirement."""
+    cause: dict[str, Any] = {}
+    packages = answer.get("missing_packages")
+    listed = packages if isinstance(packages, list) else [answer.get("missing_package")]
+    found = [p for p in (_package(item) for item in listed[:20]) if p is not None]
+    if found:
+        cause.update(missing_package=found[0], missing_packages=found)
+        provider = answer.get("provider")
+        if isinstance(provider, str) and 0 < len(provider) <= 200:
+            cause["provider"] = redact_text(provider)
+    for key in ("stale_import", "stale_name"):
+        stale = answer.get(key)
+        if isinstance(stale, str) and 0 < len(stale) <= 200 and all(c.isalnum() or c in "._" for c in stale):
+            cause[key] = stale
+    if "stale_import" not in cause:
+        cause.pop("stale_name", None)
+    inactive = answer.get("inactive_provider")
+    if isinstance(inactive, str) and 0 < len(inactive) <= 200:
+        cause["inactive_provider"] = redact_text(inactive)
+    retired = answer.get("retired")
+    if isinstance(retired, dict):
+        with contextlib.suppress(ValidationError):
+            component = redact_text(str(retired.get("component"))[:200])
+            cause["retired"] = Retired(component=component, message=redact_text(str(retired.get("message"))[:2000]))
+    return cause
+
+
+def _package(item: object) -> MissingPackage | None:
+    if not isinstance(item, dict):
+        return None
+    dist = item.get("distribution")
+    try:
+        return MissingPackage(module=item.get("module"), distribution=dist, fix=f"%pip install {dist}")
+    except ValidationError:
+        return None
 
 
 def _digest(*parts: str) -> bytes:

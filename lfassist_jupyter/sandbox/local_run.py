@@ -30,11 +30,13 @@ from typing import Any
 from lfassist_jupyter import settings
 from lfassist_jupyter.errors import ConfigError
 from lfassist_jupyter.redaction import redact_text
-from lfassist_jupyter.sandbox import _isolation
+from lfassist_jupyter.sandbox import _cgroups, _isolation
 from lfassist_jupyter.sandbox.answers import RealRun, Refused
 from lfassist_jupyter.sandbox.egress import Allowed, EgressProxy
+from lfassist_jupyter.sandbox.lfx_check import LFX_INSTALL
 from lfassist_jupyter.sandbox.worker._channel import descendants
 from lfassist_jupyter.sandbox.zygote import (
+    STARTUP_TIMEOUT,
     WORKER_DIR,
     WorkerDiedError,
     WorkerTimeoutError,
@@ -43,6 +45,8 @@ from lfassist_jupyter.sandbox.zygote import (
 )
 
 RUNNER = WORKER_DIR / "_runner.py"  # beside the validation worker, bound with it
+RUN_PROCESSES = 512
+"""How many processes and threads one real run may have at once, all of them together."""
 MAX_BODY_BYTES = 64 * 1024 * 1024  # the runner's own cap on a run's request
 SANDBOX_UID = 1000
 """The user id inside a real run's bubblewrap when the kernel runs as root: a run's child makes a
@@ -103,17 +107,36 @@ class RealRunner(ZygoteProcess):
     the system, writes its scratch), with only the run's allowed variables; see
     ``worker/_runner.py``. Runs are one at a time.
 
+    Each run is bounded as a whole where the machine offers a cgroup (``_cgroups``): its
+    processes (threads count) and their memory together, and ended at once (frozen, then killed);
+    where not, per process (RLIMIT_AS) and by RLIMIT_NPROC inside the run's user namespace. The
+    run's answer says which (``RealRun.isolation``).
+
     Args:
         python: the interpreter (default: ``LFASSIST_VALIDATOR_PYTHON``, else this one).
-        memory_mb: the address-space limit of the runner and each run (default:
+        memory_mb: the address-space limit of the runner and of each process of a run (default:
             ``LFASSIST_VALIDATOR_MEMORY_MB``, as for a validation).
         scratch_mb: the size of a run's scratch space (default: an eighth of ``memory_mb``, as for
             a validation).
+        run_memory_mb: the memory of all of a run's processes together (default: ``memory_mb``).
+        processes: how many processes and threads a run may have at once (default: 512).
     """
 
-    def __init__(self, python: str | None = None, *, memory_mb: int | None = None, scratch_mb: int | None = None):
+    def __init__(
+        self,
+        python: str | None = None,
+        *,
+        memory_mb: int | None = None,
+        scratch_mb: int | None = None,
+        run_memory_mb: int | None = None,
+        processes: int = RUN_PROCESSES,
+    ):
         super().__init__(python, memory_mb=memory_mb or settings.read("validator_memory_mb"), scratch_mb=scratch_mb)
         self._fence: str | None = None
+        self.run_memory_mb = int(run_memory_mb or self.memory_mb)
+        self.processes = max(int(processes), 16)
+        self.bounds, self.bounds_reason = _cgroups.probe()
+        self._spare: dict[str, Any] | None = None  # the next run's processes, as the runner announced them
 
     def _spawn(self) -> None:
         self._cleanup_dir()
@@ -124,6 +147,7 @@ class RealRunner(ZygoteProcess):
         config: dict[str, Any] = {
             "memory_mb": self.memory_mb,
             "scratch_mb": self.scratch_mb,
+            "processes": self.processes,
             "bound_modules": _isolation.bound_modules(),
             "read": list(_isolation.interpreter_paths(self.python)),
         }
@@ -148,7 +172,10 @@ class RealRunner(ZygoteProcess):
             config["root"] = self._dir
             cmd = [self.python, *argv, json.dumps(config)]
             cwd, popen_env = self._dir, scrubbed_env(self._dir)
+        self._spare = None
         self._launch(cmd, cwd, popen_env)
+        if self.bounds is not None:
+            self.bounds.make_ahead(self.run_memory_mb, self.processes)  # the first run's group
 
     def warm(self) -> None:
         """Start the runner in the background unless it runs; never waits (a run in progress holds the
@@ -168,6 +195,11 @@ class RealRunner(ZygoteProcess):
                     os.kill(pid, signal.SIGKILL)
         super()._kill()
 
+    def close(self) -> None:
+        super().close()
+        if self.bounds is not None:
+            self.bounds.close()
+
     def _cleanup_dir(self) -> None:
         super()._cleanup_dir()
         if self._fence:
@@ -182,6 +214,7 @@ class RealRunner(ZygoteProcess):
         with self._lock:
             try:
                 self._wait_ready()
+                spare = self._take_spare(time.monotonic() + STARTUP_TIMEOUT)
             except (WorkerDiedError, WorkerTimeoutError) as exc:
                 why = self._fatal or str(exc) or "it did not start in time"
                 if not self._fatal:
@@ -201,6 +234,8 @@ class RealRunner(ZygoteProcess):
                 proxy.stop()
                 raise ConfigError(f"Not run: the flow is larger than a real run takes ({MAX_BODY_BYTES >> 20} MB).")
             header = json.dumps({"id": rid, "timeout": timeout, "size": len(body)}).encode() + b"\n"
+            # The run's first two processes exist, confined and waiting: into its group before it starts.
+            group, unbounded = self._group(spare)
             try:
                 verdict = self._exchange(header + body, rid, timeout)
             except BaseException:  # KeyboardInterrupt (the stop button): nothing of the run goes on
@@ -209,9 +244,63 @@ class RealRunner(ZygoteProcess):
             finally:
                 proxy.stop()
                 del body, env
+                reached = group.end() if group is not None else []  # frozen, killed, removed
+                if self.bounds is not None:
+                    self.bounds.make_ahead(self.run_memory_mb, self.processes)  # the next run's
             if verdict.get("desync"):
                 self.restart()  # the runner could not tell where the next request starts
-        return self._result(verdict, plan, proxy, started, timeout=timeout)
+        bounds = self._bounds_text(group, unbounded, verdict.get("confinement"), reached)
+        return self._result(verdict, plan, proxy, started, timeout=timeout, bounds=bounds)
+
+    def _take_spare(self, deadline: float) -> dict[str, Any]:
+        """The next run's processes, as the runner announced them once they were confined and waiting."""
+        while self._spare is None:
+            msg = self._readline(deadline)
+            if msg.get("op") == "spare":
+                self._spare = msg
+        spare, self._spare = self._spare, None
+        return spare
+
+    def _group(self, spare: dict[str, Any]) -> tuple[_cgroups.RunGroup | None, str]:
+        """A cgroup with the run's two processes in it (its spare and its init), or why there is none."""
+        if self.bounds is None:
+            return None, f"no cgroup here: {self.bounds_reason}"
+        wanted = [spare.get("pid"), spare.get("init")]
+        if not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in wanted):
+            return None, "the runner did not say which processes the run has"
+        pids: list[int] = wanted  # type: ignore[assignment]
+        if self.isolation == "full" and self._proc is not None:  # bubblewrap's PID namespace numbers them
+            found = _cgroups.host_pids(self._proc.pid, set(pids))
+            if len(found) != len(pids):
+                return None, "the run's processes were not found"
+            pids = [found[p] for p in pids]
+        group = None
+        try:
+            group = self.bounds.take(self.run_memory_mb, self.processes)
+            group.add(pids)
+        except OSError as exc:
+            if group is not None:
+                group.end()
+            return None, f"its cgroup could not be made ({exc.strerror or exc})"
+        return group, ""
+
+    def _bounds_text(
+        self, group: _cgroups.RunGroup | None, unbounded: str, confinement: Any, reached: list[str]
+    ) -> str:
+        """How the run was bounded, in words (the run's answer says it)."""
+        if group is not None and self.bounds is not None:
+            text = f"bounded as a whole ({self.bounds.text}): {self.processes} processes and threads, "
+            text += f"{self.run_memory_mb} MB"
+        else:
+            nproc = confinement.get("nproc") if isinstance(confinement, dict) else None
+            text = f"bounded per process only: {self.memory_mb} MB each, "
+            if isinstance(nproc, int) and nproc > 0:
+                text += f"{nproc} processes and threads in its user namespace ({unbounded})"
+            elif nproc == 0:  # set in its user namespace, where the kernel does not apply it to root
+                text += f"processes not bounded: the kernel exempts the root user ({unbounded})"
+            else:
+                text += f"processes not bounded ({unbounded})"
+        return "; ".join([text, *reached])
 
     def _exchange(self, data: bytes, rid: int, timeout: float) -> dict[str, Any]:
         """Send one run (header and body, from a thread: a body larger than the pipe is read by the
@@ -230,7 +319,9 @@ class RealRunner(ZygoteProcess):
         try:
             while True:
                 answer = self._readline(deadline)
-                if answer.get("id") == rid or answer.get("id") is None:
+                if answer.get("op") == "spare":  # the next run's, early
+                    self._spare = answer
+                elif answer.get("id") == rid or answer.get("id") is None:
                     return answer
         except WorkerTimeoutError:
             self.restart()
@@ -249,6 +340,7 @@ class RealRunner(ZygoteProcess):
         started: float,
         *,
         timeout: float = 0.0,
+        bounds: str = "",
     ) -> RealRun:
         """The runner's verdict as a ``RealRun``: every text redacted (the run's own variables too) and capped."""
         variables = plan.allowed
@@ -277,15 +369,16 @@ class RealRunner(ZygoteProcess):
             variables=sorted(variables),
             hosts=[str(h) for h in plan.hosts],
             refused=[Refused.model_validate({**r, "host": clean(r["host"])}) for r in (proxy.refused if proxy else [])],
-            isolation=self._isolation_text(confinement),
+            isolation=self._isolation_text(confinement, bounds),
             seconds=time.perf_counter() - started,
         )
         if answered.get("ok"):
             return RealRun(**answered, **where)
         return RealRun.failed(answered.get("error") or "the run failed.", component=answered.get("component"), **where)
 
-    def _isolation_text(self, confinement: dict[str, Any]) -> str:
-        """How the run was isolated, as the run's child found it before the run (the flow cannot forge it)."""
+    def _isolation_text(self, confinement: dict[str, Any], bounds: str = "") -> str:
+        """How the run was isolated, as the run's init found it before the run (the flow cannot forge
+        it), and how it was bounded."""
         fenced = self.isolation == "full" or confinement.get("netns") is True
         parts = ["network through the allow-list only" if fenced else "the network is NOT fenced"]
         scratch = confinement.get("scratch")
@@ -293,6 +386,12 @@ class RealRunner(ZygoteProcess):
             parts.append(f"scratch: {scratch[:80]}")
         if not confinement.get("landlock"):
             parts.append("no Landlock: it can read what you can")
+        if confinement and not confinement.get("seccomp"):
+            parts.append("no seccomp filter: it can reach other processes' priorities, limits and IPC")
+        if confinement and not confinement.get("pidns"):
+            parts.append("no PID namespace of its own")
+        if bounds:
+            parts.append(bounds)
         if self.isolation == "full":
             return f"bubblewrap ({'; '.join(parts)})"
         return f"process only ({self.isolation_reason}; {'; '.join(parts)})"
@@ -301,7 +400,7 @@ class RealRunner(ZygoteProcess):
 def _unavailable(python: str, why: str) -> str:
     return (
         f"the real runner could not start: {redact_text(why)[:500]}. It needs lfx in {python} "
-        "(`%pip install lfx`, or point LFASSIST_VALIDATOR_PYTHON at an environment that has it)."
+        f"(`{LFX_INSTALL}`, or point LFASSIST_VALIDATOR_PYTHON at an environment that has it)."
     )
 
 

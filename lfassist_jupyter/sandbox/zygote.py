@@ -41,6 +41,7 @@ from lfassist_jupyter import settings
 from lfassist_jupyter.redaction import is_secret_name, redact_text, redact_tree
 from lfassist_jupyter.sandbox import _isolation
 from lfassist_jupyter.sandbox.answers import Reference
+from lfassist_jupyter.sandbox.lfx_check import LFX_INSTALL
 from lfassist_jupyter.validation.report import ValidationReport
 
 WORKER_DIR = Path(__file__).with_name("worker")  # bound read-only into bwrap as a whole
@@ -327,7 +328,8 @@ class ZygoteProcess:
             retryable=False,
             error=(
                 f"Runtime validation is unavailable: lfx could not be imported by {self.python} ({self._fatal}). "
-                "Install it with `%pip install lfx`, or point LFASSIST_VALIDATOR_PYTHON at an environment that has it."
+                f"Install the extra with `{LFX_INSTALL}`, or point LFASSIST_VALIDATOR_PYTHON at an environment "
+                "that has lfx."
             ),
         )
 

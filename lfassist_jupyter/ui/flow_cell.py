@@ -76,9 +76,10 @@ def change_text(change: Any) -> str:
     return f"Repaired {change.node}: {change.message}"
 
 
-def build_view(workspace: Workspace, body: str) -> FlowView:
+def build_view(workspace: Workspace, body: str, *, provision: bool | None = None) -> FlowView:
     """The cell body (spec text or a path to a flow JSON file) built and validated over the
-    workspace's catalogue, in its sandbox."""
+    workspace's catalogue, in its sandbox (``provision``: a flow the sandbox cannot judge is judged
+    in a separate environment, see ``validate_flow``)."""
     from lfassist_jupyter.flows import FlowReport, build_flow, flow_to_spec, validate_flow
 
     if not body.strip():
@@ -93,7 +94,9 @@ def build_view(workspace: Workspace, body: str) -> FlowView:
             spec = flow_to_spec(flow, catalog=catalog)
         except Exception:  # a flow our spec cannot express still validates and draws
             spec = None
-        return FlowView(flow=flow, spec=spec, report=validate_flow(flow, catalog=catalog), notes=notes)
+        return FlowView(
+            flow=flow, spec=spec, report=validate_flow(flow, catalog=catalog, provision=provision), notes=notes
+        )
     catalog = workspace.catalog()
     built = build_flow(body, catalog=catalog)  # FlowSpecError (a ConfigError) when there is no spec at all
     notes += [(change_text(c), None) for c in built.changes]
@@ -101,7 +104,7 @@ def build_view(workspace: Workspace, body: str) -> FlowView:
     if built.flow is None:
         report = FlowReport(is_valid=False, errors=list(built.errors))
         return FlowView(flow=None, spec=built.spec or body, report=report, notes=notes)
-    report = validate_flow(built.flow, catalog=catalog)
+    report = validate_flow(built.flow, catalog=catalog, provision=provision)
     if built.errors:  # what the builder could not do (an edge it dropped) is an error of the flow too
         seen = {str(e) for e in report.errors}
         extra = [e for e in built.errors if str(e) not in seen]
@@ -133,12 +136,22 @@ def local_run(
     from lfassist_jupyter.flows.real_run import run_flow_for_real, run_plan
 
     view.run_input = text
+    if view.flow is not None and view.report is not None and view.report.missing_packages:
+        lacking = ", ".join(p.distribution for p in view.report.missing_packages)
+        view.notes.append((f"Not run: the flow needs packages not installed here: {lacking} (see above).", False))
+        return
     if view.flow is None or not view.ok:
         view.notes.append(("Not run: fix the flow's errors first.", False))
         return
-    if view.report is not None and view.report.missing_packages:
-        lacking = ", ".join(p.distribution for p in view.report.missing_packages)
-        view.notes.append((f"Not run: the flow needs packages not installed here: {lacking} (see above).", False))
+    plan = view.report.provision if view.report is not None else None
+    if plan is not None and plan.ready and plan.adds:  # judged elsewhere: a real run here would lack them
+        view.notes.append(
+            (
+                f"Not run: the flow was judged in a separate environment; a real run here needs "
+                f"{', '.join(plan.adds)} in the sandbox's own: %pip install {' '.join(plan.adds)}",
+                False,
+            )
+        )
         return
     names = [n.strip() for entry in env_names or [] for n in entry.split(",") if n.strip()]
     try:
@@ -202,11 +215,42 @@ def _server_lacks(workspace: Workspace, wanted: list[str]) -> list[str] | str:
     return [v for v in wanted if v not in have]
 
 
+def _server_url_notes(workspace: Workspace, flow: dict[str, Any]) -> list[tuple[str, bool | None]]:
+    """What Langflow lacks to call the user's own server: a model node with no base-URL field of
+    its own (lfx 1.13's OpenAI node) reads the provider's base-URL variable, and a Langflow
+    without it calls the vendor instead.  The configured servers come from the run's plan (the
+    provider table says which variable lfx reads); the server's variables are read by name."""
+    from lfassist_jupyter.flows.real_run import run_plan
+    from lfassist_jupyter.providers.table import PROVIDERS
+    from lfassist_jupyter.redaction import without_credentials
+
+    readers = {p.flow.base_url_variable for p in PROVIDERS if p.flow and p.flow.base_url_variable}
+    fielded = {p.flow.base_url_variable for p in PROVIDERS if p.flow and p.flow.base_url_field}
+    try:
+        config = run_plan(flow).config
+    except ConfigError:
+        return []
+    servers = {v: url for v, url in config.items() if v in readers - fielded}
+    lacking = _server_lacks(workspace, sorted(servers))
+    if isinstance(lacking, str):
+        return []
+    return [
+        (
+            f"Langflow has no global variable {variable}: unless its own environment sets it, this flow's model "
+            f"node calls the provider's default API, not your server. Set {variable} to {without_credentials(url)} "
+            "there (Settings, Model Providers).",
+            None,
+        )
+        for variable, url in servers.items()
+        if variable in lacking
+    ]
+
+
 def register(workspace: Workspace, view: FlowView, *, name: str | None = None, run_text: str | None = None) -> None:
     """Create or update the flow in the connected Langflow, then prove it there with a run.
 
     A model node carries its selection and its key field names a global variable
-    (``OPENAI_API_KEY``), so the flow runs on the server as it runs here.  The proof run is made
+    (the provider's key variable), so the flow runs on the server as it runs here.  The proof run is made
     when the server has every variable the flow's key fields name (its global variables, by
     name only); otherwise the note says which one to create there.  A flow with no model chosen,
     or an empty key field, is not run (it could not answer)."""
@@ -222,6 +266,7 @@ def register(workspace: Workspace, view: FlowView, *, name: str | None = None, r
         view.notes.append((f"Not registered: {exc}", False))
         return
     view.notes.append((str(view.registered), True))
+    view.notes += _server_url_notes(workspace, view.flow)
     from lfassist_jupyter.flows.real_run import flow_variables, prepare_flow
 
     named = flow_variables(prepare_flow(view.flow)[0])
@@ -262,12 +307,13 @@ def assist_flow(
     run_local: str | None = None,
     env_names: list[str] | None = None,
     allow_hosts: list[str] | None = None,
+    provision: bool | None = None,
 ) -> FlowView:
     """The whole of ``%%assist_flow``: build + validate, then the requested actions: a run, the
     registration, the file (which then holds the id Langflow keeps the flow under)."""
     from lfassist_jupyter.flows.save import file_flow_id, flow_file_path, is_flow_id
 
-    view = build_view(workspace, body)
+    view = build_view(workspace, body, provision=provision)
     if run is not None and run_local is not None:
         raise ConfigError("Use --run (a probe run, models stubbed) or --run-local (a real run), not both.")
     if run is not None:

@@ -24,6 +24,7 @@ from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Float, Int, TraitError, TraitType, Unicode, observe, validate
 
+from lfassist_jupyter.providers.table import PREFERRED_ORDER
 from lfassist_jupyter.settings import FIELDS, NOTEBOOK, help_text
 from lfassist_jupyter.ui.render.progress import LiveProgress
 from lfassist_jupyter.ui.render.text import Lines
@@ -35,13 +36,15 @@ if TYPE_CHECKING:
     from lfassist_jupyter.core.result import AssistResult
     from lfassist_jupyter.langflow.client import LangflowClient
 
-HELP = """\
+_PROVIDERS = " | ".join(PREFERRED_ORDER)
+
+HELP = f"""\
 %%assist [options]       the cell body is your request: a component to build, or a question
-  --provider NAME        openai | anthropic | ollama | scripted (default: first configured)
+  --provider NAME        {_PROVIDERS} (default: first configured)
   --model NAME           the generation model
   --max-retries N        total validation attempts, 0..10 (0 skips validation)
   --session NAME         continue a named conversation;  --new-session starts a fresh one
-  --interpolate          replace {name} in the request with notebook variables (never done silently)
+  --interpolate          replace {{name}} in the request with notebook variables (never done silently)
   --no-insert            do not put the code in a new cell below
   --out VAR              bind the result (AssistResult) to VAR
   --register             also save the validated component in the connected Langflow
@@ -49,7 +52,7 @@ HELP = """\
   --quiet                no live progress, only the result
 
 %assist status           providers, models, validator and session
-%assist models           configured providers and their models
+%assist models           configured providers and their models (a server of your own: its own list)
 %assist new              start a new conversation
 %assist history          this conversation's turns and the stored sessions
 %assist connect URL [--api-key KEY | --ask-key] [--no-server-validation]
@@ -62,7 +65,9 @@ HELP = """\
                          extension bundle in DIR (lfx extension layout, a test per component; validated
                          again first): `lfx extension validate DIR`, then `pip install DIR` into Langflow
 %assist flow load FILE   load a flow (JSON file, or the id of a flow in the connected Langflow) into the
-                         conversation: the next %%assist request edits it ("add a summariser before the output")
+                         conversation: the next %%assist request edits it ("add a summariser before the output");
+                         --provision: a flow the sandbox cannot judge (it lacks a package) is judged in a
+                         separate environment with lfx and those packages (uv, cached; the kernel's untouched)
 %assist flows            the flows registered in Langflow from notebooks
 %assist undo             restore the flow before the last edit (each edit keeps a restore point)
 %assist panel [--main]   the chat panel, docked in JupyterLab's right sidebar (--main: a tab); again: focus it.
@@ -174,6 +179,7 @@ class AssistMagics(Magics):
         from lfassist_jupyter.errors import ConfigError
 
         try:  # a bad LFASSIST_* variable: one line
+            _check_environment()
             # Before the configuration loads: ipython_config.py's values notify _on_config_change.
             self.workspace = current_workspace()
             super().__init__(shell=shell, **kwargs)
@@ -202,7 +208,7 @@ class AssistMagics(Magics):
 
         name = proposal.trait.name
         try:
-            return check(name, proposal.value, source=f"{type(self).__name__}.{name}")
+            return check(name, proposal.value, source=f"{type(self).__name__}.{name}", providers=PREFERRED_ORDER)
         except ConfigError as exc:
             raise TraitError(str(exc)) from None
 
@@ -261,7 +267,7 @@ class AssistMagics(Magics):
     # -- %%assist / %assist ----------------------------------------------------------------
 
     @magic_arguments()
-    @argument("--provider", default=None, help="openai | anthropic | ollama | scripted")
+    @argument("--provider", default=None, help=_PROVIDERS)
     @argument("--model", default=None, help="the generation model")
     @argument("--max-retries", type=int, default=None, help="total validation attempts, 0..10")
     @argument("--session", default=None, help="continue a named conversation")
@@ -281,6 +287,7 @@ class AssistMagics(Magics):
         """
         if cell is None:
             return self._subcommand(line)
+        _check_environment()
         args = _parse(self.assist, line)
         if args is None:
             return Lines([help_for("%%assist")]).show()
@@ -295,6 +302,9 @@ class AssistMagics(Magics):
                 prompt = string.Formatter().vformat(cell, (), _Namespace(self.shell.user_ns))
             except (ValueError, IndexError, AttributeError, KeyError) as exc:
                 raise UsageError(f"--interpolate could not fill the request: {exc}") from exc
+        connecting = self.workspace.auto_connect()  # LANGFLOW_URL, as `%assist connect URL` would
+        if connecting:
+            Lines([connecting]).show()
         assistant, options = self._get_assistant(args)
         progress = LiveProgress(rich=self._rich, quiet=args.quiet)
         result = assistant.run(prompt, on_event=progress.on_event, raise_on_interrupt=False, options=options)
@@ -391,43 +401,62 @@ class AssistMagics(Magics):
         return suite
 
     def _models(self, words: list[str], rest: str) -> Lines:
-        providers = self.workspace.configured_providers()
+        """Each configured provider's models: a server of your own is asked for its list (its
+        ``/v1/models``, Ollama's ``/api/tags``), the vendor's API shows its catalogue; with the
+        model each task uses."""
+        _check_environment()
+        providers = self.workspace.configured_providers(
+            provider=self.provider, model=self.model, intent_model=self.intent_model
+        )
         lines = []
         if not providers:
             from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             lines.append(NO_PROVIDER_MESSAGE)
-        lines += [
-            f"{p.name}: {', '.join(name for name, _ in p.models)}  (default {p.default_model})" for p in providers
-        ]
+        for p in providers:
+            where = f" at {p.base_url}" if p.base_url else ""
+            if p.error:
+                lines.append(f"{p.name}{where}: {p.error}")
+                continue
+            names = ", ".join(name for name, _ in p.models) or "(none)"
+            lines.append(f"{p.name}{where}: {names}  ({p.uses})")
         return Lines(lines)
 
     def _status(self, words: list[str], rest: str) -> Lines:
+        """Providers and the model of each task, the validator (lfx, isolation), the session and
+        Langflow; a bad setting is its one line instead (``UsageError``), never a traceback."""
+        _check_environment()
+        from lfassist_jupyter.errors import LfAssistError
         from lfassist_jupyter.providers import check_config
 
         lines: list[str] = []
         cfg = check_config()
         if cfg["configured"]:
-            lines.append(
-                f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}, "
-                f"model {self.model or cfg['default_model']})"
-            )
+            try:
+                (chosen,) = self.workspace.configured_providers(
+                    provider=self.provider,
+                    model=self.model,
+                    intent_model=self.intent_model,
+                    only=cfg["default_provider"],
+                    ask=False,
+                )
+            except LfAssistError as exc:  # e.g. a script file that is not JSON: its line, not a traceback
+                lines.append(f"Providers: {', '.join(cfg['configured_providers'])}: {exc}")
+            else:
+                where = f" at {chosen.base_url}" if chosen.base_url else ""
+                lines.append(
+                    f"Providers: {', '.join(cfg['configured_providers'])} (default {cfg['default_provider']}{where}, "
+                    f"{chosen.uses})"
+                )
         else:
             from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
             lines.append(f"Providers: none. {NO_PROVIDER_MESSAGE}")
-        if _warmup is not None:
-            _warmup.join(2)  # the spawn itself takes milliseconds; do not report "stopped" while it runs
-        info = self.workspace.local_validator().info()
-        version = f", lfx {info['lfx_version']}" if info["lfx_version"] else ""
-        lines.append(f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)")
-        if info["error"]:
-            lines.append(f"  {info['error']}")
-        if info.get("isolation") == "reduced":  # never silent: see sandbox/_isolation.py
-            lines.append(f"  reduced isolation: {info['isolation_reason']}")
+        lines += self._validator_lines()
         lines.append(f"Session: {self._session_id or 'new on first request'}")
+        connecting = self.workspace.auto_connect()
         if self.langflow is None:
-            lines.append("Langflow: not connected (%assist connect URL)")
+            lines.append(connecting or "Langflow: not connected (%assist connect URL, or LANGFLOW_URL)")
         else:
             checks = "server validation on" if self.server_validation else "server validation off"
             lines.append(
@@ -435,6 +464,27 @@ class AssistMagics(Magics):
                 f"{self.langflow.auth}, {checks})"
             )
         return Lines(lines)
+
+    def _validator_lines(self) -> list[str]:
+        """The sandbox's state, and a warning when its interpreter has no lfx (the ``[lfx]`` extra)."""
+        from lfassist_jupyter.sandbox.lfx_check import lfx_missing
+
+        if _warmup is not None:
+            _warmup.join(2)  # the spawn itself takes milliseconds; do not report "stopped" while it runs
+        validator = self.workspace.local_validator()
+        info = validator.info() if hasattr(validator, "info") else None
+        if info is None:
+            return [f"Validator: {type(validator).__name__}"]
+        version = f", lfx {info['lfx_version']}" if info["lfx_version"] else ""
+        lines = [f"Validator: {info['state']}{version} ({info['python']}, timeout {info['timeout']:g} s)"]
+        missing = lfx_missing(info["python"])
+        if missing:
+            lines.append(f"  Warning: {missing}")
+        elif info["error"]:
+            lines.append(f"  {info['error']}")
+        if info.get("isolation") == "reduced":  # never silent: see sandbox/_isolation.py
+            lines.append(f"  reduced isolation: {info['isolation_reason']}")
+        return lines
 
     def _connect(self, words: list[str], rest: str) -> Lines:
         import argparse
@@ -573,10 +623,18 @@ class AssistMagics(Magics):
             raise UsageError(f"%%assist_validate: {exc}") from None
         if not args.fix:
             return report
-        from lfassist_jupyter.core.component.repair import fix_component
+        from lfassist_jupyter.core.component.repair import REPAIR_DEADLINE, FixResult, fix_component
+        from lfassist_jupyter.core.offload import Skipped, repair_round
+        from lfassist_jupyter.runtime import run_sync
+
+        def in_worker(code: str, found: Any, facts: Any) -> Any:  # LibCST in the worker, with its deadline
+            return run_sync(repair_round(code, found, facts, deadline=REPAIR_DEADLINE))
 
         reference = sandbox.reference() if not report.is_valid else None
-        return fix_component(cell, report, validate, reference)
+        try:
+            return fix_component(cell, report, validate, reference, repair=in_worker)
+        except Skipped as exc:
+            return FixResult(code=cell, changes=[], report=report, stopped=str(exc))
 
     # -- flows -------------------------------------------------------------------------------
 
@@ -602,15 +660,19 @@ class AssistMagics(Magics):
         return self._flow_subcommand(words)
 
     def _flow_subcommand(self, words: list[str]) -> Any:
-        """``%assist flow load FILE|ID`` and ``%assist flows``."""
+        """``%assist flow load FILE|ID [--provision]`` and ``%assist flows``."""
         from lfassist_jupyter.errors import ConfigError, LfAssistError
 
+        provision = "--provision" in words
+        words = [w for w in words if w != "--provision"]
         if words[:1] == ["list"]:
             from lfassist_jupyter.langflow.flows import list_flows
 
             return self._list_registered("flows", "%%assist_flow --register", list_flows)
         if len(words) != 2 or words[0] != "load":
-            raise UsageError("Usage: %assist flow load FILE.json  (or the id of a flow in the connected Langflow)")
+            raise UsageError(
+                "Usage: %assist flow load FILE.json [--provision]  (or the id of a flow in the connected Langflow)"
+            )
         source: Any = words[1]
         from pathlib import Path
 
@@ -633,7 +695,7 @@ class AssistMagics(Magics):
         from lfassist_jupyter.flows import flow_to_spec
         from lfassist_jupyter.ui.flow_cell import FlowView
 
-        view = FlowView(flow=flow, report=self.workspace.validate_flow(flow))
+        view = FlowView(flow=flow, report=self.workspace.validate_flow(flow, provision=True if provision else None))
         try:
             view.spec = flow_to_spec(flow, catalog=self.workspace.catalog())
         except Exception:
@@ -668,6 +730,12 @@ class AssistMagics(Magics):
     @argument("--name", default=None, help="the flow's name for --save and --register")
     @argument("--out", default=None, help="bind the FlowView to this variable")
     @argument("--quiet", action="store_true", help="show nothing unless something failed")
+    @argument(
+        "--provision",
+        action="store_true",
+        help="a flow that needs packages the sandbox lacks: judge it in a separate environment with lfx and "
+        "those packages (built with uv, cached; the kernel's environment is not touched)",
+    )
     @cell_magic
     def assist_flow(self, line: str, cell: str) -> Any:
         """Build, validate and draw the flow in the cell body (lfx's spec, or a flow JSON file path)."""
@@ -688,6 +756,7 @@ class AssistMagics(Magics):
                 run_local=args.run_local,
                 env_names=args.env,
                 allow_hosts=args.allow_host,
+                provision=True if args.provision else None,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc
@@ -700,6 +769,18 @@ class AssistMagics(Magics):
 
 
 _warmup: threading.Thread | None = None
+
+
+def _check_environment() -> None:
+    """Every ``LFASSIST_*`` variable checked (``settings.check_all`` with the provider table's names):
+    a bad one is its one line, as a ``UsageError`` (no traceback), the same line every entry point gives."""
+    from lfassist_jupyter.errors import ConfigError
+    from lfassist_jupyter.providers import check_environment
+
+    try:
+        check_environment()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 Handler = Callable[[AssistMagics, list[str], str], Any]

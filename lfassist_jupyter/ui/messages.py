@@ -61,6 +61,9 @@ class PanelMessage(BaseModel):
     picture_html: str | None = None
     """Inline SVG made by `ui.render.picture.flow_picture` from escaped text (no script); the view inserts it."""
     lines: list[FlowLine] | None = None
+    provision: str | None = None
+    """A flow not judged here: what judging it in a separate environment would install (the card's
+    **Judge elsewhere** button says yes; ``ChatPanel.provision_flow``)."""
     # every answer of a live request (not restored ones: the numbers are not stored):
     usage: str | None = None
     """One line: model calls, tokens and seconds for this request (``usage_line``)."""
@@ -278,12 +281,15 @@ def flow_message(
     if error and not validated:
         lines.insert(0, FlowLine(text=error.splitlines()[0][:300], ok=False))
     ok = bool(report.is_valid) if validated is None and report is not None else bool(validated)
+    unjudged = report is not None and report.verdict == "not_judged"
+    plan = report.provision if unjudged else None
     message = PanelMessage(
         role="assistant",
         kind="flow",
         flow_name=flow_name(flow) if flow is not None else _spec_name(spec) or flow_name(None),
         validated=ok,
-        badge=verdict(ok, reduced_isolation)[0],
+        badge="not judged here" if unjudged else verdict(ok, reduced_isolation)[0],
+        provision=plan.summary() if plan is not None and not plan.error else None,
         attempts=attempts,
         spec=spec or "",
         cell=flow_cell_source(spec) if spec else None,

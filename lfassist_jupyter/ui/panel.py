@@ -129,6 +129,9 @@ class ChatPanel(anywidget.AnyWidget):
         assistant_factory: Callable[..., Assistant] | None = None,
         **kwargs: Any,
     ) -> None:
+        from lfassist_jupyter.providers import check_environment
+
+        check_environment()  # a bad LFASSIST_* variable: its one line (ConfigError), as everywhere
         super().__init__(**kwargs)
         if workspace is None and (data_dir is not None or assistant_factory is not None):
             workspace = Workspace(data_dir=data_dir, assistant_factory=assistant_factory)
@@ -138,6 +141,9 @@ class ChatPanel(anywidget.AnyWidget):
         self._task: Future[None] | None = None
         self.langflow_connected = workspace.connected
         choices, default = workspace.model_choices()
+        self._default_choice = default
+        """The selector's default: the configured model (not a choice of the user's: a request on it
+        names no model, so each task keeps the model the configuration gives it)."""
         self.models = [c._asdict() for c in choices]
         saved = self._prefs().selected_model
         cfg = workspace.config
@@ -190,15 +196,15 @@ class ChatPanel(anywidget.AnyWidget):
             write_atomic(self._prefs_path(), _PanelPrefs(selected_model=self.selected_model).model_dump_json())
 
     def _choice(self, provider: str | None, model: str | None) -> str:
-        """ "provider:model" for an explicit provider and/or model, filled from the configuration."""
-        from lfassist_jupyter.providers import check_config
-
-        cfg = check_config()
-        name = (provider or cfg["default_provider"] or "").lower()
-        if not model:
-            known = {p["name"]: p["default_model"] for p in cfg["providers"]}
-            model = cfg["default_model"] if name == cfg["default_provider"] else known.get(name, "")
-        return f"{name}:{model}" if name and model else ""
+        """ "provider:model" for an explicit provider and/or model, filled from the configuration
+        (a server of the user's own that names no model: the model its list gives)."""
+        if provider and model:
+            return f"{provider.lower()}:{model}"
+        found = self.workspace.configured_providers(provider=provider, model=model, ask=False)
+        wanted = (provider or (found[0].name if found else "")).lower()
+        chosen = next((p for p in found if p.name == wanted), None)
+        model = model or (chosen.default_model if chosen else "")
+        return f"{wanted}:{model}" if wanted and model else ""
 
     def _use_model(self, value: str) -> None:
         """Select ``value``, adding it to the selector under its own name when the catalogue lacks it:
@@ -221,6 +227,8 @@ class ChatPanel(anywidget.AnyWidget):
 
     def _get_assistant(self) -> Assistant:
         provider, _, model = self.selected_model.partition(":")
+        if self.selected_model == self._default_choice:
+            model = ""  # the configured model: each task keeps its own (the intent model classifies)
         self._assistant = self.workspace.assistant(self.session_id, provider=provider or None, model=model or None)
         return self._assistant
 
@@ -251,6 +259,7 @@ class ChatPanel(anywidget.AnyWidget):
                 allow=_names(content.get("allow")),
                 allow_hosts=_names(content.get("hosts")),
             ),
+            "provision_flow": lambda: self.provision_flow(str(content.get("id", ""))),
             "cancel_real_run": self.cancel_real_run,
             "undo_flow": self.undo_flow,
         }.get(kind)
@@ -273,6 +282,15 @@ class ChatPanel(anywidget.AnyWidget):
         if not text.strip():
             self.notice = "Type a request first."
             return
+        from lfassist_jupyter.errors import ConfigError
+        from lfassist_jupyter.providers import check_environment
+
+        try:
+            check_environment()  # a variable changed since the panel opened: its one line, not a traceback
+        except ConfigError as exc:
+            self._append(user_message(text))
+            self._append(error_message(str(exc)))
+            return
         if not self.selected_model:
             from lfassist_jupyter.providers import NO_PROVIDER_MESSAGE
 
@@ -282,6 +300,8 @@ class ChatPanel(anywidget.AnyWidget):
         from lfassist_jupyter.runtime import get_loop
 
         self._append(user_message(text))
+        if connecting := self.workspace.auto_connect():  # LANGFLOW_URL, as `%assist connect URL` would
+            self.notice = connecting
         self.langflow_connected = self.workspace.connected
         self.busy = True
         self.notice = ""
@@ -538,6 +558,31 @@ class ChatPanel(anywidget.AnyWidget):
             return " · ".join(line for line, _ in run_lines(run, probe))
 
         self.notice = f"Running the flow on {probe!r} in the sandbox..."
+        return self._background(job)
+
+    def provision_flow(self, message_id: str) -> Future[None] | None:
+        """**Judge elsewhere**, on a card whose flow was not judged here: the user's yes to build
+        (or reuse) the separate environment the card described, and judge the flow there; the
+        card then shows that verdict and which environment gave it."""
+        from lfassist_jupyter.flows import validate_flow
+        from lfassist_jupyter.ui.messages import flow_message
+
+        flow = self._flow(message_id)
+        message = self._message(message_id)
+        if flow is None or message is None:
+            return None
+
+        def job() -> str:
+            report = validate_flow(flow, provision=True)
+            card = flow_message(flow=flow, spec=message.get("spec"), report=report, attempts=message.get("attempts"))
+            card.id = message_id
+            self.messages = [card.to_wire() if m.get("id") == message_id else m for m in self.messages]
+            if report.verdict == "not_judged":
+                why = report.provision.error if report.provision is not None else None
+                return f"Still not judged: {why or 'the environment lacks what the flow needs'}"
+            return f"Judged in {report.judged_in}: {report.verdict}."
+
+        self.notice = "Building the environment to judge the flow in (the kernel's is not touched)..."
         return self._background(job)
 
     # -- the real run ---------------------------------------------------------------------------

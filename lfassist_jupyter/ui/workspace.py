@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from lfassist_jupyter.langflow.extension import ExportedExtension
     from lfassist_jupyter.langflow.flows import FlowRunResult, RegisteredFlow
     from lfassist_jupyter.ports import ComponentValidator
+    from lfassist_jupyter.providers.table import TaskModels
     from lfassist_jupyter.sandbox.answers import FlowRun
     from lfassist_jupyter.sandbox.client import SandboxValidator
     from lfassist_jupyter.ui.messages import PanelMessage
@@ -51,7 +52,14 @@ class ModelChoice(NamedTuple):
 class ProviderModels(NamedTuple):
     name: str
     default_model: str
-    models: list[tuple[str, str]]  # (name, display name)
+    """The generation model: named, else the vendor's, else what the server's list gives."""
+    models: list[tuple[str, str]]  # (name, display name): the server's own list on a server of yours
+    base_url: str | None = None
+    """A server of the user's own (without credentials), or None on the vendor's API."""
+    uses: str = ""
+    """Which model each task uses, in words."""
+    error: str | None = None
+    """Why the server's list could not be read (one line, naming the setting that fixes it)."""
 
 
 class _AssistantKey(NamedTuple):
@@ -85,10 +93,12 @@ class Workspace:
         self.config = config or Settings.from_env()
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         self._local_validator = local_validator
-        self.langflow = langflow
+        self._langflow = langflow
+        self._auto = True  # LANGFLOW_URL may connect it, until an explicit disconnect
         self._store: SessionStore | None = None
         self._factory = assistant_factory
         self._assistants: OrderedDict[_AssistantKey, Assistant] = OrderedDict()
+        self._auto_error: tuple[str, str] | None = None  # (LANGFLOW_URL, why it did not connect)
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -132,15 +142,28 @@ class Workspace:
     # -- validation and Langflow ----------------------------------------------------------------
 
     @property
+    def langflow(self) -> LangflowClient | None:
+        """The connected Langflow; with ``LANGFLOW_URL`` set, the first view that asks connects to it
+        (``auto_connect``), as ``%assist connect URL`` would."""
+        if self._langflow is None:
+            self.auto_connect()
+        return self._langflow
+
+    @langflow.setter
+    def langflow(self, client: LangflowClient | None) -> None:
+        self._langflow = client
+
+    @property
     def connected(self) -> bool:
         return self.langflow is not None and self.langflow.connected
 
     def connect(self, client: LangflowClient, *, server_validation: bool = True) -> None:
-        self.langflow = client
+        self._langflow = client
         self.config.server_validation = server_validation
 
     def disconnect(self) -> None:
-        self.langflow = None
+        self._langflow = None
+        self._auto = False  # stays disconnected: LANGFLOW_URL does not connect it again
 
     @property
     def _server(self) -> LangflowClient | None:
@@ -316,12 +339,13 @@ class Workspace:
         run = self.local_validator().probe_run(flow, input_text)
         return explain_run(flow, run)  # a file, key or service to provide, not "failed"
 
-    def validate_flow(self, flow: dict[str, Any] | str | Path) -> FlowReport:
+    def validate_flow(self, flow: dict[str, Any] | str | Path, provision: bool | None = None) -> FlowReport:
         """``validate_flow`` over the workspace's catalogue, in its sandbox (never raises on bad
-        input; ``ConfigError`` when the sandbox cannot give the catalogue)."""
+        input; ``ConfigError`` when the sandbox cannot give the catalogue).  ``provision``: judge a
+        flow the sandbox cannot judge in an environment built for it (see ``flows.validate_flow``)."""
         from lfassist_jupyter.flows.validate import validate_flow
 
-        return validate_flow(flow, catalog=self.catalog())
+        return validate_flow(flow, catalog=self.catalog(), provision=provision)
 
     def save_flow(self, flow: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
         """Write ``flow`` as a Langflow 1.13 flow file (``flows/save.py``): Langflow's UI
@@ -343,34 +367,115 @@ class Workspace:
 
     # -- models -----------------------------------------------------------------------------
 
-    @staticmethod
-    def configured_providers() -> list[ProviderModels]:
-        """The configured providers with their models (no secrets), in preference order."""
-        from lfassist_jupyter.providers import check_config
+    def configured_providers(
+        self,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        intent_model: str | None = None,
+        only: str | None = None,
+        ask: bool = True,
+    ) -> list[ProviderModels]:
+        """The configured providers with their models (no secrets), in preference order.
 
-        cfg = check_config()
-        return [
-            ProviderModels(p["name"], p["default_model"], [(m["name"], m["display_name"]) for m in p["models"]])
-            for p in cfg["providers"]
-            if p["name"] in cfg["configured_providers"]
-        ]
+        ``model``/``intent_model`` apply to ``provider`` (default: the first configured), as a
+        request's do.  A server of the user's own is asked for its list (``ask``): its
+        ``/v1/models``, Ollama's ``/api/tags``; the vendor's API shows its catalogue."""
+        from lfassist_jupyter.errors import LfAssistError
+        from lfassist_jupyter.providers import available_providers, create_provider
+        from lfassist_jupyter.providers.table import server_root
+        from lfassist_jupyter.redaction import without_credentials
+        from lfassist_jupyter.runtime import run_sync
 
-    @classmethod
-    def model_choices(cls) -> tuple[list[ModelChoice], str]:
+        infos = [i for i in available_providers() if i.configured]
+        chosen = (provider or (infos[0].name if infos else "")).lower()
+        out = []
+        for info in infos:
+            if only is not None and info.name != only:
+                continue
+            made = create_provider(info.name)
+            mine = info.name == chosen
+            models = made.task_models(model if mine else None, intent_model if mine else None)
+            listed: list[tuple[str, str]] = [(m.name, m.display_name) for m in made.models]
+            error = None
+            if made.own_server and ask:
+                try:
+                    listed = [(n, n) for n in run_sync(made.alist_models(), timeout=30)]
+                except (LfAssistError, TimeoutError) as exc:
+                    error = f"{exc} Set {settings_env('model')} to the model to use."
+                finally:
+                    run_sync(made.aclose(), timeout=10)
+            picked = models.main or made.pick_from([n for n, _ in listed], "component") or ""
+            out.append(
+                ProviderModels(
+                    info.name,
+                    picked,
+                    listed,
+                    without_credentials(server_root(info.spec, info.base_url))
+                    if made.own_server and info.spec and info.base_url
+                    else None,
+                    _uses(models, made.own_server, picked),
+                    error,
+                )
+            )
+        return out
+
+    def model_choices(self) -> tuple[list[ModelChoice], str]:
         """Every configured model as a choice, and the default ("provider:model", or "" when none)."""
-        from lfassist_jupyter.providers import check_config
-
+        providers = self.configured_providers(
+            provider=self.config.provider, model=self.config.model, intent_model=self.config.intent_model
+        )
         choices = [
-            ModelChoice(f"{p.name}:{name}", f"{p.name} · {display}")
-            for p in cls.configured_providers()
-            for name, display in p.models
+            ModelChoice(f"{p.name}:{name}", f"{p.name} · {display}") for p in providers for name, display in p.models
         ]
-        cfg = check_config()
-        default = f"{cfg['default_provider']}:{cfg['default_model']}" if cfg["configured"] else ""
+        first = providers[0] if providers else None
+        default = f"{first.name}:{first.default_model}" if first and first.default_model else ""
         if default and default not in {c.value for c in choices}:
             provider, model = default.split(":", 1)
             choices.insert(0, ModelChoice(default, f"{provider} · {model}"))
         return choices, default
+
+    # -- Langflow from the environment ------------------------------------------------------
+
+    def auto_connect(self) -> str | None:
+        """``LANGFLOW_URL`` (and ``LANGFLOW_API_KEY``) used as ``%assist connect URL`` is: the first
+        view that needs Langflow connects, once.  A connection that fails is one line (returned
+        each time it is asked, never raised): the views show it and go on without Langflow."""
+        import os
+
+        url = os.environ.get("LANGFLOW_URL", "").strip()
+        if self._langflow is not None or not url or not self._auto:
+            return None
+        if self._auto_error is not None and self._auto_error[0] == url:
+            return self._auto_error[1]
+        from lfassist_jupyter.errors import LfAssistError
+        from lfassist_jupyter.langflow import LangflowClient
+
+        try:
+            client = LangflowClient(url=url).connect()
+        except LfAssistError as exc:
+            self._auto_error = (url, f"Langflow: not connected to LANGFLOW_URL: {exc}")
+            return self._auto_error[1]
+        self.connect(client, server_validation=self.config.server_validation)
+        return None
+
+
+def settings_env(name: str) -> str:
+    from lfassist_jupyter.settings import env_name
+
+    return env_name(name)
+
+
+def _uses(models: TaskModels, own: bool, picked: str) -> str:
+    """Which model each task uses, in words (``%assist status`` and ``%assist models``)."""
+    if models.main and models.intent in ("", models.main):
+        return f"model {models.main} for every task"
+    if models.main:
+        return f"model {models.main}, intent model {models.intent}"
+    if own:
+        chosen = f"'{picked}', " if picked else ""
+        return f"no model named ({settings_env('model')}): {chosen}the one it lists, for every task"
+    return "no model"
 
 
 _current: Workspace | None = None

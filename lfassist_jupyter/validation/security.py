@@ -42,6 +42,41 @@ _VIEW_METHODS = frozenset({"values", "items", "copy"})
 _ANY_MODULE = "*"  # sys.modules[<computed>]: any module at all
 _BUILTINS_NS = "@builtins"  # __builtins__ (a module or its dict, depending on where code runs)
 _ANY_GLOBAL = "@module.*"  # globals()[<computed>]: any global, __builtins__ included
+_ANY_ATTR = "*"  # the attribute table's entry for values stored under a computed name
+# An attribute of a module named like one of these is that module (``json.codecs.sys`` is ``sys``):
+# modules re-export what they import, so a chain of public attributes reaches any of them.
+_MODULE_NAMES = frozenset({"sys", "os", "builtins", "importlib", "gc", "inspect", "operator", "pkgutil", "pydoc"})
+_MAX_FINDINGS = 200
+SCAN_STEPS = 1_000_000
+"""Work units one scan may spend (an expression resolved, a binding followed, a node walked).
+The costliest of 1,100 real components (lfx's own, third-party ones, the custom code of 113
+exported flows) takes 12,600; hostile code built to make the scan's alias-following explode
+(31 KB that kept a kernel thread busy for hours) stops here, in a few seconds."""
+SCAN_SECONDS = 10.0
+"""Wall-clock bound of one scan, whatever its step count (a loaded machine)."""
+
+
+class ScanLimit(Exception):
+    """The scan gave up: the code is too large or too tangled to judge within its bounds."""
+
+
+class _Budget:
+    def __init__(self) -> None:
+        import time
+
+        self.left = SCAN_STEPS
+        self.clock = time.monotonic
+        self.seconds = SCAN_SECONDS
+        self.deadline = self.clock() + self.seconds
+
+    def spend(self, steps: int = 1) -> None:
+        before = self.left
+        self.left -= steps
+        if self.left < 0:
+            raise ScanLimit(f"more than {SCAN_STEPS:,} steps")
+        if before // 4096 != self.left // 4096 and self.clock() > self.deadline:
+            raise ScanLimit(f"more than {self.seconds:g} s")
+
 
 Source = tuple[ast.AST, "Scope"]
 
@@ -292,6 +327,13 @@ class _Collector(ast.NodeVisitor):
         self.scope_of[id(node)] = self.scope
         self.call_funcs.add(id(node.func))
         self.calls.append((node, self.scope))
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if name in ("setattr", "__setattr__") and len(node.args) >= 2:
+            # setattr(obj, "m", os) stores like obj.m = os; with a computed name, into any attribute.
+            value, attr = node.args[-1], node.args[-2]
+            key = attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else _ANY_ATTR
+            self.attrs.setdefault(key, []).append((value, self.scope))
         self.generic_visit(node)
 
     def _expr(self, node: ast.expr) -> None:
@@ -316,11 +358,16 @@ class _Resolver:
     function of this code); ``os.*`` (any attribute of ``os``); ``*`` (any module).
     """
 
-    def __init__(self, collected: _Collector) -> None:
+    def __init__(self, collected: _Collector, budget: _Budget | None = None) -> None:
         self.c = collected
+        self.budget = budget or _Budget()
         self.memo: dict[int, frozenset[str]] = {}
         self.busy: set[int] = set()
         self.param_sources: dict[int, dict[str, list[Source]]] = {}
+        self.folded: dict[int, frozenset[str] | None] = {}
+        self.looked_up: dict[tuple[int, str], frozenset[str]] = {}
+        self.cut = 0  # how many times following an alias met an expression being resolved (a cycle)
+        self._any_attr: frozenset[str] | None = None
         self._bind_call_sites()
 
     def _bind_call_sites(self) -> None:
@@ -335,6 +382,7 @@ class _Resolver:
                 targets = self.c.functions.get(name or "", [])
                 method_call = isinstance(func, ast.Attribute)
             for target in targets:
+                self.budget.spend(1 + len(call.args) + len(call.keywords))
                 offset = 1 if target.in_class and method_call else 0
                 for i, arg in enumerate(call.args):
                     if isinstance(arg, ast.Starred):
@@ -347,13 +395,123 @@ class _Resolver:
 
     # -- names -------------------------------------------------------------------------------
 
+    def binding_scope(self, name: str, scope: Scope) -> Scope | None:
+        """The scope a name read in ``scope`` is bound in (None: a builtin or a wildcard import)."""
+        start: Scope | None = scope
+        current: Scope | None = scope
+        while current is not None:
+            if name in current.globals:
+                current = current.module()
+            if name in current.bindings and (current is start or current.kind != "class"):
+                return current
+            current = current.parent
+        return None
+
+    def is_self(self, node: ast.AST, scope: Scope) -> bool:
+        """Whether ``node`` is a method's own ``self`` (or ``cls``): its first parameter, bound
+        to nothing else anywhere (no default, no assignment, no argument of a call by name)."""
+        if not isinstance(node, ast.Name):
+            return False
+        home = self.binding_scope(node.id, scope)
+        return (
+            home is not None
+            and home.kind == "function"
+            and home.in_class
+            and bool(home.params)
+            and home.params[0] == node.id
+            and not home.bindings.get(node.id)
+        )
+
+    def fold(self, node: ast.AST | None, scope: Scope) -> str | None:
+        """The one text ``node`` always evaluates to when the code spells it out, else None."""
+        texts = self.texts(node, scope)
+        return next(iter(texts)) if texts is not None and len(texts) == 1 else None
+
+    def texts(self, node: ast.AST | None, scope: Scope, depth: int = 0) -> frozenset[str] | None:
+        """Every text ``node`` may evaluate to, when the code spells each out -- literals, literals
+        joined with ``+`` or in an f-string, either branch of a conditional, the elements of a
+        literal tuple or list a loop walks, a name bound only to such texts -- else None (a text
+        computed at runtime).  ``getattr(store, "search" if q else "metadata_search")`` and ``for
+        attr in ("text", "content"): getattr(value, attr)`` name their attributes as surely as a
+        literal does."""
+        if node is None or depth > 20:
+            return None
+        key = id(node)
+        if key in self.folded:
+            return self.folded[key]
+        self.budget.spend()
+        self.folded[key] = None  # a name bound to itself folds to nothing
+        out: frozenset[str] | None = None
+        parts: list[frozenset[str] | None]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out = frozenset({node.value})
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            out = self._joined([self.texts(node.left, scope, depth + 1), self.texts(node.right, scope, depth + 1)])
+        elif isinstance(node, ast.JoinedStr):
+            parts = [
+                self.texts(v.value if isinstance(v, ast.FormattedValue) and not v.format_spec else v, scope, depth + 1)
+                for v in node.values
+            ]
+            out = self._joined(parts)
+        elif isinstance(node, ast.IfExp):
+            out = self._any_of([self.texts(node.body, scope, depth + 1), self.texts(node.orelse, scope, depth + 1)])
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set) and node.elts:
+            out = self._any_of([self.texts(e, scope, depth + 1) for e in node.elts])
+        elif isinstance(node, ast.Name):
+            home = self.binding_scope(node.id, scope)
+            sources = home.bindings.get(node.id, []) if home is not None else []
+            out = self._any_of([self.texts(src[0], src[1], depth + 1) if src else None for src in sources] or [None])
+        self.folded[key] = out
+        return out
+
+    @staticmethod
+    def _any_of(parts: list[frozenset[str] | None]) -> frozenset[str] | None:
+        if any(p is None for p in parts):
+            return None
+        out = frozenset().union(*parts)  # type: ignore[arg-type]
+        return out if 0 < len(out) <= 64 else None
+
+    @staticmethod
+    def _joined(parts: list[frozenset[str] | None]) -> frozenset[str] | None:
+        out: frozenset[str] | None = frozenset({""})
+        for part in parts:
+            if out is None or part is None or len(out) * len(part) > 64:
+                return None
+            out = frozenset(a + b for a in out for b in part)
+        return out
+
+    def any_attribute(self) -> frozenset[str]:
+        """What an attribute read by a computed name on ``self`` may be: anything the code stores
+        into any attribute (``self.m = os``, a class attribute, ``setattr(self, name, v)``)."""
+        if self._any_attr is None:
+            self._any_attr = frozenset()
+            found: set[str] = set()
+            for sources in list(self.c.attrs.values()):
+                for source in sources:
+                    found |= self.resolve(*source)
+            self._any_attr = frozenset(found)
+        return self._any_attr
+
     def lookup(self, name: str, scope: Scope) -> frozenset[str]:
+        """What ``name`` read in ``scope`` may be bound to (remembered per scope and name: a name
+        bound a thousand times and read a thousand times is followed once)."""
+        key = (id(scope), name)
+        if key in self.looked_up:
+            return self.looked_up[key]
+        cut = self.cut
+        found = self._lookup(name, scope)
+        if self.cut == cut:  # complete: no alias cycle was cut short while following it
+            self.looked_up[key] = found
+        return found
+
+    def _lookup(self, name: str, scope: Scope) -> frozenset[str]:
         start = scope
         while scope is not None:
             if name in scope.globals:
                 scope = scope.module()
             if name in scope.bindings and (scope is start or scope.kind != "class"):
                 out: set[str] = set()
+                self.budget.spend(len(scope.bindings[name]))
                 for source in scope.bindings[name]:
                     if source is not None:
                         out |= self.resolve(*source)
@@ -374,8 +532,10 @@ class _Resolver:
         if key in self.memo:
             return self.memo[key]
         if key in self.busy:
+            self.cut += 1
             return frozenset()
         self.busy.add(key)
+        self.budget.spend()
         try:
             out = frozenset(self._resolve(node, scope))
         finally:
@@ -405,11 +565,13 @@ class _Resolver:
                     value = "builtins"
                 if _is_name(value):
                     out.add(f"ns:{value}" if node.attr == "__dict__" else f"{value}.{node.attr}")
-            for source in self.c.attrs.get(node.attr, []):  # self.m = os ... self.m.system
-                out |= self.resolve(*source)
+                    if node.attr in _MODULE_NAMES or node.attr in policy.MODULES:
+                        out.add(policy.MODULE_ALIASES.get(node.attr, node.attr))  # json.codecs.sys is sys
+            for source in (*self.c.attrs.get(node.attr, []), *self.c.attrs.get(_ANY_ATTR, [])):
+                out |= self.resolve(*source)  # self.m = os ... self.m.system
             return out
         if isinstance(node, ast.Subscript):
-            return self._item(self.resolve(node.value, scope), _const(node.slice), scope)
+            return self._item(self.resolve(node.value, scope), self.fold(node.slice, scope), scope)
         if isinstance(node, ast.Call):
             return self._call(node, scope)
         if isinstance(node, ast.IfExp):
@@ -454,24 +616,41 @@ class _Resolver:
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("__getattribute__", "__getattr__") and args:
             # type(m).__getattribute__(m, "system") / m.__getattribute__("system"): getattr by another name
             target = (args[0], args[1]) if len(args) >= 2 else (node.func.value, args[0])
+        elif funcs & {"inspect.getattr_static"} and len(args) >= 2:
+            target = (args[0], args[1])
         if target is not None:
-            attr = _const(target[1])
+            names = self.texts(target[1], scope)
             for value in self.resolve(target[0], scope):
                 if _is_name(value):
-                    out.add(f"{value}.{attr}" if attr else f"{value}.*")
+                    for attr in names if names is not None else ["*"]:
+                        out.add(f"{value}.{attr}")
+                        if attr in _MODULE_NAMES or attr in policy.MODULES:
+                            out.add(policy.MODULE_ALIASES.get(attr, attr))
+            for attr in names or ():
+                for source in (*self.c.attrs.get(attr, []), *self.c.attrs.get(_ANY_ATTR, [])):
+                    out |= self.resolve(*source)  # getattr(self, "m") is self.m
+            if names is None and self.is_self(target[0], scope):
+                out |= self.any_attribute()
         if "builtins.vars" in funcs and args:
             out |= {f"ns:{v}" for v in self.resolve(args[0], scope) if _is_name(v)}
         if "builtins.globals" in funcs:
             out.add("ns:@module")
         if funcs & {"builtins.__import__", "importlib.import_module"} and args:
-            name = _const(args[0])
+            name = self.fold(args[0], scope)
             out.add(name.split(".")[0] if name and "builtins.__import__" in funcs else name or _ANY_MODULE)
+        if funcs & {"pkgutil.resolve_name", "pydoc.locate"} and args:
+            name = self.fold(args[0], scope)  # "os:system", "os.system": the object it names
+            if name:
+                top, _, rest = name.replace(":", ".").partition(".")
+                out.add(policy.MODULE_ALIASES.get(top, top) + (f".{rest}" if rest else ""))
+            else:
+                out.add(_ANY_MODULE)
         if any(f in funcs for f in (f"builtins.{p}" for p in _PASSTHROUGH)):
             out |= self._union([*args, *(k.value for k in node.keywords)], scope)
         if isinstance(node.func, ast.Attribute) and node.func.attr in _LOOKUP_METHODS | _VIEW_METHODS:
             bases = self.resolve(node.func.value, scope)
             if node.func.attr in _LOOKUP_METHODS:
-                out |= self._item(bases, _const(args[0]) if args else None, scope)
+                out |= self._item(bases, self.fold(args[0], scope) if args else None, scope)
             else:
                 views = {"sys.modules": _ANY_MODULE, "ns:@module": _ANY_GLOBAL}
                 for b in bases:  # vars(os).items(): every attribute of os
@@ -520,12 +699,29 @@ def _spelling(node: ast.AST) -> str:
 
 
 def scan(tree: ast.Module) -> list[tuple[int, str]]:
-    """(line, description) of each reference to something the deny list refuses, in source order."""
+    """(line, description) of each reference to something the deny list refuses, in source order.
+
+    Bounded: past ``SCAN_STEPS`` work units or ``SCAN_SECONDS`` (code built to make alias
+    following explode), or on nesting deeper than the interpreter's recursion allows, it raises
+    ``ScanLimit`` -- the code is not judged, and a caller that needs a verdict refuses it."""
+    budget = _Budget()
+    try:
+        return _scan(tree, budget)
+    except RecursionError:
+        raise ScanLimit("nesting deeper than the scan can follow") from None
+    except MemoryError:
+        raise ScanLimit("more memory than the scan may use") from None
+
+
+def _scan(tree: ast.Module, budget: _Budget) -> list[tuple[int, str]]:
     collected = _Collector(tree)
-    resolver = _Resolver(collected)
-    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    resolver = _Resolver(collected, budget)
+    names = _Names(tree, budget)
     issues: list[tuple[int, str]] = list(collected.imports)
     for node in _expressions(tree):
+        if len(issues) >= _MAX_FINDINGS:
+            break
+        budget.spend()
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Attribute) and node.attr in policy.DUNDER_ESCAPES:
             issues.append((line, f"access to `{node.attr}` ({policy.DUNDER_ESCAPES[node.attr]})"))
@@ -541,20 +737,28 @@ def scan(tree: ast.Module) -> list[tuple[int, str]]:
         if scope is None:
             continue
         values = resolver.resolve(node, scope)
+        called = id(node) in collected.call_funcs
         if isinstance(node, ast.Call):
             issues.extend(_patching(node, resolver, scope))
-            issues.extend(_code_files(node, resolver, scope, collected))
+            issues.extend(_code_files(node, resolver, scope, collected, names))
+            issues.extend(_reflection(node, resolver, scope))
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _LOOKUP_METHODS and node.args:
+                issues.extend(_computed_lookup(node, func.value, node.args[0], resolver, scope))
             if (
                 "builtins.globals" in resolver.resolve(node.func, scope)
                 and id(node.func) not in collected.exempt
-                and not _defines_only(node, parents, collected)
+                and not _defines_only(node, names)
             ):
                 issues.append(
                     (line, f"call to `{_spelling(node)}` (reaches the module's namespace, `__builtins__` included)")
                 )
+        elif not called:
+            issues.extend(_reflection_as_value(node, values))
+        if isinstance(node, ast.Subscript):
+            issues.extend(_computed_lookup(node, node.value, node.slice, resolver, scope))
         for value in sorted(values):
             top = value.split(".")[0]
-            called = id(node) in collected.call_funcs
             if top in collected.imported and (isinstance(node, ast.Name) or not called):
                 continue  # the module's import is the finding (subprocess.PIPE is no second one)
             why = _refusal(value)
@@ -569,6 +773,82 @@ def scan(tree: ast.Module) -> list[tuple[int, str]]:
     return sorted(dict.fromkeys(issues), key=lambda i: i[0])
 
 
+_COMPUTED = "reflection by a name computed at runtime: what it reaches cannot be judged"
+
+
+def _reflection(node: ast.Call, resolver: _Resolver, scope: Scope) -> Iterator[tuple[int, str]]:
+    """A reflective call (``policy.REFLECTION``, or ``x.__getattribute__``) judged by its name
+    argument: spelt out in the code, it is judged as that name (a frame's ``f_locals``, an
+    ``attrgetter("system")``); computed at runtime, it is refused -- except an attribute of the
+    method's own ``self``, which reaches nothing ``self.<name>`` would not."""
+    funcs = resolver.resolve(node.func, scope)
+    args = node.args
+    unpacked = any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in node.keywords)
+    kinds = {policy.REFLECTION[f] for f in funcs if f in policy.REFLECTION}
+    method = isinstance(node.func, ast.Attribute) and node.func.attr in policy.REFLECTION_METHODS
+    if method:
+        kinds.add("attr")
+    if not kinds:
+        return
+    spelt = _spelling(node)
+    if "attr" in kinds:
+        if method and len(args) == 1:  # os.__getattribute__(name)
+            obj, name = node.func.value, args[0]  # type: ignore[union-attr]
+        else:
+            obj, name = (args[0], args[1]) if len(args) >= 2 else (None, None)
+        texts = None if unpacked else resolver.texts(name, scope)
+        if texts is None and not (obj is not None and not unpacked and resolver.is_self(obj, scope)):
+            yield node.lineno, f"call to `{spelt}` ({_COMPUTED})"
+        for text in sorted(texts or ()):
+            if text in policy.DUNDER_ESCAPES:
+                yield node.lineno, f"call to `{spelt}`, which reads `{text}` ({policy.DUNDER_ESCAPES[text]})"
+    if "names" in kinds:
+        given = args[:1] if "operator.methodcaller" in funcs else args
+        sets = [resolver.texts(a, scope) for a in given]
+        if unpacked or not sets or any(t is None for t in sets):
+            yield node.lineno, f"call to `{spelt}` ({_COMPUTED})"
+        else:
+            parts = sorted({p for t in sets for text in t or () for p in text.split(".")})
+            why = next(((p, w) for p in parts if (w := policy.refused_attribute(p))), None)
+            if why:
+                part, (entry, reason) = why
+                named = f"`{part}`" if entry == part else f"`{part}` (as in `{entry}`)"
+                yield node.lineno, f"call to `{spelt}`, which reaches {named} ({reason})"
+    if "object" in kinds and (unpacked or not args or resolver.texts(args[0], scope) is None):
+        yield node.lineno, f"call to `{spelt}` ({_COMPUTED})"
+
+
+def _reflection_as_value(node: ast.AST, values: frozenset[str]) -> Iterator[tuple[int, str]]:
+    """A reflective function referenced without being called (``map(getattr, ...)``, ``f =
+    getattr``, ``partial(getattr, os)``, ``[attrgetter]``): where it is called, and with what
+    name, is out of the scan's sight."""
+    line = getattr(node, "lineno", 0)
+    method = isinstance(node, ast.Attribute) and node.attr in policy.REFLECTION_METHODS
+    if method or any(v in policy.REFLECTION for v in values):
+        yield line, f"reference to `{_spelling(node)}` used as a value (passed, stored or aliased: {_COMPUTED})"
+
+
+def _computed_lookup(
+    node: ast.AST, base: ast.AST, key: ast.AST | None, resolver: _Resolver, scope: Scope
+) -> Iterator[tuple[int, str]]:
+    """A module, a namespace or ``sys.modules`` read by a key computed at runtime (``vars(m)[name]``,
+    ``sys.modules[name]``): reflection as much as ``getattr(m, name)`` is."""
+    if resolver.texts(key, scope) is not None:
+        return
+    bases = resolver.resolve(base, scope)
+    spaces = any(b == "sys.modules" or b == _BUILTINS_NS or b.startswith("ns:") for b in bases)
+    # vars(x) / x.__dict__ of any object but self: its attributes by a computed name, as getattr does.
+    owner = (
+        base.args[0]
+        if isinstance(base, ast.Call) and base.args and "builtins.vars" in resolver.resolve(base.func, scope)
+        else base.value
+        if isinstance(base, ast.Attribute) and base.attr == "__dict__"
+        else None
+    )
+    if spaces or (owner is not None and not resolver.is_self(owner, scope)):
+        yield getattr(node, "lineno", 0), f"lookup `{_spelling(node)}` ({_COMPUTED})"
+
+
 def _patching(node: ast.Call, resolver: _Resolver, scope: Scope) -> Iterator[tuple[int, str]]:
     """setattr/delattr on a module with refused attributes: patching the interpreter."""
     funcs = resolver.resolve(node.func, scope)
@@ -579,11 +859,12 @@ def _patching(node: ast.Call, resolver: _Resolver, scope: Scope) -> Iterator[tup
             yield node.lineno, f"call to `{_spelling(node.func)}` on `{value}` (patches a system module)"
 
 
-def _defines_only(call: ast.Call, parents: dict[int, ast.AST], collected: _Collector) -> bool:
+def _defines_only(call: ast.Call, names: _Names) -> bool:
     """Whether ``globals()`` only *defines* names: ``globals().update(...)``, or bound to a name
     that is only ever updated or assigned into (``g = globals(); g.update(local)``, as lfx's own
     SearXNG tool does).  Any read through it -- ``g["__builtins__"]``, ``g.get(k)``, passing ``g``
     on -- reaches ``__builtins__`` and is a finding, as Langflow's scan makes every ``globals()``."""
+    parents = names.parents()
 
     def writes_into(node: ast.AST) -> bool:
         parent = parents.get(id(node))
@@ -600,12 +881,36 @@ def _defines_only(call: ast.Call, parents: dict[int, ast.AST], collected: _Colle
     target = parent.targets[0]
     if not isinstance(target, ast.Name):
         return False
-    root: ast.AST = call
-    while id(root) in parents:
-        root = parents[id(root)]
     # Every use of that name anywhere (a nested function reading it counts too): writes only.
-    uses = [n for n in ast.walk(root) if isinstance(n, ast.Name) and n.id == target.id]
-    return all(isinstance(n.ctx, ast.Store) or writes_into(n) for n in uses)
+    return all(isinstance(n.ctx, ast.Store) or writes_into(n) for n in names.uses(target.id))
+
+
+class _Names:
+    """Every ``Name`` node of the tree by its identifier, indexed once (not a walk of the whole
+    tree per question: hostile code asks it thousands of times)."""
+
+    def __init__(self, tree: ast.AST, budget: _Budget) -> None:
+        self.tree = tree
+        self.budget = budget
+        self.index: dict[str, list[ast.Name]] | None = None
+        self._parents: dict[int, ast.AST] | None = None
+        self.code_names: dict[tuple[int, ...], list[str]] = {}
+
+    def parents(self) -> dict[int, ast.AST]:
+        """Each node's parent, by the child's id (built on the first ``globals()``, not for every scan)."""
+        if self._parents is None:
+            self._parents = {id(c): p for p in ast.walk(self.tree) for c in ast.iter_child_nodes(p)}
+            self.budget.spend(len(self._parents))
+        return self._parents
+
+    def uses(self, name: str) -> list[ast.Name]:
+        if self.index is None:
+            self.index = {}
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Name):
+                    self.index.setdefault(node.id, []).append(node)
+            self.budget.spend(sum(len(v) for v in self.index.values()))
+        return self.index.get(name, [])
 
 
 def _import_path_store(
@@ -628,10 +933,18 @@ _FILE_WRITERS = frozenset(
 _PATH_WRITERS = frozenset({"write_bytes", "write_text", "touch", "symlink_to", "hardlink_to", "rename", "replace"})
 
 
-def _code_names(node: ast.AST, collected: _Collector, depth: int = 0) -> Iterator[str]:
+def _code_names(node: ast.AST, collected: _Collector, names: _Names, depth: int = 0) -> list[str]:
     """File names in ``node`` (constants, f-string tails, names bound to them) that a module
-    or a native library would have: ``"evil.so"``, ``f"{d}/mod.py"``, ``name`` = ``"x.pyd"``."""
+    or a native library would have: ``"evil.so"``, ``f"{d}/mod.py"``, ``name`` = ``"x.pyd"``.
+    Remembered per node and depth: a name bound a thousand times, read by a thousand writes,
+    is followed once."""
+    key = (id(node), depth)
+    if key in names.code_names:
+        return names.code_names[key]
+    names.code_names[key] = []
+    found: list[str] = []
     for sub in ast.walk(node):
+        names.budget.spend()
         text = None
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             text = sub.value
@@ -642,16 +955,31 @@ def _code_names(node: ast.AST, collected: _Collector, depth: int = 0) -> Iterato
             scope = collected.scope_of.get(id(sub))
             while scope is not None:
                 if sub.id in scope.bindings:
-                    for source in scope.bindings[sub.id]:
-                        if source is not None:
-                            yield from _code_names(source[0], collected, depth + 1)
+                    found += [n for n in _bound_code_names(scope, sub.id, collected, names, depth) if n not in found]
                     break
                 scope = scope.parent
         if (text and text.strip().lower().endswith(policy.CODE_SUFFIXES)) or (text and ".so." in text.lower()):
-            yield text.strip()
+            found.append(text.strip())
+    names.code_names[key] = found
+    return found
 
 
-def _code_files(node: ast.Call, resolver: _Resolver, scope: Scope, collected: _Collector) -> Iterator[tuple[int, str]]:
+def _bound_code_names(scope: Scope, name: str, collected: _Collector, names: _Names, depth: int) -> list[str]:
+    """``_code_names`` of everything ``name`` is bound to in ``scope``, once per (scope, name)."""
+    key = (id(scope), hash(name), depth)
+    if key not in names.code_names:
+        names.code_names[key] = []
+        found: list[str] = []
+        for source in scope.bindings[name]:
+            if source is not None:
+                found += [n for n in _code_names(source[0], collected, names, depth + 1) if n not in found]
+        names.code_names[key] = found
+    return names.code_names[key]
+
+
+def _code_files(
+    node: ast.Call, resolver: _Resolver, scope: Scope, collected: _Collector, names: _Names
+) -> Iterator[tuple[int, str]]:
     """Writing a file named like a module or a native library: the way code the component wrote
     gets imported or loaded (in the sandbox its scratch space is noexec; in Langflow it is not)."""
     funcs = resolver.resolve(node.func, scope)
@@ -671,7 +999,7 @@ def _code_files(node: ast.Call, resolver: _Resolver, scope: Scope, collected: _C
     elif isinstance(node.func, ast.Attribute) and node.func.attr in _PATH_WRITERS:
         target = [node.func.value, *node.args]
     for expr in target:
-        for name in _code_names(expr, collected):
+        for name in _code_names(expr, collected, names):
             yield (
                 node.lineno,
                 f"writes `{name[-60:]}`, a file named like a module or a native library (loading code it wrote)",

@@ -295,8 +295,22 @@ def validate_static(code: str, *, security: SecurityMode | bool = "reject") -> V
 def _security_phase(tree: ast.Module, mode: SecurityMode, report: ValidationReport) -> None:
     """The security phase: unsafe calls are one error (``reject``: generated code must not
     make them) or ``policy`` findings (``report``: the user's own code, which Langflow runs)."""
+    from lfassist_jupyter.validation.security import ScanLimit
+
     report.phases_run.append("security")
-    issues = security_findings(tree)
+    try:
+        issues = security_findings(tree)
+    except ScanLimit as exc:
+        report.findings.append(
+            Finding(
+                severity="error",
+                phase="security",
+                rule="security",
+                message=f"The security scan could not judge this code: it gave up after {exc}. "
+                "A component is far smaller and simpler; remove what makes the code this large or tangled.",
+            )
+        )
+        return
     if issues and mode == "reject":
         items = "; ".join(f"line {line}: {text}" for line, text in issues[:5])
         report.findings.append(

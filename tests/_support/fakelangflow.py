@@ -23,7 +23,8 @@ from typing import Any
 class FakeLangflow:
     """``flows``: the headers ``GET /api/v1/flows/`` lists; ``stored``: id -> the flow
     ``GET /api/v1/flows/{id}`` answers (``PUT`` there stores one, as Langflow 1.13's upsert);
-    ``starters``: ``GET /api/v1/starter-projects/``; with
+    ``starters``: ``GET /api/v1/starter-projects/``; ``variables``: the names ``GET /api/v1/variables/``
+    lists; with
     ``starters_mb``, that list is padded to about that many megabytes (copies of the first
     template, as a server with a huge template list would send), streamed in chunks."""
 
@@ -34,12 +35,14 @@ class FakeLangflow:
         stored: dict[str, dict[str, Any]] | None = None,
         starters: list[dict[str, Any]] | None = None,
         starters_mb: int = 0,
+        variables: list[str] | None = None,
     ) -> None:
         self.config = {
             "flows": flows or [],
             "stored": stored or {},
             "starters": starters or [],
             "starters_mb": starters_mb,
+            "variables": variables or [],
         }
         self._proc: subprocess.Popen[str] | None = None
         self.url = ""
@@ -135,6 +138,8 @@ def _serve(config: dict[str, Any]) -> None:
                 return self._json(config["flows"])
             if path.startswith("/api/v1/flows/") and path.rsplit("/", 1)[1] in config["stored"]:
                 return self._json(config["stored"][path.rsplit("/", 1)[1]])
+            if path == "/api/v1/variables/":  # names only, as a client may see them
+                return self._json([{"name": n, "type": "Credential", "has_value": True} for n in config["variables"]])
             if path == "/api/v1/starter-projects/":
                 if config["starters_mb"]:
                     return self._stream_starters()
@@ -153,6 +158,19 @@ def _serve(config: dict[str, Any]) -> None:
             if created:
                 config["flows"].append({"id": flow_id, "name": body.get("name"), "tags": body.get("tags") or []})
             return self._json(config["stored"][flow_id], 201 if created else 200)
+
+        def do_POST(self) -> None:
+            """A new flow (``POST /api/v1/flows/``) is stored under a fresh id; nothing else runs here."""
+            import uuid
+
+            path = self.path.split("?")[0]
+            if path != "/api/v1/flows/":
+                return self._json({"detail": "Not Found"}, 404)
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            flow_id = str(uuid.uuid4())
+            config["stored"][flow_id] = {**body, "id": flow_id}
+            config["flows"].append({"id": flow_id, "name": body.get("name"), "tags": body.get("tags") or []})
+            return self._json(config["stored"][flow_id], 201)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -1,10 +1,16 @@
-"""A local HTTP server that speaks the OpenAI and Anthropic streaming wire formats.
+"""Local HTTP servers that speak the OpenAI, Anthropic and Ollama wire formats.
 
-Tests drive the *real* ``openai`` and ``anthropic`` SDKs against it: SSE streaming with
-usage, error statuses (401, 404, 429 with Retry-After, 500), a stream cut mid-way and
-malformed chunks.  Replies are queued in order; every request is recorded, so a test can
-assert what reached "the model" (the retry prompt carries the error; an off-topic request
-never triggers a generation call; a cancelled stream was closed by the client).
+Tests drive the *real* ``openai`` and ``anthropic`` SDKs (and lfx's Ollama client, in a real run)
+against them: SSE streaming with usage, error statuses (401, 404, 429 with Retry-After, 500), a
+stream cut mid-way and malformed chunks.  Replies are queued in order; every request is recorded,
+so a test can assert what reached "the model" (the retry prompt carries the error; an off-topic
+request never triggers a generation call; a cancelled stream was closed by the client).
+
+``FakeLLM()`` plays the vendors: it lists their models and answers any model.  ``FakeLLM(models=
+["fake-gpt", "fake-mini"])`` plays a server of the user's own (vLLM, LM Studio, a gateway): it
+lists its own models and answers 404 for any other, as they do, without spending a queued reply.
+``FakeOllama(models=[...])`` plays Ollama: ``/api/tags``, ``/api/chat`` (NDJSON) and its
+OpenAI-compatible ``/v1``.
 
 Run it standalone (``python tests/_support/fakellm.py replies.json``) to point a notebook at it.
 """
@@ -109,10 +115,22 @@ _ERROR_TYPES = {
 }
 
 
-class FakeLLM:
-    """Start with ``with FakeLLM() as llm:``; queue replies with ``llm.queue(...)``."""
+VENDOR_MODELS = {
+    "openai": ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "o4-mini"],
+    "anthropic": ["claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1"],
+}
+"""What the fake lists when it plays the vendors (their catalogues, in ``%assist models`` order)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+
+class FakeLLM:
+    """Start with ``with FakeLLM() as llm:``; queue replies with ``llm.queue(...)``.
+
+    ``models``: the server's own list (404 for any other model); None: the vendors' lists, any
+    model answered.  ``listings`` counts the requests for the list."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, models: list[str] | None = None) -> None:
+        self.models = list(models) if models is not None else None
+        self.listings = 0
         self._replies: list[Any] = []
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
@@ -126,13 +144,12 @@ class FakeLLM:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # /v1/models for discovery
-                body = json.dumps({"object": "list", "data": [{"id": "gpt-4o", "object": "model"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+            def do_GET(self) -> None:  # the model list
+                with server._lock:
+                    server.listings += 1
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                status, payload = server._listing(self.path, headers)
+                _send_json(self, status, payload)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -142,10 +159,14 @@ class FakeLLM:
                 except ValueError:
                     body = {}
                 rec = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                anthropic = self.path.rstrip("/").endswith("/messages")
+                model = str(body.get("model", ""))
                 with server._lock:
                     server.requests.append(rec)
-                    reply = server._replies.pop(0) if server._replies else server.default
-                anthropic = self.path.rstrip("/").endswith("/messages")
+                    known = server.models is None or model in server.models
+                    reply = server._replies.pop(0) if known and server._replies else server.default
+                if not known:  # as vLLM, LM Studio and Ollama answer: no reply spent
+                    reply = Status(404, f"The model `{model}` does not exist.", error_type="model_not_found")
                 try:
                     server._serve(self, reply, rec, anthropic=anthropic)
                 except (BrokenPipeError, ConnectionResetError):
@@ -195,6 +216,19 @@ class FakeLLM:
         self.__exit__()
 
     # -- serving ----------------------------------------------------------------------------
+
+    def _listing(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """``GET /v1/models`` in OpenAI's shape, or Anthropic's when the client is Anthropic's."""
+        if not path.rstrip("/").split("?", 1)[0].endswith("/models"):
+            return 404, {"error": {"message": f"no route {path}", "type": "not_found_error"}}
+        anthropic = "anthropic-version" in headers
+        names = self.models if self.models is not None else VENDOR_MODELS["anthropic" if anthropic else "openai"]
+        if anthropic:
+            data = [{"id": n, "type": "model", "display_name": n, "created_at": "2025-01-01T00:00:00Z"} for n in names]
+            return 200, {"data": data, "has_more": False, "first_id": names[0] if names else None,
+                         "last_id": names[-1] if names else None}  # fmt: skip
+        return 200, {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "fake"}
+                                                for n in names]}  # fmt: skip
 
     def _serve(self, h: BaseHTTPRequestHandler, reply: Any, rec: Recorded, *, anthropic: bool) -> None:
         model = rec.body.get("model", "model")
@@ -388,6 +422,77 @@ class FakeLLM:
             "message_delta",
         )
         self._send(h, json.dumps({"type": "message_stop"}), "message_stop")
+        rec.finished = True
+
+
+def _send_json(h: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
+    data = json.dumps(payload).encode()
+    h.send_response(status)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
+class FakeOllama(FakeLLM):
+    """A fake Ollama: ``GET /api/tags``, ``POST /api/chat`` (NDJSON when streaming, as Ollama's own
+    clients and lfx's ``ChatOllama`` read it), and its OpenAI-compatible ``/v1`` (what the assistant
+    talks to).  A model it does not have is a 404 saying to pull it, as Ollama answers."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, models: list[str] | None = None) -> None:
+        super().__init__(host, port, models=models if models is not None else ["qwen3:0.6b", "llama3.2:1b"])
+
+    def _listing(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        if path.rstrip("/").split("?", 1)[0] == "/api/tags":
+            models = [
+                {"name": n, "model": n, "modified_at": "2025-01-01T00:00:00Z", "size": 1, "digest": "0" * 64,
+                 "details": {"format": "gguf", "family": "fake", "parameter_size": "1B"}}
+                for n in self.models or []
+            ]  # fmt: skip
+            return 200, {"models": models}
+        if path.rstrip("/") == "/api/version":
+            return 200, {"version": "0.9.0"}
+        return super()._listing(path, headers)
+
+    def _serve(self, h: BaseHTTPRequestHandler, reply: Any, rec: Recorded, *, anthropic: bool) -> None:
+        if rec.path.rstrip("/") != "/api/chat":
+            super()._serve(h, reply, rec, anthropic=False)
+            return
+        model = str(rec.body.get("model", ""))
+        if isinstance(reply, Status):
+            message = f'model "{model}" not found, try pulling it first' if reply.code == 404 else reply.message
+            _send_json(h, reply.code, {"error": message})
+            rec.finished = True
+            return
+        if reply is None:
+            _send_json(h, 500, {"error": "no reply queued in the fake server"})
+            return
+        text = reply.text
+        pieces = [text[i : i + reply.chunk] for i in range(0, len(text), reply.chunk)] or [""]
+        stamp = "2025-01-01T00:00:00Z"
+        done = {"model": model, "created_at": stamp, "message": {"role": "assistant", "content": ""}, "done": True,
+                "done_reason": "stop", "total_duration": 1, "load_duration": 1, "prompt_eval_count": 11,
+                "prompt_eval_duration": 1, "eval_count": len(pieces), "eval_duration": 1}  # fmt: skip
+        if rec.body.get("stream") is False:
+            _send_json(h, 200, {**done, "message": {"role": "assistant", "content": text}})
+            rec.finished = True
+            return
+        h.send_response(200)
+        h.send_header("Content-Type", "application/x-ndjson")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.close_connection = True
+        for piece in pieces:
+            line = {
+                "model": model,
+                "created_at": stamp,
+                "message": {"role": "assistant", "content": piece},
+                "done": False,
+            }
+            h.wfile.write(json.dumps(line).encode() + b"\n")
+            h.wfile.flush()
+        h.wfile.write(json.dumps(done).encode() + b"\n")
+        h.wfile.flush()
         rec.finished = True
 
 

@@ -7,6 +7,7 @@ flow tests (Langflow's starter projects) import it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
@@ -22,13 +23,25 @@ VENV = Path(os.environ.get("LFASSIST_LANGFLOW_VENV", Path.home() / ".cache" / "l
 
 
 def ensure_langflow() -> Path:
-    """The cached Langflow environment's `langflow` executable, created with uv on first use."""
-    exe = VENV / "bin" / "langflow"
-    if exe.exists():
+    """The cached Langflow environment's `langflow` executable, created with uv on first use.
+
+    `make test` runs two pytest workers: the first to get here installs, under a lock file, and
+    the other waits for it; an install that did not finish (no stamp) is done again."""
+    exe, stamp = VENV / "bin" / "langflow", VENV / ".lfassist-complete"
+    if stamp.exists():
         return exe
     VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(VENV.parent / "langflow-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.exists():
+            _install()
+            stamp.touch()
+    return exe
+
+
+def _install() -> None:
     uv = [sys.executable, "-m", "uv"]
-    subprocess.run([*uv, "venv", "--quiet", "--python", sys.executable, str(VENV)], check=True)
+    subprocess.run([*uv, "venv", "--quiet", "--allow-existing", "--python", sys.executable, str(VENV)], check=True)
     # --compile-bytecode: without it the server's start-up takes twice as long.
     python = str(VENV / "bin" / "python")
     subprocess.run(
@@ -36,7 +49,6 @@ def ensure_langflow() -> Path:
         check=True,
         timeout=1800,
     )
-    return exe
 
 
 def starter_projects() -> list[Path]:

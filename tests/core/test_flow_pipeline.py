@@ -374,17 +374,21 @@ async def test_prose_in_a_repair_round_is_a_failed_attempt_not_the_old_flow(llm,
     assert steps(result).count("flow_validated") == 0
 
 
-async def test_a_probe_run_missing_only_a_file_is_a_need_not_a_repair(llm, make_assistant):
+async def test_a_file_flow_whose_package_the_sandbox_lacks_is_not_judged_nor_repaired(llm, make_assistant, monkeypatch):
+    """lfx's requirement logic asks for google-api-python-client for the File component (it reads
+    from Google Drive too), which this environment lacks: ``lfx run`` refuses the flow at its
+    dependency preflight.  Not judged here, then: never validated, no repair round (a model cannot
+    install a package), no probe run (it would stop at the same import); the answer names it."""
+    monkeypatch.setenv("LFASSIST_PROVISION", "no")
     file_spec = "nodes:\n  F: File\n  C: ChatOutput\nedges:\n  F.message -> C.input_value\n"
     llm.queue(intent("build_flow"), plan("File", "ChatOutput"), spec_reply(file_spec))
     result = await make_assistant("openai").arun("show a file's text in the chat")
 
-    assert result.ok and len(llm.requests) == 3  # no repair round spent on it
-    assert result.run.ok is False and "No files" in result.run.error
-    # (lfx's requirements logic also asks for a package the File component imports when it reads
-    # from Google Drive: a package need, shown with the packages, not among what to provide.)
-    assert [(n.kind, n.node) for n in result.flow_report.needs if n.kind != "package"] == [("file", "Read File")]
-    assert "Before a real run, provide: Give Read File a file" in result.result
+    assert not result.ok and not result.validated and len(llm.requests) == 3  # no repair round spent on it
+    assert result.run is None and "Not judged here" in (result.error or "")
+    assert [p.distribution for p in result.flow_report.missing_packages] == ["google-api-python-client"]
+    assert result.flow_report.verdict == "not_judged" and not result.flow_report.errors
+    assert "google-api-python-client" in result.result  # the answer's summary says what to install
 
 
 def test_sandbox_probe_run_is_time_capped(sandbox):

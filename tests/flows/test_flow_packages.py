@@ -59,7 +59,8 @@ def test_a_flow_whose_provider_package_is_missing_is_named_with_its_install_line
 def test_a_built_in_that_needs_a_package_is_named_as_lfx_names_it():
     flow = build_flow(JQ).flow
     report = validate_flow(flow)
-    assert report.is_valid  # the wiring is right: the environment is what lacks
+    assert not report.errors  # the wiring is right: the environment is what lacks
+    assert report.verdict == "not_judged" and not report.is_valid  # so it is not judged, never valid
     assert [(p.distribution, p.nodes) for p in report.missing_packages] == [("jq", ["JSON Operations"])]
     assert _lfx_says(flow) == ["jq"]
 

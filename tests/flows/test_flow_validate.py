@@ -107,8 +107,12 @@ def test_all_starter_projects_are_accepted_with_their_needs(starters, tmp_path):
     assert len(starters) >= 20
     rejected_by_lfx = 0
     for name, flow in starters.items():
-        report = validate_flow(flow)
-        assert report.is_valid, (name, [str(e) for e in report.errors])
+        report = validate_flow(flow, provision=False)
+        # Never broken; sound, or not judged here naming each package the sandbox lacks (lfx's own
+        # requirement logic: URL's lxml and tabulate), never "valid" then.
+        assert report.verdict != "broken" and not report.errors, (name, [str(e) for e in report.errors])
+        assert report.is_valid == (report.verdict == "sound"), name
+        assert all(p.distribution and p.nodes for p in report.missing_packages), name
         for need in report.needs:
             assert need.node and need.field and need.message
         rejected_by_lfx += bool(lfx_level4_errors(flow, tmp_path))
@@ -293,7 +297,9 @@ def test_custom_code_that_parses_but_does_not_build_is_built_in_the_sandbox_and_
     report = validate_flow(flow)
     assert not report.is_valid
     assert [(e.node, e.field) for e in report.errors] == [("Chat Output", "code")]
-    assert "cannot build" in report.errors[0].message and "Component" in report.errors[0].message
+    # Named precisely: the name the module does not have (lfx stops at that import).
+    assert "imports LangflowComponent from lfx.base" in report.errors[0].message
+    assert "lfx cannot load this node" in report.errors[0].message
 
 
 @pytest.mark.langflow

@@ -85,7 +85,7 @@ def test_a_saved_output_whose_method_the_code_lacks_is_an_error_as_in_lfx(sandbo
 
 
 @pytest.mark.slow  # lfx's verdict from a fresh process that imports it
-def test_a_node_needing_a_package_the_sandbox_lacks_is_a_missing_package_not_invalid(sandbox, tmp_path):
+def test_a_node_needing_a_package_the_sandbox_lacks_is_not_judged_not_broken(sandbox, tmp_path):
     """A 1.0 MistralAI Embeddings node imports langchain_mistralai, which this environment lacks
     (the install brings the OpenAI, Anthropic and Ollama bundles, not Mistral's)."""
     flow = single_node_flow(corpus_flow("AvishikarKannan__Questionpapergenerator"), "MistalAIEmbeddings-R7z9f")
@@ -93,7 +93,7 @@ def test_a_node_needing_a_package_the_sandbox_lacks_is_a_missing_package_not_inv
     report = validate_flow(flow)
 
     assert lfx["missing"] == ["langchain-mistralai"] and "langchain_mistralai" in lfx["error"]
-    assert report.is_valid and not report.errors
+    assert report.verdict == "not_judged" and not report.is_valid and not report.errors
     (need,) = [n for n in report.needs if n.kind == "package"]
     assert need.node_id == "MistalAIEmbeddings-R7z9f" and "%pip install langchain-mistralai" in need.message
 
@@ -128,7 +128,8 @@ def test_a_node_whose_package_lfx_requires_is_a_package_need_with_its_pip_line(s
     report = validate_flow(flow)
 
     assert lfx["missing"] == ["langchain-google-genai"] and "langchain_google_genai" in lfx["error"]
-    assert report.is_valid and not report.errors  # the flow is not broken: this environment lacks a package
+    assert not report.errors  # the flow is not broken: this environment lacks a package
+    assert report.verdict == "not_judged" and not report.is_valid  # so it is not judged here, never valid
     (need,) = [n for n in report.needs if n.kind == "package"]
     assert (need.node_id, need.package) == ("GoogleGenerativeAIModel-CAjGe", "langchain-google-genai")
     assert "%pip install langchain-google-genai" in need.message

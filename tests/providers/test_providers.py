@@ -20,7 +20,7 @@ from lfassist_jupyter.errors import (
     ProviderModelNotFoundError,
     ProviderRateLimitError,
 )
-from lfassist_jupyter.providers import create_provider
+from lfassist_jupyter.providers import ModelCall, create_provider
 
 KINDS = ["openai", "anthropic"]
 KEY = "sk-test-abcdefghijklmnop123456"
@@ -32,8 +32,8 @@ def provider_for(kind, llm, **kw):
 
 
 async def drain(provider, model="m", **kwargs):
-    messages = [{"role": "user", "content": "hi"}]
-    return [c async for c in provider.stream(system="sys", messages=messages, model=model, **kwargs)]
+    call = ModelCall(system="sys", messages=[{"role": "user", "content": "hi"}], model=model, **kwargs)
+    return [c async for c in provider.stream(call)]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -174,10 +174,10 @@ def test_provider_repr_never_shows_the_key(llm):
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_model_not_found_falls_back_to_the_next_model_of_the_same_provider(llm, kind):
-    """A retired catalogue model (404) is replaced by the next one of `%assist models`, within the
-    same call and the same provider; later calls go straight to the substitute."""
+    """A retired model (404) is replaced by the next one of `%assist models` (the server's own list,
+    asked once), within the same call and the same provider; later calls go straight to the substitute."""
     provider = provider_for(kind, llm)
-    first, second, third = (m.name for m in provider.models[:3])
+    first, second, third = (await provider.alist_models())[:3]
     llm.queue(Status(404, f"The model `{first}` does not exist", error_type="model_not_found"), Reply("hello"))
     assert "".join(await drain(provider, model=first)) == "hello"
     assert [r.body["model"] for r in llm.requests] == [first, second]
@@ -202,7 +202,7 @@ async def test_a_model_the_user_named_is_not_replaced_and_an_exhausted_list_says
     with pytest.raises(ProviderModelNotFoundError, match="Model 'my-finetune' was not found"):
         await drain(provider, model="my-finetune")
     assert len(llm.requests) == 1 and provider.fallbacks == []
-    names = [m.name for m in provider.models]
+    names = await provider.alist_models()
     llm.queue(*[Status(404, "gone")] * len(names))
     with pytest.raises(ProviderModelNotFoundError) as info:
         await drain(provider, model=names[0])

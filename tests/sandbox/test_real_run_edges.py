@@ -346,7 +346,7 @@ def test_ollama_host_is_read_as_ollama_reads_it(monkeypatch, value, hosts, given
     plan = run_plan(_ollama_flow())
     assert {(h.host, h.port) for h in plan.hosts} == hosts
     assert all(h.private_ok and h.why == "OLLAMA_HOST" for h in plan.hosts)
-    assert plan.config == {"OLLAMA_HOST": given}
+    assert plan.config == {"OLLAMA_HOST": given, "OLLAMA_BASE_URL": given}  # and what lfx reads
 
 
 def test_an_ollama_flow_without_ollama_host_opens_nothing_local(monkeypatch):

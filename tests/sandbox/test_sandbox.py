@@ -59,9 +59,15 @@ def test_valid_component_report(sandbox):
         (GOOD.replace("import Message\n", "import Message\nimport subprocess\n"), "security", "subprocess"),
         (component("return Message(text=eval('1+1'))"), "security", "eval"),
         (
+            # a name joined from literals is the name it spells: judged as os.system
             component("return Message(text=str(getattr(os, 'sys' + 'tem')))", module="import os"),
             "security",
-            "system module by name",
+            "`os.system`",
+        ),
+        (
+            component("return Message(text=str(getattr(os, self.input_text)))", module="import os"),
+            "security",
+            "a name computed at runtime",
         ),
         (WRONG_IMPORT, "runtime", "Component"),
         (DATA_LIST_BUG, "smoke", "ValidationError"),
@@ -322,7 +328,7 @@ def test_lfx_missing_in_the_worker_interpreter_is_a_clear_non_retryable_report(t
     try:
         report = validator.validate(GOOD)
         assert not report.is_valid and report.retryable is False
-        assert "pip install lfx" in report.error and str(fake_python) in report.error
+        assert 'pip install "lfassist-jupyter[lfx]"' in report.error and str(fake_python) in report.error
         assert validator.state == "unavailable"
     finally:
         validator.close()

@@ -343,7 +343,7 @@ def test_the_childs_filter_refuses_and_reports_what_it_keeps_from_the_code(tmp_p
             try:
                 channel = channel_theirs.fileno()
                 if confined:  # the listener goes over the channel, as a child's greeting sends it
-                    listener = _confine._install_seccomp(channel, notify=True)
+                    listener = _confine.install_seccomp(validation=True, channel=channel, notify=True)
                     socket.send_fds(channel_theirs, [b"L"], [listener])
                     os.close(listener)
                 libc = ctypes.CDLL(None, use_errno=True)
@@ -439,9 +439,11 @@ def _flow_with(codes: list[str], catalog) -> dict:
 
 def test_a_forger_node_cannot_write_the_other_nodes_verdicts(box, monkeypatch):
     """A flow with a node that, while it loads, makes every later load of its process say "it
-    loads", and a node whose class body raises: ``validate_flow`` names the broken node, and again
-    from the remembered verdicts.  The control: the same two codes loaded in one child (as the flow
-    check did before) give the broken node a forged "ok"."""
+    loads", and a node whose class body raises: ``validate_flow`` names the broken node with lfx's
+    error, and again from the remembered verdicts (the forger itself is named by the outgoing gate,
+    whose scan refuses its code; that does not keep its code from loading first).  The control: the
+    same two codes loaded in one child (as the flow check did before) give the broken node a forged
+    "ok"."""
     from lfassist_jupyter import default_catalog, validate_flow
 
     forger = component("return Message(text='x')", module=FORGER, load="description = _forge()")
@@ -453,7 +455,9 @@ def test_a_forger_node_cannot_write_the_other_nodes_verdicts(box, monkeypatch):
     flow = _flow_with([forger, BROKEN], catalog)
     for _ in range(2):  # the second time from the verdicts remembered by their code's hash
         errors = validate_flow(flow, catalog=catalog).errors
-        assert [e.node_id for e in errors] == ["Custom-1"] and "no_such_name" in errors[0].message, errors
+        assert [(e.node_id, e.code) for e in errors[:1]] == [("Custom-0", "unsafe_code")], errors
+        broken = [e for e in errors if e.node_id == "Custom-1"]
+        assert len(errors) == 2 and len(broken) == 1 and "no_such_name" in broken[0].message, errors
 
 
 # -- the heap read ----------------------------------------------------------------------------------

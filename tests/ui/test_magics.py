@@ -329,3 +329,26 @@ def test_ipython_config_values_load_and_beat_the_environment(llm, monkeypatch):
     finally:
         shell.run_line_magic("unload_ext", "lfassist_jupyter")
         InteractiveShell.clear_instance()
+
+
+def test_langflow_url_is_used_as_connect_url_is(ip, monkeypatch, tmp_path, capsys):
+    """``LANGFLOW_URL`` (with ``LANGFLOW_API_KEY``) connects the first view that needs Langflow, as
+    ``%assist connect URL`` would; one that cannot be reached is one line, and nothing else stops."""
+    from _support.fakelangflow import FakeLangflow
+
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    magics = ip.magics_manager.registry["AssistMagics"]
+    monkeypatch.setenv("LANGFLOW_API_KEY", "fake-langflow-key-for-tests")
+    ip.run_line_magic("assist", "status")
+    assert "Langflow: not connected (%assist connect URL, or LANGFLOW_URL)" in capsys.readouterr().out  # control
+    with FakeLangflow() as langflow:
+        monkeypatch.setenv("LANGFLOW_URL", langflow.url)
+        ip.run_line_magic("assist", "status")
+        assert f"Langflow: connected to {langflow.url}" in capsys.readouterr().out
+        assert magics.workspace.connected
+    monkeypatch.setenv("LANGFLOW_URL", "http://127.0.0.1:9")  # nothing listens there
+    magics.workspace = Workspace(data_dir=tmp_path / "data")
+    ip.run_line_magic("assist", "status")
+    out = capsys.readouterr().out
+    assert "Langflow: not connected to LANGFLOW_URL: " in out and "Traceback" not in out

@@ -153,7 +153,8 @@ async def test_harmless_getattr_is_accepted_on_the_first_attempt(llm, make_assis
 
 # -- one verdict at runtime: what only the sandbox sees -----------------------------------------
 
-RUNTIME_ONLY = component('operator.attrgetter("sys" + "tem")(os)("true")', "import operator")
+# A module carried in an object the scan does not follow (not reflection: data flow it does not track).
+RUNTIME_ONLY = component('types.SimpleNamespace(m=os).m.system("true")', "import types")
 
 
 async def test_a_call_only_the_sandbox_sees_is_refused_and_retried_like_a_static_one(llm, make_assistant):
@@ -162,7 +163,7 @@ async def test_a_call_only_the_sandbox_sees_is_refused_and_retried_like_a_static
     result = await make_assistant("openai", max_retries=2).arun("an uppercase component")
     assert result.validated is True and result.attempts == 2
     retry = llm.requests[2].last_user
-    assert "`os.system`" in retry and f"line {line_of(RUNTIME_ONLY, 'attrgetter')}" in retry
+    assert "`os.system`" in retry and f"line {line_of(RUNTIME_ONLY, 'SimpleNamespace')}" in retry
     assert policy.ATTRS["os.system"] in retry  # the scan's words for the same call
 
 
@@ -171,15 +172,15 @@ def test_a_users_call_refused_at_runtime_is_a_labelled_policy_finding(sandbox):
     refused = [f for f in report.findings if f.rule == "sandbox-refused"]
     assert report.is_valid and refused and refused[0].severity == "policy"
     assert refused[0].message.startswith("Refused at runtime") and "os.system" in refused[0].message
-    assert refused[0].line == line_of(RUNTIME_ONLY, "attrgetter")
+    assert refused[0].line == line_of(RUNTIME_ONLY, "SimpleNamespace")
     strict = validate_component(RUNTIME_ONLY, validator=sandbox, security="reject")
     assert not strict.is_valid and "os.system" in strict.error and strict.phase == "smoke"
 
 
 def test_a_refusal_the_code_swallows_still_counts(sandbox):
     code = component(
-        'try:\n            operator.attrgetter("sys" + "tem")(os)("true")\n        except Exception:\n            pass',
-        "import operator",
+        'try:\n            types.SimpleNamespace(m=os).m.system("true")\n        except Exception:\n            pass',
+        "import types",
     )
     report = validate_component(code, validator=sandbox, security="reject")
     assert not report.is_valid and "os.system" in report.error
@@ -234,6 +235,10 @@ REAL_USES = {
     "files_and_knowledge/file.py": {"subprocess"},
     "files_ingestion/file_description_generator.py": {"subprocess"},
     "llm_operations/lambda_filter.py": {"eval"},
+    # An attribute read by a name the code computes (reflection): refused for generated code, and
+    # lfx's own copies pass the gate as built-ins (their code is the catalogue's).
+    "deactivated/extract_key_from_data.py": {"reflection"},
+    "tools/yahoo_finance.py": {"reflection"},
 }
 
 
@@ -257,7 +262,7 @@ def test_no_false_positives_on_lfx_builtins_or_third_party_components():
             issues = security_findings(ast.parse(path.read_text(encoding="utf-8")))
             if issues:
                 flagged[path.relative_to(root).as_posix()] = {
-                    name for name in ("subprocess", "eval") if any(name in text for _, text in issues)
+                    name for name in ("subprocess", "eval", "reflection") if any(name in text for _, text in issues)
                 }
     assert flagged == REAL_USES
 

@@ -32,9 +32,9 @@ from lfassist_jupyter import settings
 from lfassist_jupyter.artifacts.component import MAX_CODE_CHARS
 from lfassist_jupyter.core.component.extract import extract_component_code, guess_class_name
 from lfassist_jupyter.core.component.prompts import generation_system_prompt, retry_message
-from lfassist_jupyter.core.component.repair import Repair, Repaired, arepair_until_valid
+from lfassist_jupyter.core.component.repair import REPAIR_DEADLINE, Repaired, arepair_until_valid
 from lfassist_jupyter.core.events import ProgressEvent
-from lfassist_jupyter.core.offload import Skipped, call
+from lfassist_jupyter.core.offload import Skipped, call, repair_round
 from lfassist_jupyter.core.outcome import ComponentOutcome
 from lfassist_jupyter.core.pipeline import Request, Sink
 from lfassist_jupyter.core.request_log import log, log_event, log_request_error
@@ -45,9 +45,6 @@ from lfassist_jupyter.validation.report import Finding, ValidationReport
 from lfassist_jupyter.validation.static import validate_static
 
 NO_CODE_ERROR = "No ```python code block with a Component class was found."
-REPAIR_DEADLINE = 5.0
-"""Seconds one round of the repair pass may take.  A component's repair takes milliseconds; a
-hostile reply (211 KB of deep expressions) took LibCST 10-75 s: past this it is skipped."""
 INLINE_CHARS = 32_000
 """Replies and code up to this size are parsed in a worker thread (``ast`` holds the GIL for
 milliseconds); bigger ones in the worker process, where it may hold it for seconds."""
@@ -80,17 +77,6 @@ async def _validate_static(code: str) -> ValidationReport:
         return ValidationReport(
             is_valid=False, phase="static", error=message, findings=[finding], phases_run=["static"]
         )
-
-
-async def _repair_in_worker(
-    code: str, report: ValidationReport, reference: dict[str, Any] | None, *, deadline: float
-) -> Repair | None:
-    """One round of the repair pass in the worker process (``Skipped`` past ``deadline``)."""
-    answer = await call("repair", code, report.model_dump(mode="json"), reference, deadline=deadline)
-    if not isinstance(answer, dict) or not isinstance(answer.get("code"), str):
-        return None
-    changes = answer.get("changes")
-    return Repair(code=answer["code"], changes=[str(c) for c in changes]) if isinstance(changes, list) else None
 
 
 def check_max_retries(value: object) -> int:
@@ -282,9 +268,7 @@ class ComponentPipeline:
         job.messages = [*job.messages, {"role": "assistant", "content": reply}, {"role": "user", "content": retry}]
 
     async def _generate(self, request: Request, system: str, messages: list[dict[str, str]]) -> str:
-        chunks = request.provider.stream(
-            system=system, messages=messages, model=request.model, max_tokens=request.max_tokens
-        )
+        chunks = request.provider.stream(request.call(system, messages))
         return "".join([chunk async for chunk in chunks])
 
     async def _reference(self) -> Reference | None:
@@ -311,7 +295,7 @@ class ComponentPipeline:
             progress("repairing", attempt, f"Repairing {len(changes)} mistake{plural} without a model call...",
                      changes=changes)  # fmt: skip
 
-        in_worker = functools.partial(_repair_in_worker, deadline=self.repair_deadline)
+        in_worker = functools.partial(repair_round, deadline=self.repair_deadline)
         try:
             return await arepair_until_valid(
                 code, report, reference, self._validate, on_repair=announce, repair=in_worker

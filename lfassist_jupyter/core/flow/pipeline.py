@@ -351,15 +351,18 @@ class FlowPipeline:
         message = prompts.plan_message(request.text, current_spec, flows_text, added)
         try:
             plan_reply = await request.provider.complete(
-                system=prompts.plan_system(light, reuse=bool(flows_text), added=bool(added)),
-                messages=[{"role": "user", "content": message}],
-                model=request.model,
-                max_tokens=PLAN_TOKENS,
-                temperature=0,
+                request.call(
+                    prompts.plan_system(light, reuse=bool(flows_text), added=bool(added)),
+                    [{"role": "user", "content": message}],
+                    max_tokens=PLAN_TOKENS,
+                    temperature=0,
+                )
             )
         except ProviderError as exc:
             log_request_error(request.request_id, exc)
             return FlowOutcome(result=str(exc), intent=self.intent, error=str(exc))
+        if self.choice is None:  # the model the plan was written by: known now, even if none was named
+            self.choice = self._flow_model(request)
         chosen, new = await asyncio.to_thread(_parse_plan, plan_reply, catalog)  # lenient JSON: off the loop
         plan = _Plan(chosen=chosen, new=new, current_spec=current_spec)
         await self._reuse(request, plan_reply, candidates, catalog, plan)
@@ -465,6 +468,9 @@ class FlowPipeline:
                 return self._finish(last, False, attempt, components, validate=False)
             if last.flow is not None and not problems:
                 problems = await self._check(last, catalog, progress, attempt, max_attempts)
+            if not problems and last.report is not None and last.report.verdict == "not_judged":
+                progress("flow_failed", attempt, "The flow was not judged here.", error=last.error)
+                return self._finish(last, False, attempt, components)
             if not problems and last.flow is not None:
                 progress(
                     "flow_validated",
@@ -507,25 +513,29 @@ class FlowPipeline:
         report = await asyncio.to_thread(validate_flow, flow, catalog=catalog)
         last.report = report
         problems = [str(e) for e in report.errors]
+        if not problems and report.verdict == "not_judged":
+            # Not valid, and nothing a model could repair: this environment lacks what judging it
+            # takes.  No probe run either: it would stop at the same missing import.
+            lacking = ", ".join(p.distribution for p in report.missing_packages)
+            why = f"the sandbox's environment lacks {lacking}" if lacking else "; ".join(report.not_judged[:3])
+            last.error = f"Not judged here: {why}."
+            return []
         if not problems:
             progress("running_flow", attempt, "Probe run in the sandbox (models stubbed)...")
-            run = last.run = await self._probe(flow)
+            run = last.run = await self._probe(flow, report)
             if not run.ok:
                 report.needs += file_needs(flow, str(run.error or ""))
                 known = {(n.kind, n.node_id) for n in report.needs}
                 report.needs += [Need(**n.model_dump()) for n in run.needs if (n.kind, n.node_id) not in known]
-            lacking = not run.ok and _lacks_package(report, str(run.error or ""))
-            provide = [n for n in report.needs if n.kind != "package"]  # a missing package: `lacking`
-            if not run.ok and not provide and not lacking:
+            provide = [n for n in report.needs if n.kind != "package"]
+            if not run.ok and not provide:  # a run that failed at no need is a failed flow
                 problems = [f"flow: the probe run failed: {run.error}"]
         return problems
 
     # -- steps -------------------------------------------------------------------------------
 
     async def _generate(self, request: Request, messages: list[dict[str, str]]) -> str:
-        chunks = request.provider.stream(
-            system=prompts.WRITE_SYSTEM, messages=messages, model=request.model, max_tokens=request.max_tokens
-        )
+        chunks = request.provider.stream(request.call(prompts.WRITE_SYSTEM, messages))
         return "".join([chunk async for chunk in chunks])
 
     def _flow_model(self, request: Request) -> FlowModel | None:
@@ -535,10 +545,13 @@ class FlowPipeline:
         from lfassist_jupyter.providers import available_providers
 
         provider = request.provider
+        model = request.model_in_use
+        if not model and not self.flow_model:
+            return None  # none is named: known once the server is asked (the first call)
         try:
             return flow_model_for(
                 getattr(provider, "name", None),
-                request.model,
+                model,
                 base_url=getattr(provider, "base_url", None),
                 setting=self.flow_model,
                 base_urls={info.name: info.base_url for info in available_providers()},
@@ -572,12 +585,17 @@ class FlowPipeline:
             return None, [str(e) for e in built.errors] or ["The spec has no usable node."], notes
         return built, [], notes
 
-    async def _probe(self, flow: dict[str, Any]) -> FlowRun:
-        if self.sandbox is None:
+    async def _probe(self, flow: dict[str, Any], report: FlowReport | None = None) -> FlowRun:
+        """The probe run, in the environment that judged the flow (a provisioned one, when the
+        sandbox's lacked what the flow needs)."""
+        from lfassist_jupyter.flows.provisioned import sandbox_that_judged
+
+        sandbox = sandbox_that_judged(report) or self.sandbox
+        if sandbox is None:
             return FlowRun.failed("No sandbox to probe-run the flow in.")
         from lfassist_jupyter.flows.needs import explain_run
 
-        run = await asyncio.to_thread(self.sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
+        run = await asyncio.to_thread(sandbox.probe_run, flow, self.probe_text, self.probe_timeout)
         run = explain_run(flow, run)  # stopped at a file, key or service the user must provide
         return run.require_answer(
             "the probe run answered nothing (no Chat Output was reached, or a loop body never ran)"
@@ -617,6 +635,7 @@ class FlowPipeline:
             model=request.model,
             request_id=request.request_id,
             max_tokens=request.max_tokens,
+            task="component",
         )
         outcome = await ComponentPipeline(self.validator, self.max_retries).run(sub, sink)
         if not outcome.code or (self.max_retries > 0 and not outcome.validated):
@@ -671,12 +690,6 @@ class FlowPipeline:
             components=components,
             notes=last.notes,
         )
-
-
-def _lacks_package(report: FlowReport, error: str) -> bool:
-    """The probe run failed in a node that needs a package the sandbox lacks: the user installs
-    it (the card says which); a model repair cannot fix an environment."""
-    return any("No module named" in error or any(node in error for node in p.nodes) for p in report.missing_packages)
 
 
 def _node_names(flow: dict[str, Any]) -> list[str]:

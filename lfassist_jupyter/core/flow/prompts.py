@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+from lfassist_jupyter.providers.table import find
+
 MAX_PROMPT_CHARS = 16_000
 """The budget of one call's prompt (system + messages): the issue's goal is at most 16 KB."""
 LIGHT_BUDGET = 12_500
@@ -72,10 +74,13 @@ is `|` followed by lines indented 4 spaces; surrounding quotes only delimit a va
 out their `model` and `api_key`, unless the request names a model or a provider; then write \
 `M.model: {"name": "<model>", "provider": "<OpenAI, Anthropic, Ollama...>"}`.
 - Never write an API key or secret: a key field may only name its variable \
-(`M.api_key: ANTHROPIC_API_KEY`).
+(`M.api_key: {key_variable}`).
 - A loop's body starts at `L.item`, and its last node feeds back into `L.item` (that edge \
 targets the loop's item handle); `L.done` gives the collected results to what comes after.
 """
+_EXAMPLE = find("anthropic")
+SPEC_SYNTAX = SPEC_SYNTAX.replace("{key_variable}", (_EXAMPLE and _EXAMPLE.key_variable) or "MY_SERVICE_KEY")
+"""The example key variable comes from the provider table: no other module spells one."""
 
 LOOP_EXAMPLE = """\
 Loop wiring (LoopComponent L): the body starts at L.item and its result MUST come back into \

@@ -23,27 +23,36 @@ import json
 import os
 import sys
 import types
-from collections.abc import Callable
 
 PACKAGE = "_lfassist_worker"
 
 
-def open_channel() -> Callable[[dict], None]:
-    """Make fd 1 the protocol channel (a private duplicate) and fds 1 and 2 /dev/null; returns ``send``,
-    which writes one JSON object a line on the channel."""
-    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+class Channel:
+    """The protocol channel: ``channel(msg)`` writes one JSON object a line; ``close`` lets go of it
+    (the real runner's zygote, once its server holds the channel)."""
+
+    def __init__(self, fd: int) -> None:
+        self._file = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+
+    def __call__(self, msg: dict) -> None:
+        self._file.write(json.dumps(msg, default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def open_channel() -> Channel:
+    """Make fd 1 the protocol channel (a private duplicate) and fds 1 and 2 /dev/null; returns the
+    channel (``send``), which writes one JSON object a line."""
+    channel = Channel(os.dup(1))
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)  # lfx's import-time chatter goes nowhere; children get their own pipe
     os.dup2(null, 2)
     os.close(null)
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
     sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
-
-    def send(msg: dict) -> None:
-        proto.write(json.dumps(msg, default=str) + "\n")
-        proto.flush()
-
-    return send
+    return channel
 
 
 def bind_module(name: str, path: str) -> types.ModuleType:
@@ -82,9 +91,29 @@ def exiting(pid: int) -> bool:
     return True
 
 
-def descendants(root: int) -> list[tuple[int, bool]]:
-    """``(pid, exiting)`` of every descendant of ``root``, from a /proc scan (Linux); ``exiting``:
-    each of its threads has entered its exit or is a zombie (``exiting``)."""
+def _children(pid: int) -> list[int] | None:
+    """The children of ``pid`` (of each of its threads), from /proc/<pid>/task/<tid>/children; None
+    where the kernel has no such file (it needs CONFIG_PROC_CHILDREN)."""
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found  # gone
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                found += [int(x) for x in fh.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # that thread is gone
+            return None
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _scan_children() -> dict[int, list[int]]:
+    """Every process's children, from a scan of all of /proc (where there is no children file)."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -96,9 +125,23 @@ def descendants(root: int) -> list[tuple[int, bool]]:
             children.setdefault(int(fields[1]), []).append(int(name))
         except (OSError, ValueError, IndexError):
             continue
-    found, todo = [], list(children.get(root, []))
+    return children
+
+
+def descendants(root: int) -> list[tuple[int, bool]]:
+    """``(pid, exiting)`` of every descendant of ``root`` (Linux); ``exiting``: each of its threads has
+    entered its exit or is a zombie (``exiting``).  Walked down from ``root`` through each process's
+    children file -- a few reads, however many processes the machine has -- else from a scan of all
+    of /proc."""
+    table: dict[int, list[int]] | None = None
+    found, todo = [], [root]
     while todo:
         pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
+        kids = _children(pid) if table is None else None
+        if kids is None:
+            table = table if table is not None else _scan_children()
+            kids = table.get(pid, [])
+        if pid != root:
+            found.append(pid)
+        todo.extend(kids)
     return [(pid, exiting(pid)) for pid in found]

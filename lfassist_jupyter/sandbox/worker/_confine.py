@@ -61,7 +61,8 @@ def prctl(option: int, value: int) -> bool:
 #   namespace, mount or keyring (unshare, setns, clone with a CLONE_NEW* flag, mount and the
 #   new mount API, add_key/keyctl): nothing can undo the noexec scratch space below, and
 #   nothing survives the child.  So a request cannot kill, stop, slow, wait on or read the
-#   zygote or any other child of it.  A validation child also makes no socket (``socketpair``
+#   zygote or any other child of it (``SECCOMP_RULES``).  A validation child (its layer,
+#   ``VALIDATION_RULES``, in the same filter) also makes no socket (``socketpair``
 #   stays) and runs no program, whoever asks: uvloop's libuv, a C client library and ctypes
 #   alike, none of which raises an audit event; and it cannot close, replace, copy, shut down or
 #   block its report channel.  Where the kernel lets a supervisor answer refused calls
@@ -118,28 +119,71 @@ _SECCOMP_SAME = {"pidfd_send_signal": 424, "pidfd_open": 434, "pidfd_getfd": 438
                  "process_mrelease": 448, "io_uring_setup": 425, "open_tree": 428, "move_mount": 429,
                  "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435,
                  "mount_setattr": 442, "close_range": 436}  # fmt: skip
-_SECCOMP_DENY = ("tkill", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "perf_event_open",
-                 "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_madvise", "process_mrelease",
-                 "memfd_create",
-                 # System V IPC and POSIX message queues: they outlive the request
-                 "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
-                 "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
-                 "mq_timedreceive", "mq_notify", "mq_getsetattr",
-                 # namespaces, mounts, keyrings, io_uring (its operations bypass this filter)
-                 "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
-                 "fsconfig", "fsmount", "fspick", "mount_setattr", "add_key", "request_key", "keyctl",
-                 "io_uring_setup")  # fmt: skip
-# Refused without a word to the supervisor: what libraries probe for and do without (libuv tries
-# io_uring when uvloop starts a loop; memfd_create is a way to hold memory, not to reach anything).
-_SECCOMP_QUIET = ("io_uring_setup", "memfd_create")
-_SECCOMP_SELF = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: our own pid only
-_SECCOMP_SELF_OR_0 = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
-                      "migrate_pages", "move_pages")  # fmt: skip  # first argument: 0 (= the caller) or our pid
-# setpriority(which, who, ...) / ioprio_set(which, who, ...): only PRIO_PROCESS / IOPRIO_WHO_PROCESS
-# (a process group or a user would include the zygote), and ``who`` 0 or our own pid.
-_SECCOMP_WHO = {"setpriority": 0, "ioprio_set": 1}
-# clone with a CLONE_NEW* flag (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET): refused;
-# clone3 (whose flags live in memory a filter cannot read) answers ENOSYS, so libc falls back to clone.
+# The filter's one table: every rule, by system call.  The validation's children and the real
+# run's processes install the same filter (``install_seccomp``), made from this table, so the two
+# cannot drift apart; a validation child adds its own layer (``VALIDATION_RULES``) in the same
+# filter, and a real run stacks one more rule on it later (``deny_unix_sockets``).
+#   deny       refused (EPERM) whatever the arguments; with a supervisor (``notify``), each
+#              refusal waits for it (SECCOMP_RET_USER_NOTIF), which answers EPERM and records it
+#   quiet      refused (EPERM) whatever the arguments, never told to a supervisor: what libraries
+#              probe for and do without (libuv tries io_uring whenever uvloop starts a loop;
+#              memfd_create is a way to hold memory, not to reach anything)
+#   self       the first argument (a pid) must be the caller's own
+#   self_or_0  the first argument must be 0 (the caller) or its own pid
+#   who        setpriority / ioprio_set: PRIO_PROCESS / IOPRIO_WHO_PROCESS only (a process group
+#              or a user would include the zygote), on 0 or the caller's own pid
+#   no_new_ns  clone without any CLONE_NEW* flag
+#   enosys     answers ENOSYS (clone3, whose flags live in memory a filter cannot read: libc then
+#              falls back to clone, which the filter reads)
+SECCOMP_RULES: dict[str, str] = {
+    **dict.fromkeys(("tkill", "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "perf_event_open",
+                     "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_madvise", "process_mrelease"),
+                    "deny"),
+    "memfd_create": "quiet",
+    # System V IPC and POSIX message queues: they outlive the request (or the run), for the next to read
+    **dict.fromkeys(("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+                     "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+                     "mq_timedreceive", "mq_notify", "mq_getsetattr"), "deny"),
+    # namespaces, mounts, keyrings, io_uring (its operations bypass this filter)
+    **dict.fromkeys(("unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
+                     "fsconfig", "fsmount", "fspick", "mount_setattr", "add_key", "request_key", "keyctl"), "deny"),
+    "io_uring_setup": "quiet",
+    **dict.fromkeys(("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"), "self"),
+    **dict.fromkeys(("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+                     "migrate_pages", "move_pages"), "self_or_0"),
+    "setpriority": "who",
+    "ioprio_set": "who",
+    "clone": "no_new_ns",
+    "clone3": "enosys",
+}  # fmt: skip
+# A validation child's own layer, in the same vocabulary, installed in one filter with the table
+# above (``install_seccomp(validation=True)``), never instead of it.  It makes no socket (all
+# families; ``socketpair`` stays: asyncio's own pipe; the hook answers Python's sockets itself, so
+# only native code -- uvloop, a C client library -- reaches the kernel's no) and runs no program.
+# And its report channel (the ``channel`` given; without one these rules are left out) it may
+# write but not close, replace, shut down, make non-blocking or reconfigure, nor copy -- a copy's
+# number is not the channel's, and the socket behind both is one:
+#   not_channel    the first argument (an fd) must not be the channel (close, shutdown, ioctl,
+#                  setsockopt; dup: a copy)
+#   not_onto       neither argument may be the channel (dup2 / dup3 onto it, or copying it)
+#   channel_only   only on the channel itself (sendmsg on another socket could pass the channel
+#                  on with SCM_RIGHTS)
+#   channel_fcntl  fcntl on the channel: no F_SETFL, F_DUPFD, F_DUPFD_CLOEXEC
+#   channel_range  close_range: not over the channel
+# (The kernel reads fds as unsigned ints: the low words of the arguments are what it uses.)
+VALIDATION_RULES: dict[str, str] = {
+    "socket": "deny",
+    "execve": "deny",
+    "execveat": "deny",
+    **dict.fromkeys(("close", "shutdown", "ioctl", "setsockopt", "dup"), "not_channel"),
+    **dict.fromkeys(("dup2", "dup3"), "not_onto"),
+    **dict.fromkeys(("sendmsg", "sendmmsg"), "channel_only"),
+    "fcntl": "channel_fcntl",
+    "close_range": "channel_range",
+}  # fmt: skip
+_CHANNEL_RULES = ("not_channel", "not_onto", "channel_only", "channel_fcntl", "channel_range")
+_SECCOMP_WHO = {"setpriority": 0, "ioprio_set": 1}  # the ``which`` naming one process (PRIO_PROCESS...)
+# clone with a CLONE_NEW* flag (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET): refused.
 _CLONE_NEW = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 
 # Landlock: the file-system rights it handles (denied unless a rule allows them).
@@ -163,30 +207,26 @@ def _libc():
     return _LIBC[0]
 
 
-# What a validation child may not do at all, beyond the list above (``_seccomp_program``'s options):
-# make a socket (``socketpair`` stays: asyncio's own pipe; the hook answers Python's sockets itself,
-# so only native code -- uvloop, a C client library -- reaches the kernel's no) and run a program.
-_SECCOMP_NO_NETWORK = ("socket",)
-_SECCOMP_NO_EXEC = ("execve", "execveat")
 F_DUPFD, F_SETFL, F_DUPFD_CLOEXEC = 0, 4, 1030
 SECCOMP_RET_ALLOW, SECCOMP_RET_USER_NOTIF = 0x7FFF0000, 0x7FC00000
 SECCOMP_RET_EPERM, SECCOMP_RET_ENOSYS = 0x00050000 | 1, 0x00050000 | 38  # SECCOMP_RET_ERRNO | errno
 
 
 def _seccomp_program(
-    me: int, *, channel: int | None = None, network: bool = True, run: bool = True, notify: bool = False
+    me: int, *, validation: bool = False, channel: int | None = None, notify: bool = False
 ) -> bytes | None:
-    """The classic-BPF filter for a child whose pid is ``me``, or None on an unknown machine.
+    """The classic-BPF filter for a process whose pid is ``me`` (``SECCOMP_RULES``), or None on an
+    unknown machine.
 
-    ``network=False``: no ``socket`` (all families; ``socketpair`` stays); ``run=False``: no
-    ``execve``/``execveat``; ``channel``: the child's report channel, which it may write but not
-    close, replace (``dup2``/``dup3`` onto it, ``close_range`` over it), shut down, make
-    non-blocking or reconfigure (``fcntl(F_SETFL)``, ``ioctl``, ``setsockopt``) -- nor copy
-    (``dup``, ``fcntl(F_DUPFD)``, or ``sendmsg`` on another socket, which could pass it on with
-    ``SCM_RIGHTS``): a copy's number is not the channel's, and the socket behind both is one -- so
-    what the audit hook reports there always arrives.  ``notify``: every refusal is a ``SECCOMP_RET_USER_NOTIF``,
+    ``validation``: with a validation child's layer (``VALIDATION_RULES``): no ``socket`` (all
+    families; ``socketpair`` stays), no ``execve``/``execveat``, and ``channel``, the child's report
+    channel, which it may write but not close, replace (``dup2``/``dup3`` onto it, ``close_range``
+    over it), shut down, make non-blocking or reconfigure (``fcntl(F_SETFL)``, ``ioctl``,
+    ``setsockopt``) -- nor copy (``dup``, ``fcntl(F_DUPFD)``, or ``sendmsg`` on another socket,
+    which could pass it on with ``SCM_RIGHTS``) -- so what the audit hook reports there always
+    arrives.  ``notify``: every refusal but the ``quiet`` ones is a ``SECCOMP_RET_USER_NOTIF``,
     answered (with EPERM) and recorded by the supervisor holding the filter's listener
-    (``notifications``), instead of a silent EPERM."""
+    (``notification``), instead of a silent EPERM."""
     import platform
 
     arch = _SECCOMP_ARCH.get(platform.machine())
@@ -200,28 +240,24 @@ def _seccomp_program(
     # ("jne": when false; "jset": when a bit of k is set; "jgt"/"jge": unsigned; "ja": always).
     code: list[tuple] = [("ld", 4, None), ("jne", audit_arch, "deny"), ("ld", 0, None)]
     code.append(("jge", 0x40000000, "deny"))  # x32 system calls
-    denied = [*_SECCOMP_DENY, *(() if network else _SECCOMP_NO_NETWORK), *(() if run else _SECCOMP_NO_EXEC)]
-    code += [("jeq", nr[name], "quiet" if name in _SECCOMP_QUIET else "deny") for name in denied]
-    code += [("jeq", nr["clone3"], "enosys")]
-    code += [("jeq", nr[name], "self") for name in _SECCOMP_SELF]
-    code += [("jeq", nr[name], "self_or_0") for name in _SECCOMP_SELF_OR_0]
-    code += [("jeq", nr[name], f"who_{name}") for name in _SECCOMP_WHO]
+    rules = {**SECCOMP_RULES, **(VALIDATION_RULES if validation else {})}
+    if channel is None:  # no channel to keep: its rules are left out
+        rules = {name: rule for name, rule in rules.items() if rule not in _CHANNEL_RULES}
+    # The common case first; a call this machine lacks (dup2 on aarch64) needs no rule.
+    order = sorted(((name, rule) for name, rule in rules.items() if name in nr),
+                   key=lambda item: (item[1] not in ("deny", "quiet"), item[1]))  # fmt: skip
+    code += [("jeq", nr[name], "clone" if rule == "no_new_ns" else f"who_{name}" if rule == "who" else rule)
+             for name, rule in order]  # fmt: skip
+    code += [("ret", allow, None)]
     if channel is not None:
-        # The kernel reads fds as unsigned ints: the low words are what it uses.
-        code += [("jeq", nr[name], "fd0") for name in ("close", "shutdown", "ioctl", "setsockopt", "dup")]
-        code += [("jeq", nr[name], "fd01") for name in ("dup2", "dup3") if name in nr]
-        code += [("jeq", nr[name], "only_fd0") for name in ("sendmsg", "sendmmsg")]
-        code += [("jeq", nr["fcntl"], "fcntl"), ("jeq", nr["close_range"], "range")]
-    code += [("jeq", nr["clone"], "clone"), ("ret", allow, None)]
-    if channel is not None:
-        code += [("label", 0, "fd0"), ("ld", 16, None), ("jeq", channel, "deny"), ("ret", allow, None)]
-        code += [("label", 0, "fd01"), ("ld", 16, None), ("jeq", channel, "deny"), ("ld", 24, None)]
+        code += [("label", 0, "not_channel"), ("ld", 16, None), ("jeq", channel, "deny"), ("ret", allow, None)]
+        code += [("label", 0, "not_onto"), ("ld", 16, None), ("jeq", channel, "deny"), ("ld", 24, None)]
         code += [("jeq", channel, "deny"), ("ret", allow, None)]
-        code += [("label", 0, "only_fd0"), ("ld", 16, None), ("jne", channel, "deny"), ("ret", allow, None)]
-        code += [("label", 0, "fcntl"), ("ld", 16, None), ("jne", channel, "allow"), ("ld", 24, None)]
+        code += [("label", 0, "channel_only"), ("ld", 16, None), ("jne", channel, "deny"), ("ret", allow, None)]
+        code += [("label", 0, "channel_fcntl"), ("ld", 16, None), ("jne", channel, "allow"), ("ld", 24, None)]
         code += [("jeq", F_SETFL, "deny"), ("jeq", F_DUPFD, "deny"), ("jeq", F_DUPFD_CLOEXEC, "deny")]
         code += [("ret", allow, None)]
-        code += [("label", 0, "range"), ("ld", 16, None), ("jgt", channel, "allow"), ("ld", 24, None)]
+        code += [("label", 0, "channel_range"), ("ld", 16, None), ("jgt", channel, "allow"), ("ld", 24, None)]
         code += [("jge", channel, "deny"), ("ret", allow, None)]
     code += [("label", 0, "clone"), ("ld", 16, None), ("jset", _CLONE_NEW, "deny"), ("ret", allow, None)]
     for name, which in _SECCOMP_WHO.items():
@@ -266,34 +302,30 @@ def _assemble(code: list[tuple]) -> bytes:
 
 
 _AF_UNIX = 1
-_UNIX_DENY = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "io_uring_setup")
 
 
 def _unix_program() -> bytes | None:
-    """A filter refusing new Unix sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays) and the
-    ways into another process of the same user (ptrace, process_vm_*, pidfd_getfd) or around the
-    filter (io_uring); None on an unknown machine."""
+    """A filter refusing new Unix sockets (``socket(AF_UNIX, ...)``; ``socketpair`` stays), stacked
+    on the one ``install_seccomp`` put in place; None on an unknown machine."""
     import platform
 
     arch = _SECCOMP_ARCH.get(platform.machine())
     if arch is None:
         return None
     audit_arch, _nr, table = arch
-    nr = {**table, **_SECCOMP_SAME}
     allow, eperm = 0x7FFF0000, 0x00050000 | 1
     code: list[tuple] = [("ld", 4, None), ("jne", audit_arch, "deny"), ("ld", 0, None), ("jge", 0x40000000, "deny")]
-    code += [("jeq", nr[name], "deny") for name in _UNIX_DENY]
-    code += [("jeq", nr["socket"], "socket"), ("ret", allow, None)]
+    code += [("jeq", table["socket"], "socket"), ("ret", allow, None)]
     code += [("label", 0, "socket"), ("ld", 16, None), ("jeq", _AF_UNIX, "deny"), ("ret", allow, None)]
     code += [("label", 0, "deny"), ("ret", eperm, None)]
     return _assemble(code)
 
 
 def deny_unix_sockets() -> bool:
-    """From now on this process opens no new Unix socket and reaches into no other process (see
-    ``_unix_program``): a path names a host's socket (an ssh-agent, Docker, a session bus) that no
-    network namespace hides and Landlock does not fence.  False on an unknown machine; raises
-    ``OSError`` when the kernel refuses the filter."""
+    """From now on this process opens no new Unix socket (see ``_unix_program``): a path names a
+    host's socket (an ssh-agent, Docker, a session bus) that no network namespace hides and
+    Landlock does not fence.  False on an unknown machine; raises ``OSError`` when the kernel
+    refuses the filter."""
     program = _unix_program()
     if program is None:
         return False
@@ -301,13 +333,18 @@ def deny_unix_sockets() -> bool:
     return True
 
 
-def _install_seccomp(channel: int | None = None, *, notify: bool = False) -> int | None:
-    """The validation child's filter (no sockets, no programs; ``channel`` kept open) on this
-    process; with ``notify``, the listener's fd (``notifications``), which the caller hands to its
-    supervisor and closes."""
+def install_seccomp(
+    me: int | None = None, *, validation: bool = False, channel: int | None = None, notify: bool = False
+) -> int | None:
+    """This process's filter (``SECCOMP_RULES``), for it and all it starts, with ``me`` (default:
+    its pid) as the one process the ``self`` rules let it aim at.  ``validation``: with a
+    validation child's layer (``VALIDATION_RULES``: no sockets, no programs; ``channel``, its
+    report channel, kept open).  With ``notify``, refusals go to a supervisor and this returns
+    the listener's fd (``notification``), which the caller hands over and closes; else None.
+    Raises ``OSError`` on an unknown machine or when the kernel refuses it."""
     import platform
 
-    program = _seccomp_program(os.getpid(), channel=channel, network=False, run=False, notify=notify)
+    program = _seccomp_program(os.getpid() if me is None else me, validation=validation, channel=channel, notify=notify)
     if program is None:
         raise OSError(f"no seccomp filter for {platform.machine()}")
     return _load_filter(program, listener=notify)
@@ -594,7 +631,7 @@ def confine(scratch: str, channel: int | None = None) -> int | None:
     when refusals are notified (``CONFINE["notify"]``): the child hands it to the zygote at once."""
     listener = None
     if CONFINE["seccomp"]:
-        listener = _install_seccomp(channel, notify=bool(CONFINE.get("notify")))
+        listener = install_seccomp(validation=True, channel=channel, notify=bool(CONFINE.get("notify")))
     if CONFINE["landlock"]:
         _install_landlock(CONFINE["landlock"], scratch)
     return listener
@@ -615,7 +652,7 @@ def _probe_notify() -> bool | None:
         try:
             ours.close()
             try:
-                listener = _install_seccomp(notify=True)
+                listener = install_seccomp(validation=True, notify=True)
             except OSError:
                 os._exit(2)
             theirs.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [listener]))])
@@ -676,7 +713,7 @@ def confinement(probe_dir: str) -> dict:
             ok = False
             try:
                 if layer == "seccomp":
-                    _install_seccomp()
+                    install_seccomp(validation=True)  # what every child will install
                     ok = True
                     with contextlib.suppress(OSError):  # the filter must answer EPERM, not let it through
                         os.kill(os.getppid(), 0)

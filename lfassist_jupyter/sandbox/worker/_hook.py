@@ -17,7 +17,7 @@ dict is mutable); a test reads their bytecode to hold that.  Replacing one of it
 **A refusal is final.**  Before a refused call returns to the code, the refusal is written on
 the child's report channel, where the zygote reads it; the kernel keeps that channel open and
 writable for the child's whole life (the seccomp filter refuses closing it, ``dup2`` onto it,
-shutting it down, making it non-blocking: ``_confine._seccomp_program``), so no later act of the
+shutting it down, making it non-blocking: ``_confine.VALIDATION_RULES``), so no later act of the
 code can silence the next refusal either.  A refusal needs no proof of origin: a forged one only
 fails its forger.
 

@@ -165,6 +165,111 @@ def shim_bundle(module: str) -> str | None:
 _NAMESPACES = {"google", "azure"}
 
 
+def _provider_homes() -> tuple[dict[str, str], dict[str, bool]]:
+    """Each model provider lfx 1.13 registers in ``MODEL_PROVIDERS_DICT`` -> the module its
+    component is imported from, read from lfx's own source (each provider is one ``try:`` that
+    imports its component and assigns ``MODEL_PROVIDERS_DICT["Name"]``; an ``ImportError`` leaves
+    it out), and whether lfx offers it as active (its ``"is_active"``: ``MODELS_METADATA``, what
+    saved Agent code indexes, holds the active ones only).  Read once, in the zygote: without the
+    module's bundle the provider is missing from lfx's registry, and code that looks it up fails
+    with ``KeyError('Google Generative AI')``; an inactive one fails so whatever is installed."""
+    try:
+        spec = importlib.util.find_spec("lfx.base.models.model_input_constants")
+        with open(spec.origin, encoding="utf-8") as fh:  # type: ignore[union-attr]
+            tree = ast.parse(fh.read())
+    except (ImportError, ValueError, AttributeError, OSError, SyntaxError):
+        return {}, {}
+    homes: dict[str, str] = {}
+    active: dict[str, bool] = {}
+    for block in tree.body:
+        if not isinstance(block, ast.Try):
+            continue
+        modules = [n.module for n in block.body if isinstance(n, ast.ImportFrom) and n.module]
+        for node in ast.walk(block):
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if (
+                modules
+                and isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "MODEL_PROVIDERS_DICT"
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
+            ):
+                homes[target.slice.value] = modules[0]
+                if isinstance(node.value, ast.Dict):
+                    flags = [v for k, v in zip(node.value.keys, node.value.values, strict=False)
+                             if isinstance(k, ast.Constant) and k.value == "is_active"]  # fmt: skip
+                    if flags and isinstance(flags[0], ast.Constant) and isinstance(flags[0].value, bool):
+                        active[target.slice.value] = flags[0].value
+    return homes, active
+
+
+_PROVIDER_HOMES, _PROVIDER_ACTIVE = _provider_homes()
+
+
+def inactive_providers(code: str) -> list[str]:
+    """The providers ``code`` names that lfx 1.13 registers as inactive, when the code indexes
+    ``MODELS_METADATA`` (the active ones only): lfx's load fails with their ``KeyError`` whatever is
+    installed (an Agent saved by Langflow 1.1 lists Groq): stale code, not a missing package."""
+    if "MODELS_METADATA[" not in code:
+        return []
+    named = []
+    with contextlib.suppress(SyntaxError, ValueError, MemoryError, RecursionError):
+        named = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return list(dict.fromkeys(n for n in named if _PROVIDER_ACTIVE.get(n) is False))
+
+
+def provider_bundle(provider: str) -> list[str]:
+    """What brings ``provider`` back into lfx's model registry when this interpreter lacks it:
+    the bundle its component lives in (``lfx-openai``; ``lfx-bundles`` behind a
+    ``lfx.components.groq`` shim) and the SDK lfx names for it (``langchain-groq``), those not
+    installed.  Empty when lfx does not know the provider."""
+    home = _PROVIDER_HOMES.get(provider)
+    needs: list[str] = []
+    if home:
+        top = home.split(".")[0]
+        if top.startswith("lfx_") and not _module_available(top):
+            needs.append(top.replace("_", "-"))
+        bundle = shim_bundle(home)
+        if bundle:
+            needs.append(bundle)
+    try:
+        from lfx.utils.flow_requirements import _PROVIDER_PACKAGE_FALLBACKS
+    except ImportError:
+        _PROVIDER_PACKAGE_FALLBACKS = {}
+    for dist in sorted(_PROVIDER_PACKAGE_FALLBACKS.get(provider, ())):
+        if not _dist_installed(dist):
+            needs.append(dist)
+    if not home and not needs:
+        return []
+    return list(dict.fromkeys(needs))
+
+
+def missing_providers(code: str, first: str) -> list[str]:
+    """The model providers ``code`` names (its string constants: ``MODEL_PROVIDERS_LIST = [...]``)
+    that lfx's registry lacks here, ``first`` (the one its load failed at) first: lfx would stop at
+    each in turn, so every one is named at once."""
+    try:
+        from lfx.base.models.model_input_constants import MODEL_PROVIDERS_DICT
+    except ImportError:
+        return [first]
+    named = []
+    with contextlib.suppress(SyntaxError, ValueError, MemoryError, RecursionError):
+        named = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    missing = (n for n in named if _PROVIDER_ACTIVE.get(n) is not False and n in _PROVIDER_HOMES)
+    return list(dict.fromkeys([first, *(n for n in missing if n not in MODEL_PROVIDERS_DICT)]))
+
+
+def _dist_installed(dist: str) -> bool:
+    import importlib.metadata as md
+
+    try:
+        md.version(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
 def missing_packages(code: str, *, when: str = "build") -> list[dict]:
     """Packages the code imports that are not installed: ``when="build"`` for the imports lfx
     performs while building (module level), ``"run"`` for those inside methods."""

@@ -33,16 +33,13 @@ def _text_of(value: object) -> str:
     return "" if value is None else str(value)
 
 
-# A model provider whose bundle is not installed is absent from lfx's provider table: the
-# lookup fails with a KeyError of its name. The distribution that brings it back:
-_PROVIDER_BUNDLES = {"OpenAI": "lfx-openai", "Anthropic": "lfx-anthropic", "Amazon Bedrock": "lfx-amazon"}
-
-
 def _why(exc: BaseException, code: str = "") -> dict:
     """The environment's share in a failed build: a missing package or a stale import.
 
     ``langflow.X`` that only Langflow itself has (``langflow.api``...) fails as ``lfx.X`` (lfx's
-    loader falls back to it): the package missing is ``langflow``, not a module of lfx."""
+    loader falls back to it): the package missing is ``langflow``, not a module of lfx.  A model
+    provider absent from lfx's registry (``KeyError('Groq')``: its bundle is not installed) is
+    missing its bundle and SDK (``missing_packages``: every distribution that brings it back)."""
     from ._packages import missing_module, package
 
     top = missing_module(exc)
@@ -62,10 +59,20 @@ def _why(exc: BaseException, code: str = "") -> dict:
                 }
             return {"stale_import": seen.name}
         if isinstance(seen, KeyError) and len(seen.args) == 1 and isinstance(seen.args[0], str):
-            dist = _provider_package(seen.args[0])
-            if dist:
-                fix = f"%pip install {dist}"
-                return {"missing_package": {"module": seen.args[0], "distribution": dist, "fix": fix}}
+            from ._packages import inactive_providers, missing_providers, provider_bundle
+
+            stale = inactive_providers(code)
+            if stale:  # lfx would stop there with every package installed
+                return {"inactive_provider": stale[0]}
+            if provider_bundle(seen.args[0]):
+                providers = missing_providers(code, seen.args[0])
+                found = [
+                    {"module": provider, "distribution": d, "fix": f"%pip install {d}"}
+                    for provider in providers
+                    for d in provider_bundle(provider)
+                ]
+                unique = list({f["distribution"]: f for f in found}.values())
+                return {"missing_package": unique[0], "missing_packages": unique, "provider": ", ".join(providers)}
         seen = seen.__cause__ or seen.__context__
     return {}
 
@@ -79,59 +86,98 @@ def _installed(top: str) -> bool:
         return False
 
 
-def _stale_imports(code: str) -> list[str]:
-    """Modules the code imports at module level (what lfx runs while building) that are gone
-    from a package that is installed: code written for another version of that package.
-    (``langflow.X`` and ``langchain.X`` fall back to ``lfx.X`` and ``langchain_classic.X``, as
-    lfx's loader does.)"""
+def _stale_imports(code: str) -> list[dict]:
+    """What the code imports at module level (what lfx runs while building) that is gone from a
+    package that *is* installed: a module (``lfx.api``) or a name in a module that exists
+    (``Qdrant`` from ``langchain_community.vectorstores``): code written for another version of
+    that package.  Every import is checked, not only the first that failed: a package this
+    interpreter lacks stops the build before a stale import after it is reached, and lfx, with
+    every package installed, would stop at the stale one.  (``langflow.X`` and ``langchain.X``
+    fall back to ``lfx.X`` and ``langchain_classic.X``, as lfx's loader does.)  Each is
+    ``{"module"}`` or ``{"module", "name"}``."""
     import ast
-    import importlib.util
 
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
-    names = []
+    wanted: list[tuple[str, list[str]]] = []
     for node in tree.body:
         if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
+            wanted += [(a.name, []) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-
-    def found(name: str) -> bool:
-        """Whether ``name`` exists; a module that re-points to a package that is not installed
-        (lfx's shims for what moved to a bundle: ``lfx.base.datastax`` -> ``lfx_datastax``)
-        counts as existing: that is a missing package, not a stale import."""
-        try:
-            return importlib.util.find_spec(name) is not None
-        except ModuleNotFoundError as exc:
-            moved = (exc.name or "").split(".")[0]
-            return bool(moved) and moved != name.split(".")[0] and not found(moved)
-        except (ImportError, ValueError, AttributeError):
-            return False
-
-    stale = []
-    for name in names:
-        top = name.split(".")[0]
-        if "." not in name or not found(top) or found(name):
-            continue
-        # lfx's loader tries these before it gives up (``_get_module_fallbacks``).
-        fallbacks = {"langflow.": "lfx.", "langchain.": "langchain_classic."}
-        if any(name.startswith(old) and found(new + name.removeprefix(old)) for old, new in fallbacks.items()):
-            continue
-        stale.append(name)
+            wanted.append((node.module, [a.name for a in node.names if a.name != "*"]))
+    stale: list[dict] = []
+    for name, names in wanted:
+        module = _resolved(name)
+        if module is False:
+            stale.append({"module": name})
+        elif module is not None:
+            stale += [{"module": name, "name": n} for n in names if _lacks(module, n)]
     return stale
 
 
-def _provider_package(name: str) -> str | None:
-    if name in _PROVIDER_BUNDLES:
-        return _PROVIDER_BUNDLES[name]
+# lfx's loader tries these before it gives up (``_get_module_fallbacks``).
+_FALLBACKS = {"langflow.": "lfx.", "langchain.": "langchain_classic."}
+
+
+def _found(name: str) -> bool:
+    """Whether module ``name`` exists; a module that re-points to a package that is not installed
+    (lfx's shims for what moved to a bundle: ``lfx.base.datastax`` -> ``lfx_datastax``) counts as
+    existing: that is a missing package, not a stale import."""
+    import importlib.util
+
     try:
-        from lfx.utils.flow_requirements import _PROVIDER_PACKAGE_FALLBACKS
-    except ImportError:
-        return None
-    packages = _PROVIDER_PACKAGE_FALLBACKS.get(name)
-    return sorted(packages)[0] if packages else None
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError as exc:
+        moved = (exc.name or "").split(".")[0]
+        return bool(moved) and moved != name.split(".")[0] and not _found(moved)
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
+def _resolved(name: str) -> str | bool | None:
+    """The module ``import name`` reaches (its name, after lfx's fallbacks), False when it is gone
+    from an installed package, None when its package is not installed (nothing to say)."""
+    top = name.split(".")[0]
+    if not _found(top):
+        old = next((o for o in _FALLBACKS if name.startswith(o)), None)
+        if old is None or not _found(_FALLBACKS[old] + name.removeprefix(old)):
+            return None
+        return _FALLBACKS[old] + name.removeprefix(old)
+    if "." not in name or _found(name):
+        return name
+    for old, new in _FALLBACKS.items():
+        if name.startswith(old) and _found(new + name.removeprefix(old)):
+            return new + name.removeprefix(old)
+    return False
+
+
+def _lacks(module: str, name: str) -> bool:
+    """Whether ``from module import name`` fails because the module has no ``name`` (a name gone
+    from an installed package).  The module is imported here, in the child, as lfx's build would;
+    a module that cannot be imported for a package this interpreter lacks, or a lazy name that
+    fails for one, is a missing package, not a stale name: no verdict here."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except BaseException as exc:  # any failure: no verdict on the name
+        if isinstance(exc, Timeout):
+            raise
+        return False
+    if name in getattr(mod, "__dict__", {}):
+        return False
+    try:
+        getattr(mod, name)
+        return False
+    except AttributeError:
+        pass
+    except BaseException as exc:  # a lazy name that needs a missing package
+        if isinstance(exc, Timeout):
+            raise
+        return False
+    return not _found(f"{module}.{name}")  # a submodule that was not imported yet
 
 
 def register(ops: dict, facts: dict) -> None:
@@ -248,9 +294,54 @@ def _loaded(code: str, methods: object, node: object, deadline: float) -> dict:
     except Timeout:
         return {"ok": False, "error": "Loading the component did not finish in time."}
     except BaseException as exc:
-        stale = _stale_imports(code)  # lfx with every package installed would still stop there
-        return {"ok": False, "error": error_text(exc), **({"stale_import": stale[0]} if stale else _why(exc, code))}
+        return _failure(exc, code, deadline)
+    retired = _retired(type(instance))
+    if retired:
+        return {"ok": False, "error": retired["message"], "retired": retired,
+                "missing_methods": _lacking(instance, methods)}  # fmt: skip
     return {"ok": True, "missing_methods": _lacking(instance, methods)}
+
+
+def _failure(exc: BaseException, code: str, deadline: float) -> dict:
+    """A failed load or build, with the environment's share in it: a stale import first (lfx
+    with every package installed would still stop there), else a missing package or provider."""
+    import time
+
+    try:  # the imports a stale check makes: the time left, and at least two seconds
+        with Armed(max(deadline, time.monotonic() + 2)):
+            stale = _stale_imports(code)
+    except Timeout:
+        stale = []
+    if stale:
+        first = {"stale_import": stale[0]["module"]}
+        if stale[0].get("name"):
+            first["stale_name"] = stale[0]["name"]
+        return {"ok": False, "error": error_text(exc), **first}
+    return {"ok": False, "error": error_text(exc), **_why(exc, code)}
+
+
+# Components lfx 1.13 retired: saved code lfx recognises as its own shipped source
+# (``lfx.custom.legacy_storage_compat``) loads as one of these import-only classes, whose build
+# raises the error named here with the migration.  Mirrored from lfx (a drift test holds it).
+RETIRED = {
+    "lfx.components.chroma.chroma": "lfx.base.knowledge_bases.backends.chroma.ChromaMigrationRequiredError",
+    "lfx.components.chroma.local_db": "lfx.base.knowledge_bases.backends.chroma.ChromaMigrationRequiredError",
+}
+
+
+def _retired(cls: type) -> dict | None:
+    """lfx's own words when ``cls`` is a component it retired: its message and the migration."""
+    error = RETIRED.get(getattr(cls, "__module__", ""))
+    if error is None:
+        return None
+    import importlib
+
+    module, _, name = error.rpartition(".")
+    try:
+        message = str(getattr(importlib.import_module(module), name)())
+    except Exception:  # an lfx without it: its description says the same
+        message = str(getattr(cls, "description", "") or "This component was retired.")
+    return {"component": str(getattr(cls, "display_name", "") or cls.__name__), "message": message}
 
 
 def _lacking(instance: object, methods: object) -> list[str]:
@@ -267,8 +358,7 @@ def _built(code: str, methods: object, deadline: float, *, template: bool = Fals
     except Timeout:
         return {"ok": False, "error": "Building the component did not finish in time."}
     except BaseException as exc:
-        stale = _stale_imports(code)  # lfx with every package installed would still stop there
-        return {"ok": False, "error": error_text(exc), **({"stale_import": stale[0]} if stale else _why(exc, code))}
+        return _failure(exc, code, deadline)
     if not isinstance(built, dict):
         return {"ok": False, "error": "lfx built no template for the component."}
     return {"ok": True, "missing_methods": _lacking(instance, methods), **({"template": built} if template else {})}

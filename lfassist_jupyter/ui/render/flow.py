@@ -76,15 +76,47 @@ def package_line(package: MissingPackage) -> str:
     return f"Needs {package.distribution}, not installed here{where}: {package.fix}"
 
 
+def headline(report: FlowReport) -> Line:
+    """The verdict in one line, with its colour: valid (green), N error(s) (red), or not judged
+    here (amber: never shown as valid; the lines below say what is missing)."""
+    size = f"({report.node_count} nodes, {report.edge_count} edges)"
+    if report.verdict == "not_judged":
+        lacking = ", ".join(p.distribution for p in report.missing_packages)
+        why = f"this environment lacks {lacking}" if lacking else "the sandbox gave no verdict on a node"
+        return f"Flow not judged here {size}: {why}", None
+    if report.is_valid:
+        return f"Flow valid {size}", True
+    return f"Flow {len(report.errors)} error(s) {size}", False
+
+
+PROVISION_HOW = "say yes with --provision (%%assist_flow, %assist flow load) or LFASSIST_PROVISION=yes"
+
+
+def provision_lines(report: FlowReport) -> list[Line]:
+    """Which environment judged the flow when it was not the sandbox's, or what judging it
+    elsewhere would install (and how to say yes)."""
+    plan = report.provision
+    if report.verdict != "not_judged":
+        if plan is not None and report.judged_in:
+            return [(f"Judged in {report.judged_in}", None)]
+        return []
+    if plan is None:
+        return []
+    if plan.error:
+        return [(plan.summary(), None)]
+    return [(f"{plan.summary()} To judge it there, {PROVISION_HOW}.", None)]
+
+
 def report_lines(report: FlowReport | None) -> list[Line]:
     """A flow's verdict as (line, ok) pairs: the headline, each error, each need."""
     if report is None:
         return []
-    head = "valid" if report.is_valid else f"{len(report.errors)} error(s)"
-    lines: list[Line] = [(f"Flow {head} ({report.node_count} nodes, {report.edge_count} edges)", bool(report.is_valid))]
+    lines: list[Line] = [headline(report)]
     lines += [(str(e), False) for e in report.errors]
     lines += [(f"Model: {m}", None) for m in report.models]
     lines += [(package_line(p), False) for p in report.missing_packages]
+    lines += [(f"Not judged: {line}", None) for line in report.not_judged]
+    lines += provision_lines(report)
     # A package need is shown once, as its package line above.
     lines += [(f"Needs before a real run: {n.kind}: {n.message}", None) for n in report.needs if n.kind != "package"]
     return lines
@@ -92,15 +124,13 @@ def report_lines(report: FlowReport | None) -> list[Line]:
 
 def flow_report_html(report: FlowReport) -> str:
     """``validate_flow``'s verdict on its own: errors with their fixes, then what the user must provide."""
-    head = "valid" if report.is_valid else f"{len(report.errors)} error(s)"
-    color = "#15803d" if report.is_valid else "#b91c1c"
-    parts = [
-        f'<div class="lfassist-flow-report"><b style="color:{color}">Flow {head}</b> '
-        f"({report.node_count} nodes, {report.edge_count} edges)"
-    ]
+    head, ok = headline(report)
+    parts = [f'<div class="lfassist-flow-report"><b style="color:{LINE_COLOR[ok]}">{html.escape(head)}</b>']
     if report.errors:
         parts.append("<ul>" + "".join(f"<li>{html.escape(str(e))}</li>" for e in report.errors) + "</ul>")
-    for line in [*(f"Model: {m}" for m in report.models), *map(package_line, report.missing_packages)]:
+    more = [f"Model: {m}" for m in report.models] + [package_line(p) for p in report.missing_packages]
+    more += [f"Not judged: {line}" for line in report.not_judged]
+    for line in [*more, *(text for text, _ in provision_lines(report))]:
         parts.append(f"<div>{html.escape(line)}</div>")
     needs = [n for n in report.needs if n.kind != "package"]  # shown once, as its package line above
     if needs:
