@@ -8,10 +8,10 @@ anything else, ``validate_flow`` asks this module, which reads the text and the 
 (no lfx: ``ast.parse`` only, nothing executed in this process).
 
 Code that parses but is custom (no built-in carries the same code) is loaded by lfx in the
-catalogue's sandbox as lfx loads a flow's node (``FlowSandbox.component_verdicts``: all of a
-flow's codes in one child), never here, and its error is named per node.  lfx's own code is
-neither parsed nor loaded again; the sandbox remembers its verdicts (they are facts of its lfx),
-so validating a flow a second time costs no sandbox request.
+catalogue's sandbox as lfx loads a flow's node (``FlowSandbox.component_verdicts``: each code in
+a child of its own, so that no node's code can write another's verdict), never here, and its
+error is named per node.  lfx's own code is neither parsed nor loaded again; the sandbox remembers
+its verdicts (they are facts of its lfx), so validating a flow a second time costs no sandbox request.
 """
 
 from __future__ import annotations
@@ -222,8 +222,9 @@ def custom_code_errors(
     sandbox's environment lacks (a ``package`` need with its ``%pip install`` line: the flow is
     not broken, this environment is short of it).
 
-    The codes lfx has not judged yet are built together, in one sandboxed child per flow
-    (``_verdicts``): a flow of twenty nodes saved by an older Langflow costs one fork, not twenty."""
+    The codes lfx has not judged yet are loaded each in a sandboxed child of its own
+    (``_verdicts``): a verdict comes from a process in which no other node's code ran, so it can
+    be remembered by the code's hash."""
     used: dict[Any, set[Any]] = {}
     for source, output, _, _ in map(facts.ports, facts.edges(flow)):
         used.setdefault(source, set()).add(output)
@@ -477,7 +478,9 @@ _NO_SANDBOX = "Validation did not finish for this node: its catalogue has no san
 def _verdicts(builds: list[NodeCode], sandbox: FlowSandbox | None) -> list[ComponentTemplate]:
     """lfx's verdict on each node code, loaded in ``sandbox`` as lfx loads a
     flow's node (never in this process): whether lfx loads the code and which of ``methods`` it
-    lacks.  The sandbox remembers what its lfx judged before; a code it had no time for is a
+    lacks.  The sandbox remembers what its lfx judged before and loads the rest each in a child
+    of its own (``SandboxValidator.component_verdicts``): a verdict written in a process where only
+    its own code ran is the only kind kept for the kernel's life.  A code it had no time for is a
     failure to give a verdict (``ComponentTemplate.judged`` is False), as is every code without
     a sandbox."""
     if not builds:

@@ -240,13 +240,16 @@ class SandboxValidator(ZygoteProcess):
         self, builds: list[NodeCode], timeout: float | None = None
     ) -> list[ComponentTemplate | None]:
         """lfx's verdict on each ``NodeCode(code, methods, naming)`` of ``builds`` (a flow's node
-        codes, each with the output methods it will be asked for and the node's ``data`` naming its class), all
-        loaded in one sandboxed child as lfx loads a flow's nodes: a ``ComponentTemplate`` without
-        a template per code (``ok`` and ``missing_methods``, or the error and its environmental
-        cause), or None for a code the time left no room for.  Each code has this validator's
-        ``timeout`` (all of them ``timeout``, at most 300 s).  When the child gives no answer (a
-        code hung or crashed it), each code is asked again in a child of its own, so only that
-        code's verdict is the failure.  Never raises.
+        codes, each with the output methods it will be asked for and the node's ``data`` naming its
+        class), each loaded as lfx loads a flow's node, in a sandboxed child of its own: a
+        ``ComponentTemplate`` without a template per code (``ok`` and ``missing_methods``, or the
+        error and its environmental cause), or None for a code the time left no room for.
+
+        One child per code, not one per flow: code that runs in a process can write whatever that
+        process answers, so a node sharing a child with the others could write their verdicts too
+        (and the sandbox keeps each verdict by its code's hash).  What the sandbox refused while
+        a code loaded fails that code's verdict.  Each code has this validator's ``timeout`` (all of
+        them ``timeout``, at most 300 s).  Never raises.
 
         lfx's verdicts are remembered by this sandbox (not the failures to give one): validating
         a flow a second time sends no request."""
@@ -264,39 +267,52 @@ class SandboxValidator(ZygoteProcess):
         return [found[key] if key in found else self._verdicts.get(key) for key in keys]
 
     def _judge(self, builds: list[NodeCode], timeout: float | None = None) -> list[ComponentTemplate | None]:
-        """``component_verdicts`` without the memory: one child for all of ``builds``."""
+        """``component_verdicts`` without the memory: a child per code, in turn, until the time
+        for all of them runs out (None for each code after that)."""
         if not builds:
             return []
         each = self.timeout
-        timeout = min(each * len(builds), 300.0) if timeout is None else timeout
-        items = [
-            {"code": code, "methods": [str(m)[:200] for m in methods[:50]], "node": node}
-            for code, methods, node in builds[:200]
-        ]
-        answer, failure = self._call({"op": "component_verdicts", "builds": items, "each": each,
-                                      "timeout": timeout}, timeout)  # fmt: skip
-        found = answer.get("verdicts") if answer is not None and answer.get("ok") else None
-        if not isinstance(found, list):
-            if failure == "fatal":
-                return [ComponentTemplate.failed(str(self._unavailable_report().error))] * len(builds)
-            if len(builds) > 1:
-                return [self._judge([build])[0] for build in builds]
-            return [ComponentTemplate.failed(str(failure or "The sandbox's answer was not a verdict."))]
+        total = min(each * len(builds), 300.0) if timeout is None else timeout
+        deadline = time.monotonic() + total
         out: list[ComponentTemplate | None] = []
-        for i, item in enumerate(items):
-            verdict = found[i] if i < len(found) else None
-            if not isinstance(verdict, dict):
-                out.append(None)
-            elif verdict.get("ok"):
-                asked = set(item["methods"])
-                missing = [m for m in verdict.get("missing_methods") or [] if isinstance(m, str) and m in asked]
-                out.append(ComponentTemplate(ok=True, missing_methods=missing))
-            else:
-                error = redact_text(str(verdict.get("error") or "lfx did not load the component.")[:2000])
-                asked = set(item["methods"])
-                missing = [m for m in verdict.get("missing_methods") or [] if isinstance(m, str) and m in asked]
-                out.append(ComponentTemplate.failed(error, missing_methods=missing, **_environment_cause(verdict)))
+        for code, methods, node in builds[:200]:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            item = {"code": code, "methods": [str(m)[:200] for m in methods[:50]], "node": node}
+            wait = min(each, left)
+            answer, failure = self._call({"op": "component_verdicts", "builds": [item], "each": wait,
+                                          "timeout": wait}, wait)  # fmt: skip
+            out.append(self._one_verdict(item, answer, failure))
         return out + [None] * (len(builds) - len(out))
+
+    def _one_verdict(
+        self, item: dict[str, Any], answer: dict[str, Any] | None, failure: str | None
+    ) -> ComponentTemplate | None:
+        """The verdict of a child that loaded one code (``component_verdicts``).  What is not lfx's
+        word on the code (the sandbox unavailable or out of time, an answer that is no verdict)
+        begins with one of ``answers.NO_VERDICT``: not ``judged``, so never remembered."""
+        if failure == "fatal":
+            return ComponentTemplate.failed(str(self._unavailable_report().error))
+        if answer is None:
+            return ComponentTemplate.failed(str(failure or "The validation sandbox's answer was not a verdict."))
+        if answer.get("sandbox_refused"):
+            return ComponentTemplate.failed(
+                f"loading it, the code did {refused_text(answer['sandbox_refused'][0])}, "
+                "which the validation sandbox refuses."
+            )
+        found = answer.get("verdicts") if answer.get("ok") else None
+        verdict = found[0] if isinstance(found, list) and found else None
+        if not isinstance(found, list):
+            return ComponentTemplate.failed("The validation sandbox's answer was not a verdict.")
+        if not isinstance(verdict, dict):
+            return None  # no time was left for it
+        asked = set(item["methods"])
+        missing = [m for m in verdict.get("missing_methods") or [] if isinstance(m, str) and m in asked]
+        if verdict.get("ok"):
+            return ComponentTemplate(ok=True, missing_methods=missing)
+        error = redact_text(str(verdict.get("error") or "lfx did not load the component.")[:2000])
+        return ComponentTemplate.failed(error, missing_methods=missing, **_environment_cause(verdict))
 
     def flow_catalog(self) -> dict[str, dict[str, Any]]:
         """lfx's bundled components (``{type: node template}``), for flows; never computed here.

@@ -53,6 +53,11 @@ OP_MODULES: tuple[Path, ...] = (
     WORKER_DIR / "_flow_ops.py",
     WORKER_DIR / "_packages.py",
 )
+# Settings the kernel adds to every worker's config; empty but in the tests, which use them for
+# the controls of what the sandbox holds: ``{"forker": False}`` (spares forked by the zygote
+# itself, whose heap has held earlier requests) and ``{"unarmed_ops": [...]}`` (test ops run with
+# no judging hook, so that only the kernel's layers stand).
+WORKER_OPTIONS: dict[str, Any] = {}
 STARTUP_TIMEOUT = 120.0  # a cold lfx import takes 2-4 s here; slow CI disks can take far longer
 LINE_CAP = 8 * 1024 * 1024  # the longest line we read from the zygote (its own caps are lower)
 _ENV_ALLOW = ("PATH", "LANG", "LANGUAGE", "TZ", "SYSTEMROOT")
@@ -161,6 +166,7 @@ class ZygoteProcess:
         }
         if not self.landlock:
             config["landlock"] = False  # what a kernel without Landlock gets (the tests of that path)
+        config.update(WORKER_OPTIONS)
         argv = ["-I", "-u", str(WORKER_SCRIPT)]
         if mode == "full":
             env = scrubbed_env(_isolation.SANDBOX_TMP)
@@ -289,7 +295,8 @@ class ZygoteProcess:
             self._reference = Reference.model_validate(redact_tree(checked)) if checked else None
         except ValidationError:
             self._reference = None
-        keys = ("lfx_version", "pid", "import_ms", "warmup_ms", "ops", "subreaper", "confinement", "huge_pages_mb")
+        keys = ("lfx_version", "pid", "import_ms", "warmup_ms", "ops", "subreaper", "confinement", "huge_pages_mb",
+                "forker")  # fmt: skip
         self._ready = {k: msg.get(k) for k in keys}
 
     def _request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:

@@ -484,7 +484,7 @@ def test_ipc_and_renicing_others_are_refused_by_the_childs_filter(tmp_path):
             result = {}
             try:
                 if confined:
-                    _confine.install_seccomp()
+                    _confine.install_seccomp(validation=True)
                 libc = ctypes.CDLL(None, use_errno=True)
                 shm = libc.shmget(0, 1 << 20, 0o600 | 0o1000)
                 result["shmget"] = ctypes.get_errno() if shm < 0 else 0

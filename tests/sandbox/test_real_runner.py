@@ -411,7 +411,7 @@ def probe(table):
     (a pid or a descriptor nothing has), a pid that does not exist, a group, a new namespace."""
     out = {}
     for name, nr, rule in table:
-        if rule == "deny":
+        if rule in ("deny", "quiet"):
             args = [-1] * 6
         elif rule in ("self", "self_or_0"):
             args = [99999, 0, 0, 0, 0, 0]
@@ -774,6 +774,47 @@ def test_the_filter_probe_gets_through_without_the_filter():
     )
     answers = json.loads(out.stdout)
     assert [name for name, value in answers.items() if value == "EPERM"] == [], answers
+
+
+def test_the_validations_filter_has_every_rule_of_the_table_and_its_own_layer():
+    """The other half of the one table: a validation's child installs ``SECCOMP_RULES`` with its own
+    layer in the same filter (``VALIDATION_RULES``: no socket, no program, its report channel kept),
+    never in place of a rule of the table -- the probes above are refused there too, and so are the
+    layer's own calls; the real run's filter (the table alone, as its init installs it) refuses the
+    table's and not the layer's.  The control: the same probes without a filter, none EPERM."""
+    import platform
+
+    from lfassist_jupyter.sandbox.worker import _confine
+
+    assert set(_confine.SECCOMP_RULES).isdisjoint(_confine.VALIDATION_RULES)  # a layer adds, never overrides
+    numbers = {**_confine._SECCOMP_ARCH[platform.machine()][2], **_confine._SECCOMP_SAME}
+    layer = [(name, numbers[name], rule) for name, rule in sorted(_confine.VALIDATION_RULES.items()) if rule == "deny"]
+    assert {name for name, _, _ in layer} == {"socket", "execve", "execveat"}
+    table = _table() + layer
+
+    def probed(install: str) -> dict:
+        unshare = "" if install else _OWN_NAMESPACES.format(flags="0x10000000 | 0x08000000 | 0x00020000")
+        script = (
+            "import socket\nfrom lfassist_jupyter.sandbox.worker import _confine\n"
+            f"channel, _ = socket.socketpair()\n{install}\n"
+            f"print(json.dumps(probe({table!r})), flush=True)\nos._exit(0)\n"
+        )
+        code = PAYLOADS + unshare + script
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, start_new_session=True
+        )
+        return json.loads(out.stdout)
+
+    unfiltered = probed("")
+    assert [name for name, value in unfiltered.items() if value == "EPERM"] == [], unfiltered
+    refused = {name: ("ENOSYS" if rule == "enosys" else "EPERM") for name, _, rule in table}
+    answers = probed("_confine.install_seccomp(validation=True, channel=channel.fileno())")
+    assert answers == refused, {k: v for k, v in answers.items() if v != refused[k]}
+    run = probed("_confine.install_seccomp(os.getpid())")  # what a real run's init installs
+    assert {k: v for k, v in run.items() if k in _confine.SECCOMP_RULES} == {
+        k: v for k, v in refused.items() if k in _confine.SECCOMP_RULES
+    }, run
+    assert [name for name, _, _ in layer if run[name] == "EPERM"] == [], run
 
 
 @pytest.mark.parametrize("mode", MODES)

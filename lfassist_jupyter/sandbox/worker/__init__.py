@@ -9,7 +9,8 @@ and imports its siblings once, in the zygote, before the first fork:
 - ``_confine``: rlimits, prctl, a child's seccomp + Landlock layers;
 - ``_hook``: the audit hook, its tables from ``policy``;
 - ``_lfx``: lfx, imported once, and the warm-up;
-- ``_serve``: the fork server (a spare child per request, capped answers, kill and wipe);
+- ``_serve``: the fork server (a forker, a spare child per request, capped answers, the kernel's
+  refusals, kill and wipe);
 - ``_validate`` with ``_checks``, ``_smoke`` and ``_packages``: the ``validate`` op;
 - ``_reference``: facts about lfx for the prompts, sent with "ready";
 - op modules ``_run_component``, ``_probe_run``, ``_flow_ops`` (named by the kernel's config);

@@ -13,7 +13,8 @@ run, never an exception out of the child.
 ``component_template`` answers the node template lfx builds for component code, so a
 component generated for a flow joins the flow catalogue exactly as Langflow's canvas would
 place it (the code is built here, in the sandbox, never in the kernel); ``component_verdicts``
-says of each of a flow's node codes whether lfx builds it, all in one child (``validate_flow``).
+says of a flow's node code whether lfx loads it (``validate_flow``; the kernel sends one code per
+request, so that each verdict comes from a child where no other node's code ran).
 """
 
 from __future__ import annotations
@@ -243,15 +244,15 @@ def register(ops: dict, facts: dict) -> None:
         return _built(str(req.get("code", "")), req.get("methods"), deadline, template=True)
 
     def component_verdicts(req: dict) -> dict:
-        """lfx's verdict on each of a flow's node codes (``builds``: ``{"code", "methods", "node"}``),
-        loaded one after another in this one child as lfx loads a flow's nodes (``_loaded``): ``ok``
-        and the ``missing_methods``, or the error and its environmental cause, as
-        ``component_template`` says them.  One fork and one import of what the codes share
-        (langchain's vector stores, an SDK) per flow instead of one per node, as lfx itself loads
-        a flow in one process.  Each code has ``each`` seconds and all of them ``timeout``; a code
-        the time left no room for gets no verdict (the answer's list stops before it).  The codes
-        share this child as they share lfx's process in a run: one may change what the next one
-        finds (a module it patched), as it would there; none reaches past the child."""
+        """lfx's verdict on each of ``builds`` (``{"code", "methods", "node"}``), loaded one after
+        another in this child as lfx loads a flow's nodes (``_loaded``): ``ok`` and the
+        ``missing_methods``, or the error and its environmental cause, as ``component_template``
+        says them.  Each code has ``each`` seconds and all of them ``timeout``; a code the time
+        left no room for gets no verdict (the answer's list stops before it).
+
+        Codes that share a child share everything in it: one can write what this op answers for
+        the others (a module it patched, the list below).  So the kernel asks for one code per
+        request (``SandboxValidator.component_verdicts``), and keeps only such verdicts."""
         import time
 
         started = time.monotonic()

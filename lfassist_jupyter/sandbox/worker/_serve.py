@@ -1,22 +1,28 @@
 """The fork server: one fresh child per request, its report capped, everything it left killed and wiped.
 
 The zygote (``_worker.py``) gives each request to a child with ``hand_over`` and reads its
-``verdict``. A child is forked *ahead* (``Spare``), from a zygote that holds nothing of any
-request: the request loop forks the next spare once an answer has left and its request's
-processes and files are gone, so the fork never competes with a request for the CPU. A child
-isolates itself (its own process group, PR_SET_PDEATHSIG, nothing of the zygote's fds, seccomp
-+ Landlock), arms the audit hook for its whole life and runs one op.
+``verdict``.  A child is forked *ahead* (``Spare``) by the forker (``_Forker``): a copy of the
+zygote made right after its warm-up, before any request, that only ever forks -- it never reads a
+request nor an answer -- so nothing a request left in memory (the zygote's heap keeps freed,
+unzeroed copies of what it parsed) reaches a later request's process.  The next spare is forked
+once an answer has left and its request's processes and files are gone, so the fork never
+competes with a request for the CPU.  A child isolates itself (its own process group,
+PR_SET_PDEATHSIG, nothing of the zygote's or the forker's fds, seccomp + Landlock), greets the
+zygote with its answer's secret and the seccomp listener, starts the thread that will send its
+answer, arms the audit hook for its whole life and runs one op.
 
-Its report comes back on a socket only the hook writes (``_hook.py``): every refusal as it
-happens, then the answer, sent by the child's top-level frame, then the end of the channel.
-The zygote reads it with a size cap and checks every frame's secret (``_Exchange``): a
-refusal cannot be taken back, a frame the hook did not write makes the report "tampered", a
-child that ends before its answer is a failure.  Its stdout and stderr are drained and
-dropped.  Before the verdict leaves, every process of the request gets SIGKILL (the zygote
-is their subreaper, so even a detached daemon is found); before the next spare is forked and
-the next request read, every one of them has entered its exit (it runs nothing more) and what
-they wrote is removed.  The dead are reaped later: the kernel's teardown of a copy of the
-zygote's memory is not waited for.
+**The verdict is the zygote's.**  It reads the child's report (``_Exchange``) -- every refusal of
+the audit hook as it happens, then the answer, the only frame with the secret (``_hook.py``) --
+and answers, itself, every system call the kernel refuses the child (seccomp's user
+notifications: a socket, a program, a try at closing or replacing the report channel): those
+are recorded here, outside the process that made them, whatever that process did to itself.  A
+refusal cannot be taken back, an answer without the secret or bytes that are no frame make the
+report "tampered", a child that ends before its answer is a failure.  Its stdout and stderr are
+drained and dropped.  Before the verdict leaves, every process of the request gets SIGKILL (the
+zygote is their subreaper, so even a detached daemon is found); before the next spare is forked
+and the next request read, every one of them has entered its exit (it runs nothing more) and
+what they wrote is removed.  The dead are reaped later (the forker reaps its children and sends
+their exit statuses): the kernel's teardown of a copy of the zygote's memory is not waited for.
 """
 
 from __future__ import annotations
@@ -36,8 +42,17 @@ import traceback
 
 from . import _shared
 from ._channel import descendants
-from ._confine import CONFINE, PR_SET_PDEATHSIG, confine, prctl, set_limit
-from ._hook import ANSWER_EVENT, DENY_READ, make_hook, take_away_process_creation, trusted_roots
+from ._confine import (
+    CONFINE,
+    PR_SET_PDEATHSIG,
+    confine,
+    listener_closed,
+    notification,
+    prctl,
+    refuse_notification,
+    set_limit,
+)
+from ._hook import DENY_READ, await_answer, make_hook, start_answerer, take_away_process_creation, trusted_roots
 from ._lfx import WARMUP, Component, build_custom_component_template
 from ._shared import ANSWER_CAP, CONFIG, OPS, OUTPUT_CAP, STRING_CAP, Timeout, on_alarm
 
@@ -45,6 +60,7 @@ ZYGOTE_PID = os.getpid()
 ROOT = _shared.SANDBOX_DIR  # the zygote's cwd: every entry under it is wiped after each request
 HOME = os.path.join(ROOT, "home")
 SCRATCH_MB = int(CONFIG.get("scratch_mb") or 0)  # the size of the sandbox's /tmp, when it has one
+UNARMED_OPS = frozenset(CONFIG.get("unarmed_ops") or ())  # none but in the tests (see ``_child``)
 # Where the interpreter's, lfx's and the worker's own code lives (read-only in the sandbox).
 TRUSTED = trusted_roots(
     (
@@ -80,26 +96,44 @@ def _read_all(fd: int, cap: int) -> bytes:
     return bytes(data)
 
 
-def _child(req_r: int, channel: int, out_w: int, scratch: str) -> None:
-    """A forked child: isolate itself from the zygote, wait for one request, answer, exit.
+def _greet(channel: int, secret: bytes, listener: int | None) -> None:
+    """The report's first frame, sent before anything of a request exists in the child: the
+    answer's secret, and the seccomp listener's fd when the kernel notifies (the zygote answers
+    and records every refused call from now on; the child keeps no copy of it)."""
+    import array
 
-    Children are forked *ahead* (a spare waits for the next request), so the fork and
-    this set-up are off the critical path; the request arrives on ``req_r``, a pipe only
-    this child has.  Its answer leaves through the hook (``ANSWER_EVENT`` raised from this
-    very frame) on ``channel``; what it calls for that is bound before any request code runs.
+    sock = socket.socket(fileno=channel)
+    try:
+        fds = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [listener]))] if listener is not None else []
+        sock.sendmsg([b"%s hello 0\n" % secret], fds)
+    finally:
+        sock.detach()
+        if listener is not None:
+            os.close(listener)
+
+
+def _child(req_r: int, channel: int, out_w: int, scratch: str, parent: int) -> None:
+    """A forked child: isolate itself, wait for one request, answer, exit.
+
+    Children are forked *ahead* (a spare waits for the next request) by ``parent`` -- the forker
+    (``_forker``), which never reads a request -- so the fork and this set-up are off the critical
+    path, and nothing of an earlier request is in the memory it starts from; the request arrives on
+    ``req_r``, a pipe only this child has.  Its answer leaves through the answer thread
+    (``start_answerer``), which takes it from this very frame (``await_answer``) on ``channel``;
+    what it calls for that is bound before any request code runs.
     """
     code = 0
-    audit, dumps, truncate, exit_, setitimer = sys.audit, json.dumps, _truncate, os._exit, signal.setitimer
+    answer, dumps, truncate, exit_, setitimer = await_answer, json.dumps, _truncate, os._exit, signal.setitimer
     try:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != ZYGOTE_PID:
+        if os.getppid() != parent:
             os._exit(70)
         os.dup2(req_r, 0)
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
-        # Everything else goes: the zygote's channel, other children's pipes.
+        # Everything else goes: the zygote's and the forker's channels, other children's pipes.
         os.closerange(3, channel)
         os.closerange(channel + 1, 1 << 16)
         os.chdir(scratch)
@@ -108,26 +142,27 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str) -> None:
         os.environ["TMPDIR"] = scratch
         if "tempfile" in sys.modules:
             sys.modules["tempfile"].tempdir = None
+        secret = os.urandom(16).hex().encode()
         try:
-            confine(scratch)  # seccomp + Landlock, before anything of a request exists here
+            # seccomp (its report channel kept open, refusals notified to the zygote) + Landlock,
+            # before anything of a request exists here.
+            listener = confine(scratch, channel)
         except BaseException:
             os._exit(72)
+        _greet(channel, secret, listener)
+        gate = start_answerer(channel, sys._getframe(), secret)
+        del listener, secret
         signal.signal(signal.SIGALRM, on_alarm)
         # _posixsubprocess.fork_exec raises no audit event: take it away (namespaces contain it anyway).
         # Neither do mkfifo and mknod.
         take_away_process_creation()
-        # The hook (and its channel's greeting) is made now, off the request's path; it is armed
-        # once the request is read, after the warm-up below (whose events would cost, not matter).
+        # The hook is made now, off the request's path; it is armed once the request is read,
+        # after the warm-up below (whose events would cost, not matter).
         fenced = bool(CONFINE["landlock"]) or not DENY_READ  # Landlock, or a sandbox with no host files in view
-        hook = make_hook(
-            scratch,
-            DENY_READ,
-            channel=channel,
-            owner=sys._getframe(),
-            root=ROOT,
-            trusted=TRUSTED,
-            c_writes_fenced=fenced,
+        hook, _parts = make_hook(
+            scratch, DENY_READ, channel=channel, root=ROOT, trusted=TRUSTED, c_writes_fenced=fenced
         )
+        del _parts
         # While waiting anyway: a warm-up build copies the pages a build writes (refcounts,
         # caches) now, rather than one copy-on-write fault at a time during the request.
         # Not when requests come back to back (the build would compete with the request for
@@ -146,7 +181,10 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str) -> None:
         used = resource.getrusage(resource.RUSAGE_SELF)
         set_limit(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + timeout) + 2)
         gc.enable()
-        sys.addaudithook(hook)  # from here on, no way back
+        # From here on, no way back.  (An op the kernel's config names in ``unarmed_ops`` -- the
+        # tests' probes of what the kernel alone holds, or of a spare's memory -- runs unhooked.)
+        if req.get("op") not in UNARMED_OPS:
+            sys.addaudithook(hook)
         del hook
         fn = OPS.get(req.get("op"))
         out = fn(req) if fn else {"error": f"unknown op {req.get('op')!r}"}
@@ -162,7 +200,7 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str) -> None:
     try:
         setitimer(signal.ITIMER_REAL, 0)
         data = dumps(truncate(out if isinstance(out, dict) else {"result": out}), default=str).encode()
-        audit(ANSWER_EVENT, data)  # the hook sends it and ends the channel; the zygote does not wait for our exit
+        answer(data, *gate)  # the answer thread sends it; the zygote does not wait for our exit
     except BaseException:
         code = 71
     exit_(code)
@@ -181,8 +219,9 @@ def _reap() -> None:
 def kill_subtree(child: int, *, wait: bool = True) -> None:
     """SIGKILL everything the request started, until none of it can run another instruction.
 
-    Everything below the zygote belongs to the request (no spare exists while it runs): its
-    child, and orphans it left, which the subreaper setting re-parents to us.
+    Everything below the zygote but the forker belongs to the request (no spare exists while it
+    runs): its child (the forker's), and orphans it left, which the subreaper setting re-parents
+    to the zygote.
 
     With ``wait``, this returns once two scans in a row found every one of them inside its exit
     (``PF_EXITING``: past its last system call, so it writes nothing and forks nothing more; a
@@ -199,8 +238,9 @@ def kill_subtree(child: int, *, wait: bool = True) -> None:
         return
     seen: set[int] | None = None
     end = time.monotonic() + 5
+    forker = FORKER[0].pid if FORKER else None
     while time.monotonic() < end:
-        procs = descendants(ZYGOTE_PID)
+        procs = [(pid, exiting) for pid, exiting in descendants(ZYGOTE_PID) if pid != forker]
         running = [pid for pid, exiting in procs if not exiting]
         for pid in running:
             with contextlib.suppress(OSError):
@@ -309,7 +349,11 @@ def _status_text(status: int) -> str:
 
 
 class Spare:
-    """A child forked ahead of its request, waiting on its own request pipe."""
+    """A child forked ahead of its request, waiting on its own request pipe.
+
+    Forked by the forker (``FORKER``) when there is one, so that it starts from memory no request
+    ever touched; by the zygote itself otherwise (``forker: false`` in the config, the tests'
+    control; or before the forker exists)."""
 
     _count = 0
 
@@ -321,15 +365,196 @@ class Spare:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.channel, channel = ours.detach(), theirs.detach()
         self.out_r, out_w = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # pragma: no cover - the child never returns
-            os.close(self.req_w)
-            os.close(self.channel)
-            _child(req_r, channel, out_w, self.scratch)
-        for fd in (req_r, channel, out_w):
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            os.setpgid(self.pid, self.pid)
+        try:
+            if FORKER:
+                self.pid = FORKER[0].fork(req_r, channel, out_w, self.scratch)
+            else:
+                self.pid = os.fork()
+                if self.pid == 0:  # pragma: no cover - the child never returns
+                    os.close(self.req_w)
+                    os.close(self.channel)
+                    _child(req_r, channel, out_w, self.scratch, ZYGOTE_PID)
+                with contextlib.suppress(OSError):
+                    os.setpgid(self.pid, self.pid)
+        except BaseException:
+            for fd in (self.req_w, self.channel, self.out_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (req_r, channel, out_w):
+                os.close(fd)
+
+
+# -- the forker: spares from memory no request touched ------------------------------------------
+
+
+class ForkerGone(RuntimeError):
+    """The forker died: this zygote cannot make clean spares any more (the kernel restarts it)."""
+
+
+class _Forker:
+    """The zygote's end of the forker, a process forked from the zygote right after its warm-up
+    -- before any request -- whose only work is to fork spares: it never reads a request nor an
+    answer, so the memory every spare starts from holds nothing of any request (the zygote's own
+    heap keeps freed, unzeroed copies of what it parsed: answers carry a request's code and
+    texts).  The zygote sends it the spare's pipes and channel (``SCM_RIGHTS``) and gets the pid;
+    the forker is the spares' parent, so it reaps them and sends each exit status back."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the forker never returns
+            ours.close()
+            _forker(theirs)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+        self.statuses: dict[int, int] = {}
+
+    def fork(self, req_r: int, channel: int, out_w: int, scratch: str) -> int:
+        import array
+
+        try:
+            self.sock.sendmsg(
+                [b"spare " + scratch.encode()],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [req_r, channel, out_w]))],
+            )
+            while True:
+                kind, pid, status = self._next(block=True)
+                if kind == b"pid":
+                    return pid
+                self._keep(pid, status)
+        except OSError as exc:
+            raise ForkerGone(f"the forker is gone ({exc})") from None
+
+    def _next(self, block: bool) -> tuple[bytes, int, int]:
+        if not block and not select.select([self.sock], [], [], 0)[0]:
+            return b"", 0, 0
+        data = self.sock.recv(64)
+        if not data:
+            raise OSError("end of the forker's channel")
+        kind, _, rest = data.partition(b" ")
+        numbers = [int(x) for x in rest.split()]
+        if kind == b"pid" and len(numbers) == 1:
+            return kind, numbers[0], 0
+        if kind == b"exit" and len(numbers) == 2:
+            return kind, numbers[0], numbers[1]
+        raise OSError(f"a message the forker does not send: {data[:40]!r}")
+
+    def status(self, pid: int, wait: float = 0.0) -> int | None:
+        """``pid``'s wait status once the forker reaped it (waiting up to ``wait`` seconds), else None."""
+        end = time.monotonic() + wait
+        while pid not in self.statuses:
+            remaining = end - time.monotonic()
+            if not select.select([self.sock], [], [], max(remaining, 0))[0]:
+                return None
+            kind, done, status = self._next(block=True)
+            if kind == b"exit":
+                self._keep(done, status)
+        return self.statuses.pop(pid)
+
+    def _keep(self, pid: int, status: int) -> None:
+        """An exit status the zygote has not asked for yet (at most the last 64)."""
+        self.statuses[pid] = status
+        while len(self.statuses) > 64:
+            self.statuses.pop(next(iter(self.statuses)))
+
+
+FORKER: list[_Forker] = []  # the zygote's forker, once started (``start_forker``)
+
+
+def start_forker() -> bool:
+    """Fork the forker (after the warm-up, before the first request); False when the config says
+    not to (``forker: false``: the tests' control of what a zygote's heap hands to its spares)."""
+    if CONFIG.get("forker") is False or FORKER:
+        return bool(FORKER)
+    FORKER.append(_Forker())
+    return True
+
+
+def _forker(sock: socket.socket) -> None:
+    """The forker's loop: a spare for each message of the zygote, and each exit status back."""
+    import array
+
+    code = 0
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != ZYGOTE_PID:
+            os._exit(70)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)  # the zygote's request pipe and protocol channel are not ours
+        keep = sock.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 1 << 16)
+        me = os.getpid()
+        pidfds: dict[int, int] = {}
+        unwatched = 0  # live children without a pidfd (an older kernel): looked for every 50 ms
+        while True:
+            readable, _, _ = select.select([sock, *pidfds], [], [], 0.05 if unwatched else None)
+            if sock in readable:
+                data, ancillary, _flags, _addr = sock.recvmsg(4096, socket.CMSG_SPACE(3 * 4))
+                if not data:
+                    break  # the zygote is gone
+                fds = [
+                    fd
+                    for level, kind, raw in ancillary
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+                    for fd in array.array("i", raw[: len(raw) - len(raw) % 4])
+                ]
+                if not data.startswith(b"spare ") or len(fds) != 3:
+                    break  # not the zygote's: this forker stops
+                scratch = data[6:].decode()
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover - the child never returns
+                    sock.close()
+                    _child(fds[0], fds[1], fds[2], scratch, me)
+                for fd in fds:
+                    os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.setpgid(pid, pid)
+                try:
+                    pidfds[os.pidfd_open(pid)] = pid
+                except (AttributeError, OSError):
+                    unwatched += 1
+                sock.send(b"pid %d" % pid)
+            for fd in [fd for fd in readable if fd in pidfds]:
+                pidfds.pop(fd)
+                os.close(fd)
+            while True:  # every child that exited, whether its pidfd said so or not
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    unwatched = 0
+                    break
+                if not pid:
+                    break
+                if pid not in pidfds.values():
+                    unwatched = max(unwatched - 1, 0)
+                for fd in [fd for fd, child in pidfds.items() if child == pid]:
+                    pidfds.pop(fd)
+                    os.close(fd)
+                sock.send(b"exit %d %d" % (pid, status))
+    except BaseException:
+        code = 1
+    os._exit(code)
+
+
+def child_status(pid: int, wait: float = 0.0) -> int | None:
+    """The wait status of the request's child ``pid`` once it exited (waiting up to ``wait``
+    seconds), else None; from the forker when it forked the child."""
+    if FORKER:
+        return FORKER[0].status(pid, wait)
+    end = time.monotonic() + wait
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return status
+        if time.monotonic() >= end:
+            return None
+        time.sleep(0.001)
 
 
 MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25  # <linux/mman.h>; MADV_COLLAPSE since Linux 6.1
@@ -428,6 +653,7 @@ def verdict(child: Spare, t0: float, timeout: float) -> dict:
             kill_subtree(child.pid)
             exchange.close()
             _wipe(child.scratch)
+            child_status(child.pid)  # the forker's word on its exit, if already there: not kept
 
         CLEANUP.append(cleanup)
         result = {"elapsed_ms": round((time.monotonic() - t0) * 1000, 3), **exchange.outcome(timeout)}
@@ -435,14 +661,13 @@ def verdict(child: Spare, t0: float, timeout: float) -> dict:
     if exchange.status is None:
         # No answer is coming any more (the channel ended, went bad, or time is up): the child's
         # exit status, first ending it if it is still alive (it closed its report and went on).
-        with contextlib.suppress(ChildProcessError):
-            done, status = exchange.reap(grace=0.1 if exchange.eof else 0.0)  # a dying child closes its end first
-            if not done:
-                exchange.ended_report = exchange.eof and exchange.answer is None
-                with contextlib.suppress(OSError):
-                    os.killpg(child.pid, signal.SIGKILL)
-                done, status = os.waitpid(child.pid, 0)
-            exchange.status = status
+        status = child_status(child.pid, wait=0.1 if exchange.eof else 0.0)  # a dying child closes its end first
+        if status is None:
+            exchange.ended_report = exchange.eof and exchange.answer is None
+            with contextlib.suppress(OSError):
+                os.killpg(child.pid, signal.SIGKILL)
+            status = child_status(child.pid, wait=10.0)
+        exchange.status = status
     kill_subtree(child.pid)
     exchange.drain()
     outcome = exchange.outcome(timeout)
@@ -453,25 +678,29 @@ def verdict(child: Spare, t0: float, timeout: float) -> dict:
     return {**result, **outcome}
 
 
-_SECRET_LEN = 32  # hex digits of the hook's secret
+_SECRET_LEN = 32  # hex digits of the answer's secret
 _MAX_REFUSED = 50  # refusals kept per request (the first ones say what happened)
 
 
 class _Exchange:
-    """What one child reports: its refusals and its answer (framed, authenticated, capped), its
-    exit status, or the deadline.
+    """What one child reports: its refusals and its answer (framed, the answer authenticated,
+    capped), what the kernel refused it (seccomp's notifications, answered and recorded here),
+    its exit status, or the deadline.
 
     ``verdict`` is set when the zygote gives up on the report (``timeout``, ``oversized``);
-    ``problem`` when the report cannot be trusted (a frame without the hook's secret, two
-    answers, garbage); ``eof`` when the channel ended (the hook shut it after the answer, or
-    every process holding it is gone); ``status`` is the child's wait status once it exited.
+    ``problem`` when the report cannot be trusted (an answer without the secret, two answers,
+    garbage, a file descriptor after the greeting); ``eof`` when the channel ended (every process
+    holding it is gone); ``status`` is the child's wait status once it exited.
     """
 
     def __init__(self, child: Spare) -> None:
         self.pid, self.channel, self.out_r = child.pid, child.channel, child.out_r
+        self.sock = socket.socket(fileno=child.channel)
         self.pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):
             self.pidfd = os.pidfd_open(self.pid)  # readable when the child exits
+        self.listener: int | None = None  # the child's seccomp listener (sent with its greeting)
+        self.unheard = False  # every process under that filter is gone
         self.buf = bytearray()
         self.received = 0
         self.frames = 0
@@ -485,19 +714,20 @@ class _Exchange:
         self.ended_report = False  # the channel ended, without an answer, while the child lived on
 
     def complete(self) -> bool:
-        """The report is whole (it ended after its answer) and can be trusted: no need to wait for the exit."""
-        return self.eof and self.answer is not None and self.problem is None and self.verdict is None
+        """The answer arrived and the report can be trusted: no need to wait for the exit (what
+        follows the answer is the component running on after its validation: it is killed)."""
+        return self.answer is not None and self.problem is None and self.verdict is None
 
     def wait(self, deadline: float) -> None:
-        """Read the report and drain the output until the channel ends, the report goes bad or time is up."""
+        """Read the report, answer the kernel's notifications and drain the output until the
+        answer, the channel's end, a bad report or the deadline."""
         pidfd, channel = self.pidfd, self.channel
         kept_output = 0
         watch = [channel, self.out_r] + ([pidfd] if pidfd is not None else [])
-        while not self.eof and self.verdict is None and self.problem is None:
+        while not self.eof and self.verdict is None and self.problem is None and self.answer is None:
             if self.status is None:
-                done, st = os.waitpid(self.pid, os.WNOHANG)
-                if done:
-                    self.status = st
+                self.status = child_status(self.pid)
+                if self.status is not None:
                     # Its end of the channel closed with it; a grandchild holding it gets no more time.
                     deadline = min(deadline, time.monotonic() + 0.2)
             remaining = deadline - time.monotonic()
@@ -505,22 +735,69 @@ class _Exchange:
                 if self.status is None:
                     self.verdict = "timeout"
                 break
-            if self.status is not None and pidfd in watch:
-                watch.remove(pidfd)  # exited: its end of the channel closes with it (unless a grandchild holds it)
+            if self.listener is not None and self.listener not in watch and not self.unheard:
+                watch.append(self.listener)
+            if self.status is None and pidfd in watch and _exited(pidfd):
+                watch.remove(pidfd)  # exited: its status comes from the forker, at once
+                self.status = child_status(self.pid, wait=1.0)
+                continue
             readable, _, _ = select.select(watch, [], [], min(remaining, 0.05 if pidfd is None else remaining))
             for fd in readable:
                 if fd == pidfd:
+                    continue
+                if fd == self.listener:
+                    if not self.notified() and listener_closed(fd):
+                        watch.remove(fd)  # no process is left under the filter: nothing more to answer
+                        self.unheard = True
+                    continue
+                if fd == channel:
+                    self.receive()
                     continue
                 try:
                     chunk = os.read(fd, 1 << 16)
                 except OSError:
                     chunk = b""
-                if fd == channel:
-                    self.feed(chunk)
-                elif chunk:
+                if chunk:
                     kept_output = min(OUTPUT_CAP, kept_output + len(chunk))  # drained and dropped
                 else:
                     watch.remove(fd)
+
+    def receive(self) -> None:
+        """One read of the channel: its bytes, and the file descriptors passed with them (the
+        greeting's seccomp listener; any other is closed, and the report is not the sandbox's)."""
+        import array
+
+        try:
+            chunk, ancillary, flags, _addr = self.sock.recvmsg(1 << 16, socket.CMSG_SPACE(4 * 4))
+        except OSError:
+            chunk, ancillary, flags = b"", [], 0
+        fds = [
+            fd
+            for level, kind, raw in ancillary
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+            for fd in array.array("i", raw[: len(raw) - len(raw) % 4])
+        ]
+        greeting = self.secret is None and self.frames == 0 and not self.buf
+        if fds and greeting and self.listener is None:
+            self.listener = fds.pop(0)
+        for fd in fds:
+            os.close(fd)
+            self.problem = self.problem or "a file descriptor on the report channel"
+        if flags & socket.MSG_CTRUNC:
+            self.problem = self.problem or "a file descriptor on the report channel"
+        self.feed(chunk)
+
+    def notified(self) -> bool:
+        """A system call the kernel refused the request (seccomp's notification): answered with
+        EPERM and recorded here, outside the process that made it.  False when there was none."""
+        taken = notification(self.listener) if self.listener is not None else None
+        if taken is None:
+            return False
+        ident, _pid, what = taken
+        refuse_notification(self.listener, ident)
+        if len(self.refused) < _MAX_REFUSED:
+            self.refused.append({"event": "seccomp", "what": f"{what} (refused by the kernel)", "line": None})
+        return True
 
     def feed(self, chunk: bytes) -> None:
         """Channel bytes: frames parsed as they complete; b"" is the channel's end."""
@@ -544,14 +821,14 @@ class _Exchange:
             if len(head) != 3 or not head[2].isdigit():
                 self.problem = "a frame the sandbox did not write"
                 return
-            secret, kind, size = head[0], head[1], int(head[2])
+            tag, kind, size = head[0], head[1], int(head[2])
             if self.secret is None:
-                if kind != b"hello" or size or len(secret) != _SECRET_LEN:
+                if kind != b"hello" or size or len(tag) != _SECRET_LEN:
                     self.problem = "a report that did not start with the sandbox's greeting"
                     return
-                self.secret = secret
-            elif secret != self.secret:
-                self.problem = "a frame the sandbox did not write"
+                self.secret = tag
+            elif kind != b"refused" and tag != self.secret:
+                self.problem = "a frame the sandbox did not write"  # a greeting or an answer without the secret
                 return
             if size > ANSWER_CAP:
                 self.verdict = "oversized"
@@ -601,19 +878,6 @@ class _Exchange:
         else:
             self.problem = "a frame of an unknown kind"
 
-    def reap(self, grace: float) -> tuple[int, int]:
-        """``os.waitpid(pid, WNOHANG)``, waiting up to ``grace`` seconds for the exit."""
-        end = time.monotonic() + grace
-        while True:
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            remaining = end - time.monotonic()
-            if done or remaining <= 0:
-                return done, status
-            if self.pidfd is not None:
-                select.select([self.pidfd], [], [], remaining)
-            else:
-                time.sleep(min(remaining, 0.002))
-
     def drain(self) -> None:
         """After the child's death: what is left on the channel, without waiting on grandchildren."""
         if self.eof or self.verdict is not None:
@@ -621,17 +885,20 @@ class _Exchange:
         os.set_blocking(self.channel, False)
         with contextlib.suppress(BlockingIOError, OSError):
             while not self.eof and self.verdict is None:
-                self.feed(os.read(self.channel, 1 << 16))
+                self.receive()
 
     def close(self) -> None:
         self.buf[:] = bytes(len(self.buf))
-        for fd in (self.channel, self.out_r, self.pidfd):
+        with contextlib.suppress(OSError):
+            self.sock.detach()
+        for fd in (self.channel, self.out_r, self.pidfd, self.listener):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
     def outcome(self, timeout: float) -> dict:
-        """``status`` (and ``detail`` or ``answer``) of the request, with every refusal the hook reported."""
+        """``status`` (and ``detail`` or ``answer``) of the request, with every refusal the hook or
+        the kernel reported."""
         verdict, status, refused = self.verdict, self.status, self.refused
         if verdict is not None:
             detail = f"{timeout:g} s" if verdict == "timeout" else str(self.received)
@@ -646,3 +913,8 @@ class _Exchange:
             detail = _status_text(status) if status is not None else "unknown"
             return {"status": "crashed", "detail": detail, "refused": refused}
         return {"status": "unfinished", "detail": "it ended before its report was complete", "refused": refused}
+
+
+def _exited(pidfd: int) -> bool:
+    """Whether the process of ``pidfd`` has exited (its pidfd is readable)."""
+    return bool(select.select([pidfd], [], [], 0)[0])

@@ -9,6 +9,9 @@ with the same code and only the in-process layers below ("reduced isolation").
 Why a zygote: importing lfx costs seconds, forking a warm interpreter costs milliseconds.
 Why a child per request: nothing generated code does (threads, detached children, patched
 modules, a poisoned protocol channel, files in the scratch directory) outlives its request.
+Why a forker: the children are forked by a copy of the warm zygote that no request ever
+touched (``_serve._Forker``), never by the zygote itself, which reads every request's header
+and every answer: nothing of one request is in the memory the next one starts from.
 
 The protocol: from the parent on stdin, a JSON header line (``op``, ``id``, ``timeout``,
 ``size``) then ``size`` bytes of the request's JSON, which the zygote hands to the child
@@ -16,18 +19,20 @@ unread and then wipes (the spare forked next inherits nothing of it); answers on
 copy of stdout.  For each request the zygote forks a child that
 
 - closes stdin and the zygote's channel, so it cannot read other requests nor forge
-  their answers; it reports on a socket of its own, through the audit hook only: each
-  refusal as it happens, then its single answer (``_hook.py``); the zygote reads it with a
-  size cap and checks that every frame is the hook's (see ``_serve._Exchange``);
-- arms the audit hook for its whole life (the hook's state lives in a closure, not in a
-  module global the code could flip; there is no way to remove an audit hook);
+  their answers; it reports on a socket of its own: each refusal of the audit hook as it
+  happens, then its single answer, sent by a thread of its own with a secret nothing else holds
+  (``_hook.py``); the zygote reads it with a size cap, checks the answer's secret and answers
+  (and records) every system call the kernel refuses the child (see ``_serve._Exchange``);
+- arms the audit hook for its whole life (nothing it decides with can be changed: its state is
+  frozen into its functions' defaults; there is no way to remove an audit hook);
 - gets its fds 1 and 2 on a pipe the zygote drains and discards past a cap (a 100 MB
   print neither blocks nor fills a log that would poison the next request);
 - runs in its own process group, with PR_SET_PDEATHSIG so it dies with the zygote;
 - confines itself before anything of a request runs (Linux): a
-  seccomp filter (it can signal only itself: not the zygote, nor any other process) and
-  Landlock (it can write only in its scratch directory,
-  through ``open``, sqlite or any C library alike; see ``_confine.py``).
+  seccomp filter (it can signal only itself: not the zygote, nor any other process; it makes
+  no socket and runs no program, C code included; it cannot close, replace or block its report
+  channel; each refusal is notified to the zygote) and Landlock (it can write only in its
+  scratch directory, through ``open``, sqlite or any C library alike; see ``_confine.py``).
 
 The zygote is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the child forks, even
 a detached double-forked daemon, is re-parented to the zygote when its parent dies.  After
@@ -54,7 +59,7 @@ first fork, so every child inherits them and imports nothing more:
 - ``_lfx``: lfx itself, imported once, and the warm-up;
 - ``_validate`` (with ``_checks``, ``_smoke``, ``_packages``): the ``validate`` op;
 - ``_reference``: the facts about lfx sent with "ready";
-- ``_serve``: the fork server (spare children, answers, kill and wipe).
+- ``_serve``: the fork server (the forker, spare children, answers and the kernel's refusals, kill and wipe).
 
 Ops: ``OPS`` maps an op name to ``fn(request) -> dict`` run in a fresh child.  Op modules
 listed in the config's ``op_modules`` (stdlib + lfx only: ``_run_component.py``,
@@ -288,9 +293,15 @@ def _serve_forever(requests: _Requests) -> None:
     spare = server.new_spare()
     served_since_huge = 0
     while True:
-        if served_since_huge >= 8 and not requests.pending and not select.select([requests.raw], [], [], 0.25)[0]:
-            # A quarter of a second without a request: the zygote's own writes while serving
-            # split some of its 2 MB pages back into 4 KB ones; merge them again (milliseconds).
+        if (
+            not server.FORKER
+            and served_since_huge >= 8
+            and not requests.pending
+            and not select.select([requests.raw], [], [], 0.25)[0]
+        ):
+            # Spares forked here (no forker): a quarter of a second without a request, and the
+            # zygote's own writes while serving split some of its 2 MB pages back into 4 KB ones;
+            # merge them again (milliseconds).  The forker's memory does not change.
             server.huge_pages()
             served_since_huge = 0
         header = requests.header()
@@ -312,6 +323,9 @@ def _serve_forever(requests: _Requests) -> None:
             out = {"status": "crashed", "detail": f"zygote: {type(exc).__name__}: {exc}"}
             if "body" in locals():
                 body[:] = bytes(len(body))
+            if isinstance(exc, server.ForkerGone):  # no clean spare can be made: the kernel starts afresh
+                send({**out, "id": rid})
+                break
         out["id"] = rid
         send(out)
         del out
@@ -370,6 +384,8 @@ def main() -> None:
     gc.freeze()  # the imported world is permanent: keep it out of every later collection
     gc.enable()
     ready["huge_pages_mb"] = server.huge_pages()  # fewer page-table entries for every fork to copy
+    # The spares' parent from now on: a copy of this warm interpreter that no request will touch.
+    ready["forker"] = server.start_forker()
     send(ready)
     _serve_forever(_Requests())
 
