@@ -4,7 +4,8 @@ one confined child forked per real run.
 What a warm process must not cost: a run finds nothing of the run before it -- not its variables in
 the environment, nor its files, nor its processes, nor its secret anywhere in its own memory (the
 runner never read a run's request: each child reads its own) -- and a stopped run leaves nothing
-running. Through ``run_flow_for_real`` and ``%%assist_flow --run-local``."""
+running. Through ``run_flow_for_real`` and ``%%assist_flow --run-local``; payloads the outgoing gate
+refuses go to the runner past it (``run_past_the_gate``): the runner must hold without the gate.
 
 from __future__ import annotations
 
@@ -138,15 +139,13 @@ def test_a_run_finds_nothing_of_the_run_before_it(recall_flow):
     first_secret = "secret-run-one-7f3a9c02e1"
     own_input = "needle-of-run-two-5b1e90"
 
-    first = lfassist_jupyter.run_flow_for_real(recall_flow(), "leave", env={"DEMO_SERVICE_KEY": first_secret})
+    first = run_past_the_gate(recall_flow(), "leave", env={"DEMO_SERVICE_KEY": first_secret})
     assert first.ok and first.text == "left", first
     assert _left_behind() == []  # the process it started went with it
     pid = local_run.real_runner().pid
 
     needles = f"{_needle(first_secret)},{_needle(own_input)}"
-    second = lfassist_jupyter.run_flow_for_real(
-        recall_flow(needles), own_input, env={"DEMO_SERVICE_KEY": "another-key-0123456789"}
-    )
+    second = run_past_the_gate(recall_flow(needles), own_input, env={"DEMO_SERVICE_KEY": "another-key-0123456789"})
 
     assert second.ok, second
     seen = json.loads(second.text)
@@ -966,14 +965,14 @@ def test_a_fork_storm_and_a_memory_hog_are_bounded_as_a_whole(bounded_flow, mode
     if runner.bounds is None:
         pytest.skip(f"no cgroup here ({runner.bounds_reason}): the test below covers what is said then")
 
-    storm = lfassist_jupyter.run_flow_for_real(bounded_flow("Storm", cap="400 forks"), "x")
+    storm = run_past_the_gate(bounded_flow("Storm", cap="400 forks"), "x")
     got = _report(storm)
     assert got["error"] == "BlockingIOError" and 20 <= got["kids"] < BOUND_PROCESSES, got
     assert f"bounded as a whole ({runner.bounds.text}): 64 processes and threads, 512 MB" in storm.isolation
     assert "it reached its bound of 64 processes and threads" in storm.isolation, storm.isolation
     assert _named("lfassist-storm") == []
 
-    hog = lfassist_jupyter.run_flow_for_real(bounded_flow("Hog", count="4 processes", mb="200 MB"), "x")
+    hog = run_past_the_gate(bounded_flow("Hog", count="4 processes", mb="200 MB"), "x")
     got = _report(hog)
     assert got["allocated"] >= 2 and got["held_mb"] <= BOUND_MB, got
     assert "it reached its memory bound of 512 MB" in hog.isolation, hog.isolation
@@ -989,13 +988,13 @@ def test_without_a_cgroup_the_answer_says_the_bounds_are_per_process(bounded_flo
     monkeypatch.setattr(runner, "bounds", None)
     monkeypatch.setattr(runner, "bounds_reason", "none offered (the test)")
 
-    hog = lfassist_jupyter.run_flow_for_real(bounded_flow("Hog", count="4 processes", mb="200 MB"), "x")
+    hog = run_past_the_gate(bounded_flow("Hog", count="4 processes", mb="200 MB"), "x")
     assert _report(hog)["held_mb"] == 800
     assert f"bounded per process only: {runner.memory_mb} MB each, " in hog.isolation, hog.isolation
 
     said = re.search(r"(\d+) processes and threads in its user namespace \(no cgroup here", hog.isolation)
     cap = int(said.group(1)) + 50 if said else 150  # past the bound the answer states, if it states one
-    storm = lfassist_jupyter.run_flow_for_real(bounded_flow("Storm", cap=f"{cap} forks"), "x")
+    storm = run_past_the_gate(bounded_flow("Storm", cap=f"{cap} forks"), "x")
     got = _report(storm)
     if said:
         assert got["error"] == "BlockingIOError" and got["kids"] < int(said.group(1)), got
