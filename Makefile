@@ -4,8 +4,9 @@
 # `make test-fast` is the quick loop while working: lint and the tests not marked slow,
 # browser or langflow (no real kernel, no whole-corpus scan, no Langflow server, no notebooks),
 # spread over the cores by pytest-xdist (each worker starts its own warm sandbox).  `make test`,
-# what CI runs, runs everything in two workers (a file stays in one worker, the Langflow server's
-# and the browser's tests in one each: tests/conftest.py), which a 2-core machine keeps busy.
+# what CI runs, runs tests/ in two workers (a file stays in one worker, the Langflow server's and
+# the browser's tests in one each: tests/conftest.py), which a 2-core machine keeps busy, then the
+# demo notebooks (nbval: a notebook's cells in order in one kernel, which xdist does not keep).
 # Only Python 3.10+, pip, node/npm (and apt, for Chromium) are required on the machine.
 
 PYTHON   ?= python3
@@ -58,7 +59,8 @@ test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
+	$(BIN)/python -m pytest -q notebooks
 
 # The markers are declared in pyproject.toml; `tests` alone leaves out the nbval notebooks (kernels).
 test-fast: $(STAMP)

@@ -25,8 +25,8 @@ here, so each is such a file:
   sorted, two-space indent, non-ASCII kept, a final newline; and no key is ever written: the
   ``value`` of every ``password`` or ``load_from_db`` field is cleared, **except** a global
   variable's name (``load_from_db: true`` and an ``UPPER_SNAKE`` name such as
-  ``OPENAI_API_KEY``): that is Langflow's reference to the variable, which Langflow, ``lfx run``
-  and ``%%assist_flow --run-local --env OPENAI_API_KEY`` read the key from, so a saved flow runs
+  ``MY_SERVICE_KEY``): that is Langflow's reference to the variable, which Langflow, ``lfx run``
+  and ``%%assist_flow --run-local --env MY_SERVICE_KEY`` read the key from, so a saved flow runs
   and is edited again as it was (plain ``lfx export`` clears these names too).
   ``lfx export --keep-secrets FILE`` leaves such a file byte for byte as it is (the tests check it
   against the installed lfx).
@@ -136,7 +136,7 @@ def normal_node(node: Any) -> Any:
 
 def names_variable(field: Mapping[str, object]) -> bool:
     """A field holding a global variable's name, as Langflow refers to one: ``load_from_db`` and an
-    ``UPPER_SNAKE`` name (``OPENAI_API_KEY``); Langflow and ``lfx run`` read the value from that
+    ``UPPER_SNAKE`` name (``MY_SERVICE_KEY``); Langflow and ``lfx run`` read the value from that
     variable (``lfx run``: the environment variable of that name).  A name, never a key."""
     value = field.get("value")
     return field.get("load_from_db") is True and isinstance(value, str) and bool(VARIABLE_REF.match(value))

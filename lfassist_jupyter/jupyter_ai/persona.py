@@ -10,7 +10,7 @@ Where it runs, and what "the same workspace" means there.  A persona lives in th
 *server* process, not in a kernel, so it has the server's own ``Workspace`` (``ui/workspace.py``,
 one per process, as a kernel has one):
 
-- the settings are the ``LFASSIST_*`` variables and the provider's (``OPENAI_API_KEY``...) of the
+- the settings are the ``LFASSIST_*`` variables and the provider's key variable (``MY_SERVICE_KEY``...) of the
   server's environment, the ones kernels started by that server inherit; a kernel's ``%config
   AssistMagics.*`` lives in that kernel only;
 - the conversations are stored sessions in the same data directory as the notebooks' (one per
