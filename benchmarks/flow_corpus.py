@@ -308,7 +308,7 @@ def use_bench_envs() -> None:
 def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
     """Each flow's provisioned interpreter (``validate_flow(provision=True)`` builds it, or finds it
     built), ``"sandbox"`` for a flow that needs nothing, or ``{"error": ...}`` when none could be made."""
-    from lfassist_jupyter.flows import validate_flow
+    from lfassist_jupyter import validate_flow
 
     use_bench_envs()
     found: dict[str, str | dict] = {}

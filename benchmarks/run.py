@@ -884,7 +884,7 @@ def time_to_provisioned_verdict() -> dict | None:
     flow = ROOT / "benchmarks" / "flows_corpus" / "flows" / "s1ds1ngh__Blog_Writer.json.gz"
     script = (
         "import gzip, json, sys, time\n"
-        "from lfassist_jupyter.flows import default_catalog, validate_flow\n"
+        "from lfassist_jupyter import default_catalog, validate_flow\n"
         "flow = json.loads(gzip.open(sys.argv[1]).read())\n"
         "default_catalog()\n"  # the sandbox's own start is not part of it
         "t = time.perf_counter(); r = validate_flow(flow, provision=True)\n"
