@@ -5,7 +5,7 @@ What a warm process must not cost: a run finds nothing of the run before it -- n
 the environment, nor its files, nor its processes, nor its secret anywhere in its own memory (the
 runner never read a run's request: each child reads its own) -- and a stopped run leaves nothing
 running. Through ``run_flow_for_real`` and ``%%assist_flow --run-local``; payloads the outgoing gate
-refuses go to the runner past it (``run_past_the_gate``): the runner must hold without the gate.
+refuses go to the runner past it (``run_past_the_gate``): the runner must hold without the gate."""
 
 from __future__ import annotations
 
