@@ -4,9 +4,11 @@
 # `make test-fast` is the quick loop while working: lint and the tests not marked slow,
 # browser or langflow (no real kernel, no whole-corpus scan, no Langflow server, no notebooks),
 # spread over the cores by pytest-xdist (each worker starts its own warm sandbox).  `make test`,
-# what CI runs, runs tests/ in two workers (a file stays in one worker, the Langflow server's and
-# the browser's tests in one each: tests/conftest.py), which a 2-core machine keeps busy, then the
-# demo notebooks (nbval: a notebook's cells in order in one kernel, which xdist does not keep).
+# what CI runs, runs the tests not marked slow in two workers (a file stays in one worker, the
+# Langflow server's tests in one: tests/conftest.py), then the browser tests and the demo
+# notebooks in one process (a page's and a notebook's steps in order, which xdist does not keep).
+# `make test-all` adds the slow ones (real kernels at every door, whole corpora, the notebook loop
+# in fresh kernels, Jupyter AI): about twice as long.
 # Only Python 3.10+, pip, node/npm (and apt, for Chromium) are required on the machine.
 
 PYTHON   ?= python3
@@ -18,7 +20,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 BUNDLE   := lfassist_jupyter/static/widget.js
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test test-fast demo docs lint bench screenshots clean
+.PHONY: test test-all test-fast demo docs lint bench screenshots clean
 
 $(BUNDLE): js/widget.js js/widget.css package.json package-lock.json
 	npm ci --silent --no-audit --no-fund
@@ -59,8 +61,16 @@ test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
-	$(BIN)/python -m pytest -q notebooks
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow and not browser" tests
+	$(BIN)/python -m pytest -q -m "not slow" tests/e2e/test_browser.py notebooks
+
+test-all: $(STAMP) $(CHROMIUM)
+	$(BIN)/ruff check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not browser" tests
+	$(BIN)/python -m pytest -q tests/e2e/test_browser.py tests/e2e/test_jupyter_ai.py notebooks
 
 # The markers are declared in pyproject.toml; `tests` alone leaves out the nbval notebooks (kernels).
 test-fast: $(STAMP)
