@@ -68,10 +68,13 @@ class FlowProblem(BaseModel):
 class Need(BaseModel):
     """Something the user must still provide before a real run; not a wiring error."""
 
-    kind: Literal["model", "secret", "file", "choice", "value", "package", "service"]
+    kind: Literal["model", "secret", "file", "choice", "value", "package", "service", "connection"]
     """``package``: a node needs a package the sandbox's environment lacks (the message has the
     ``%pip install`` line): the flow is not broken, this environment is short of it. ``service``:
-    a server the flow talks to (a database, a model host) that a run could not reach."""
+    a server the flow talks to (a database, a model host) that a run could not reach.
+    ``connection``: a ``connection_ref`` field to choose, or whose connection a run outside Langflow
+    reads from a variable not set here (the message names the handle and the variable;
+    ``flows/connections.py``)."""
     node: str
     node_id: str | None = None
     field: str

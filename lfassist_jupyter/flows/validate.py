@@ -16,6 +16,7 @@ from typing import Any
 from lfassist_jupyter.artifacts import flow as facts
 from lfassist_jupyter.artifacts.flow import conversion_hint, node_name, types_compatible
 
+from . import connections, triggers
 from .catalog import Catalog
 from .code_checks import check as check_flow
 from .code_checks import outgoing_code_problems
@@ -140,9 +141,16 @@ def _judge(flow: dict[str, Any] | str | Path, catalog: Catalog) -> tuple[FlowRep
     _check_loops(nodes, raw_edges, add)
     _check_chat_inputs(nodes, raw_edges, add)
     _check_inputs(nodes, raw_edges, connected, add, needs, warnings)
+    connections.check(nodes, connected, add, needs)
+    triggers.check(nodes, add)
     if len(nodes) > 1:
+        # A trigger fires the whole flow; its event output may stay unwired (lfx/base/triggers).
         touched = {e.get("source") for e in raw_edges} | {e.get("target") for e in raw_edges}
-        warnings += [f"{node_name(n)} is not connected to anything." for i, n in nodes.items() if i not in touched]
+        warnings += [
+            f"{node_name(n)} is not connected to anything."
+            for i, n in nodes.items()
+            if i not in touched and triggers.trigger_kind(n) is None
+        ]
     from .model_nodes import model_nodes
 
     missing = _packages(loaded, catalog, needs)
@@ -478,6 +486,8 @@ def _check_inputs(nodes, edges, connected, add, needs: list[Need], warnings: lis
                         )
                     )
                 continue
+            if field.get("type") == connections.FIELD_TYPE:
+                continue  # a named connection: connections.check
             if fname in prompt_vars and empty:
                 warnings.append(f"{name}: the prompt variable {{{fname}}} is neither connected nor set.")
                 continue
