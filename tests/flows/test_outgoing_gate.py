@@ -4,8 +4,9 @@ Two flows carry a shell command where lfx runs it and a scan of each node's own 
 look: a Chat Output inside a group whose proxy field ``code_<ChatOutput>`` holds the payload in
 the class body (lfx's ``process_flow`` copies it onto the node's ``code``; the node's own code is
 lfx's), and a Python Function whose ``function_code`` runs it (a built-in node: its class code is
-lfx's).  The control: lfx itself, in one plain process (never this one, never a kernel), builds
-both as Langflow does -- ``Graph.from_payload``, ``instantiate_class`` for every node, the Python
+lfx's); a third is Langflow 1.13's Schedule trigger with the payload in its class body (a trigger
+only declares a schedule, but lfx builds it like any node).  The control: lfx itself, in one plain
+process (never this one, never a kernel), builds each as Langflow does -- ``Graph.from_payload``, ``instantiate_class`` for every node, the Python
 Function's function called -- and each payload leaves its marker file.  Then each door refuses
 each flow, naming the node and the field: ``validate_flow``, ``Workspace.save_flow``, the
 ``%%assist_flow --save``/``--register`` magic, the panel's Save and Register (the flow from a
@@ -35,8 +36,16 @@ PLAIN_SPEC = "name: Plain\nnodes:\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.
 PF_SPEC = "name: PF\nnodes:\n  P: PythonFunction\n  C: ChatOutput\nedges:\n  P.function_output_str -> C.input_value\n"
 KEY = "lf-gate-test-key-0123456789"
 
+TRIGGER_SPEC = (
+    "name: Trig\nnodes:\n  T: ScheduleTrigger\n  A: ChatInput\n  C: ChatOutput\nedges:\n  A.message -> C.input_value\n"
+)
+
 # Where each flow's payload sits: (node, field) the refusal must name.
-WHERE = {"group": ("Chat Output", "code"), "function": ("Python Function", "function_code")}
+WHERE = {
+    "group": ("Chat Output", "code"),
+    "function": ("Python Function", "function_code"),
+    "trigger": ("Schedule", "code"),
+}
 
 
 def _group_flow(plain: dict, marker: Path) -> dict:
@@ -80,6 +89,18 @@ def _function_flow(pf: dict, marker: Path) -> dict:
     return flow
 
 
+def _trigger_flow(flow: dict, marker: Path) -> dict:
+    """A Langflow 1.13 Schedule trigger (a declaration that lfx still builds like any node: its class
+    code is exec'd) whose class body runs ``touch MARKER``."""
+    flow = copy.deepcopy(flow)
+    node = next(n for n in flow["data"]["nodes"] if n["data"]["type"] == "ScheduleTrigger")
+    code = node["data"]["node"]["template"]["code"]
+    head = "class ScheduleTriggerComponent(BaseTriggerComponent):\n"
+    assert head in code["value"]
+    code["value"] = code["value"].replace(head, f"{head}    _x = __import__('os').system('touch {marker}')\n")
+    return flow
+
+
 LFX_BUILDS = """
 import json, sys
 from lfx.graph.graph.base import Graph
@@ -96,7 +117,7 @@ for path in sys.argv[1:]:
 
 @pytest.fixture(scope="module")
 def flows(sandbox, tmp_path_factory):
-    """{"plain", "group", "function"}: (flow, its file); the hostile ones' markers in ``markers``."""
+    """{"plain", "group", "function", "trigger"}: (flow, its file); the hostile ones' markers in ``markers``."""
     from lfassist_jupyter import build_flow
 
     folder = tmp_path_factory.mktemp("gate")
@@ -107,6 +128,7 @@ def flows(sandbox, tmp_path_factory):
         "plain": plain,
         "group": _group_flow(plain, markers / "group"),
         "function": _function_flow(pf, markers / "function"),
+        "trigger": _trigger_flow(build_flow(TRIGGER_SPEC).flow, markers / "trigger"),
     }
     out = {}
     for name, flow in made.items():
@@ -118,8 +140,8 @@ def flows(sandbox, tmp_path_factory):
     return out
 
 
-def test_control_lfx_runs_both_payloads(flows):
-    """lfx, as Langflow builds a flow, in one plain interpreter: both markers appear."""
+def test_control_lfx_runs_every_payload(flows):
+    """lfx, as Langflow builds a flow, in one plain interpreter: every marker appears."""
     paths = [str(flows[name][1]) for name in WHERE]
     done = subprocess.run(
         [sys.executable, "-c", LFX_BUILDS, *paths], cwd=flows["markers"], capture_output=True, text=True, timeout=300
