@@ -410,8 +410,8 @@ def lfx_env() -> dict[str, str]:
     return {**env, **CASE_ENV}
 
 
-def truth() -> None:
-    """lfx's word on every case (see the module docstring), written to ``truth.json``."""
+def truth(out: Path = TRUTH) -> dict:
+    """lfx's word on every case (see the module docstring), written to ``out`` (``truth.json``)."""
     cases = load_manifest()
     lfx = Path(sys.executable).with_name("lfx")
     with tempfile.TemporaryDirectory(prefix="lfassist-trigger-truth-") as home:
@@ -440,7 +440,8 @@ def truth() -> None:
         }
         found[cid]["lfx"] = classify(found[cid])
         print(f"{cid:32} {case['half']:9} {found[cid]['lfx']:7} {found[cid]['validate_errors'][:1]}")
-    TRUTH.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    out.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    return found
 
 
 def classify(answer: dict) -> str:
