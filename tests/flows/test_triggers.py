@@ -189,6 +189,26 @@ def test_a_trigger_that_cannot_be_armed_is_an_error(built, slack_catalog, base, 
     assert (error.node, error.field, error.code) == (node, field, "bad_value") and error.fix
 
 
+def test_a_saved_trigger_flow_passes_lfx_validate(built, sandbox, tmp_path):
+    """A Schedule trigger and a connection field, saved by the workspace: the real ``lfx validate``
+    (level 4) accepts the file."""
+    from _support.lfxcli import lfx_validate
+
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    workspace = Workspace(data_dir=tmp_path / "data", local_validator=sandbox)
+    path = workspace.save_flow(copy.deepcopy(built["schedule_slack"]), tmp_path / "morning.json")
+    [answer] = lfx_validate([path], 4)
+    assert answer["ok"], answer["issues"]
+
+
+def test_the_held_back_cases_agree_with_lfx_s_stored_word(sandbox):
+    """``validate_flow`` on the cases held back while the rules were written, against lfx's word as
+    stored (recomputed by the slow test below)."""
+    found = trigger_cases.measure("held_back")
+    assert found["cases"] == 12 and found["agree"] == found["cases"], found["disagreements"]
+
+
 @pytest.mark.slow
 def test_the_held_back_cases_agree_with_lfx(sandbox, tmp_path):
     """lfx's word recomputed now (``lfx validate``, ``lfx run``, the trigger's definition: about
@@ -198,3 +218,74 @@ def test_the_held_back_cases_agree_with_lfx(sandbox, tmp_path):
     assert now == stored, "lfx's word changed: regenerate the truth and measure again"
     found = trigger_cases.measure("held_back")
     assert found["agree"] == found["cases"], found["disagreements"]
+
+
+# -- a sentence to a scheduled flow, saved, and accepted by lfx validate ---------------------------
+
+DIGEST = "every morning, summarise this feed and post it to my webhook"
+DIGEST_SPEC = """\
+name: Morning feed digest
+description: Every morning, summarises the feed and posts the summary to a webhook.
+nodes:
+  T: ScheduleTrigger
+  F: APIRequest
+  X: ParserComponent
+  P: Prompt Template
+  M: LanguageModelComponent
+  J: TypeConverterComponent
+  W: APIRequest
+  O: ChatOutput
+edges:
+  F.data -> X.input_data
+  X.parsed_text -> P.feed
+  P.prompt -> M.input_value
+  M.text_output -> J.input_data
+  J.data_output -> W.body
+  W.data -> O.input_value
+config:
+  T.cron_expression: 0 7 * * *
+  T.timezone: Europe/Lisbon
+  F.url_input: https://example.com/feed.xml
+  F.method: GET
+  X.mode: Stringify
+  X.pattern: {text}
+  P.template: Summarise this feed in five bullet points: {feed}
+  J.output_type: JSON
+  W.url_input: https://hooks.example.com/my-webhook
+  W.method: POST
+"""
+"""What a model writes for ``DIGEST`` given the trigger rule of the prompts: lfx's Schedule trigger
+(every day at 07:00, Lisbon time), the feed fetched, summarised by the model node, posted."""
+
+
+@pytest.mark.slow
+async def test_every_morning_is_a_scheduled_flow_that_lfx_validate_accepts(llm, make_assistant, sandbox, tmp_path):
+    from _support.components import intent, plan, spec_reply
+    from _support.lfxcli import lfx_validate
+
+    from lfassist_jupyter.ui.workspace import Workspace
+
+    chosen = ("ScheduleTrigger", "APIRequest", "ParserComponent", "Prompt Template", "LanguageModelComponent",
+              "TypeConverterComponent", "ChatOutput")  # fmt: skip
+    llm.queue(intent("build_flow"), plan(*chosen), spec_reply(DIGEST_SPEC))
+    result = await make_assistant("openai").arun(DIGEST)
+
+    assert result.kind == "flow" and result.ok, result.error
+    # The plan saw the trigger rule; the write saw the Schedule trigger's real ports and the cron rule.
+    assert "starts with a trigger" in llm.requests[1].text and "ScheduleTrigger: Run this flow" in llm.requests[1].text
+    write = llm.requests[2].text
+    assert "ScheduleTrigger (Schedule)" in write and "cron_expression: str (required)" in write
+    assert "five fields" in write
+    report = result.flow_report
+    assert report.verdict == "sound" and report.errors == [], report.errors
+    assert not any("Schedule" in w for w in report.warnings)  # a trigger is not "not connected to anything"
+    trigger = next(n for n in result.flow["data"]["nodes"] if n["data"]["type"] == "ScheduleTrigger")
+    template = trigger["data"]["node"]["template"]
+    assert (template["cron_expression"]["value"], template["timezone"]["value"]) == ("0 7 * * *", "Europe/Lisbon")
+    assert trigger["data"]["node"]["metadata"]["trigger_kind"] == "schedule"
+
+    workspace = Workspace(data_dir=tmp_path / "data", local_validator=sandbox)
+    path = workspace.save_flow(result.flow, tmp_path / "digest.json")
+    assert workspace.validate_flow(path).verdict == "sound"
+    [answer] = lfx_validate([path], 4)  # the real lfx validate, on the file as saved
+    assert answer["ok"], answer["issues"]

@@ -26,7 +26,9 @@ Reply with ONLY a JSON object, no prose:
 {{"components": ["ChatInput", "Prompt Template", "ChatOutput"], "new": []}}
 
 - "components": catalogue names exactly as listed, in the order the data flows. A chat flow \
-starts with ChatInput and ends with ChatOutput; a model step is LanguageModelComponent.
+starts with ChatInput and ends with ChatOutput; a model step is LanguageModelComponent. \
+A flow that runs on a schedule ("every morning") or when another system calls it starts with a \
+trigger instead (ScheduleTrigger, InboundWebhookTrigger) and still ends with ChatOutput.
 - "new": only for a step that no catalogue component can do: custom components to generate, \
 each {{"name": "CamelCaseName", "description": "its input, what it does, its output"}}. \
 Usually empty: prefer catalogue components.
@@ -75,6 +77,9 @@ out their `model` and `api_key`, unless the request names a model or a provider;
 `M.model: {"name": "<model>", "provider": "<OpenAI, Anthropic, Ollama...>"}`.
 - Never write an API key or secret: a key field may only name its variable \
 (`M.api_key: {key_variable}`).
+- A trigger fires the whole flow: its `trigger_event` output may stay unwired. A ScheduleTrigger \
+needs `T.cron_expression` (five fields: minute hour day-of-month month day-of-week; `0 8 * * *` is \
+every day at 08:00) and `T.timezone` (an IANA name such as `Europe/Lisbon`).
 - A loop's body starts at `L.item`, and its last node feeds back into `L.item` (that edge \
 targets the loop's item handle); `L.done` gives the collected results to what comes after.
 """
