@@ -874,6 +874,20 @@ def real_flows(which: str = "corpus") -> dict | None:
     return answer
 
 
+def trigger_case_agreement() -> dict | None:
+    """Langflow 1.13's triggers and connection fields (``benchmarks/trigger_cases.py``, no public export
+    has them): agreement of ``validate_flow`` with lfx's stored word on the held-back cases, and its
+    time per case (a few seconds in all).  ``LFASSIST_BENCH_NO_CORPUS=1`` skips it."""
+    if os.environ.get("LFASSIST_BENCH_NO_CORPUS"):
+        return None
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import trigger_cases
+
+    t0 = time.perf_counter()
+    found = trigger_cases.measure("held_back")
+    return {**found, "ms_per_case": (time.perf_counter() - t0) * 1000 / max(1, found["cases"])}
+
+
 def time_to_provisioned_verdict() -> dict | None:
     """Time to a verdict for a flow that needs a new environment: ``validate_flow(provision=True)`` in
     a fresh process with an empty environment folder (first time: resolved and built, packages from
@@ -1037,6 +1051,7 @@ def main() -> None:
     worst_x_ms, worst_x_name, worst_s_ms, worst_s_name = adversarial()
     hang = hung_server_error_s()
     corpus = real_flows()
+    triggers = trigger_case_agreement()
     starters_corpus = real_flows("starters")
     provision_timing = time_to_provisioned_verdict()
     loop = notebook_loop()
@@ -1204,6 +1219,10 @@ def main() -> None:
     rows += corpus_rows(corpus)
     rows += provision_rows(corpus, provision_timing) + provision_rows(starters_corpus, None)
     rows += persona_rows(persona)
+    if triggers is not None:
+        rows.append((f"trigger/connection cases ({triggers['cases']} held back): validate_flow agrees with lfx",
+                     f"{triggers['agree']}/{triggers['cases']}", f"{triggers['ms_per_case']:.0f} ms per case",
+                     "generated from lfx 1.13's facts"))  # fmt: skip
     if loop is not None:
         import cell_loop
 
@@ -1226,7 +1245,8 @@ def main() -> None:
            "repairs": repairs, "held_back_mistakes": mistakes,
            "extraction_worst_ms": worst_x_ms, "static_worst_ms": worst_s_ms, "hung_server": hang,
            "real_flows": corpus, "own_server_calls": providers, "starters": starters_corpus,
-           "provision_timing": provision_timing, "jupyter_ai_persona": persona, "notebook_loop": loop}  # fmt: skip
+           "provision_timing": provision_timing, "jupyter_ai_persona": persona, "notebook_loop": loop,
+           "trigger_cases": triggers}  # fmt: skip
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{sha}.json").write_text(json.dumps({"sha": sha, "rows": rows, "raw": raw}, indent=1))

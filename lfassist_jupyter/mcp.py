@@ -524,7 +524,7 @@ def _flow_tools(tool: Register) -> None:
         handles and types, required inputs, loops and branches, node code that lfx loads. Returns the
         FlowReport: verdict (sound | broken | not_judged: the sandbox lacks a package or a model
         provider's bundle the flow needs, named in missing_packages; never valid then), is_valid,
-        errors (each naming the node and the fix), warnings, needs (a model, a key: what to provide
+        errors (each naming the node and the fix), warnings, needs (a model, a key, a connection: what to provide
         before a real run), provision (what judging it elsewhere would install, and its size),
         judged_in. provision=true judges a not-judged flow in a separate environment with lfx and
         those packages (built with uv and cached; the server's own environment is not touched)."""

@@ -3,7 +3,7 @@
 A ``ConnectionRefInput`` (``lfx/inputs/inputs.py``; field type ``connection_ref``) holds no secret:
 its value is a portable handle ``<provider>/<name>`` (``lfx/integrations/models.py``,
 ``ConnectionRef``), resolved when the node runs by the host's connection resolver.  Outside
-Langflow (``lfx run``, ``lfx serve``, a run from the notebook) that resolver is lfx's
+Langflow (``lfx run``, ``lfx serve``) that resolver is lfx's
 ``EnvConnectionResolver``: it reads the environment variable ``ConnectionRef.env_key()``
 (``LF_CONNECTION__<PROVIDER>__<NAME>``: a token or a credential JSON).  No built-in component has
 such a field; extension bundles and custom components declare one, with the provider it takes.
@@ -113,7 +113,7 @@ def check(
                     )
                     message = (
                         f"Choose a connection for {name}.{fname}: a handle {_example(declared)} "
-                        f"(Langflow's connection of that name; a run outside Langflow reads {variable})."
+                        f"(Langflow's connection of that name; lfx run reads {variable})."
                     )
                     needs.append(Need(kind="connection", message=message, **where))
                 continue
@@ -146,8 +146,8 @@ def check(
             key = env_key(provider, conn)
             if not is_set(key):
                 message = (
-                    f"{name}.{fname} uses the connection {handle!r}: a run outside Langflow (lfx run, a run "
-                    f"from the notebook) reads it from {key} (a token or a credential JSON), which is not set "
-                    "here; Langflow uses its own connection of that name. Set it before a real run."
+                    f"{name}.{fname} uses the connection {handle!r}: lfx run reads it from {key} (a token or "
+                    "a credential JSON), which is not set here; Langflow uses its own connection of that name. "
+                    "Set one of them before a real run."
                 )
                 needs.append(Need(kind="connection", message=message, **where))
