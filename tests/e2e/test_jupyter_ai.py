@@ -11,15 +11,18 @@ MCP server's streamable HTTP endpoint.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import json
+import os
 import threading
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from _support.components import GOOD, QA_SPEC, WRONG_IMPORT, fenced, intent
 from _support.fakellm import Reply
-from _support.jupyterlab import KEY, PERSONA_ID, ChatClient, mcp_url, server_modules
+from _support.jupyterlab import KEY, PERSONA_ID, TOKEN, ChatClient, mcp_url, server_modules
 
 pytestmark = pytest.mark.slow  # a JupyterLab, its sandbox and a generation
 
@@ -70,6 +73,66 @@ def test_the_persona_is_listed_and_streams_a_validated_component_card(chat, lab,
     modules = asyncio.run(server_modules(root))
     assert {"lfassist_jupyter.jupyter_ai.persona", "lfassist_jupyter.sandbox.client"} <= modules
     assert not {m for m in modules if m == "lfx" or m.startswith("lfx.")}
+
+
+CHROMIUM = os.environ.get("LFASSIST_CHROMIUM", "/usr/bin/chromium")
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]  # fmt: skip
+INSERT = "button[aria-label='Insert below active cell']:not([disabled]):visible"
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian's chromium is not installed at {CHROMIUM}")
+def test_insert_on_the_chat_s_code_toolbar_writes_the_code_into_the_notebook(lab, llm_server):
+    """The card's Insert is Jupyter AI's own: the code block's toolbar (jupyterlab-chat's *Insert below
+    active cell*), which is enabled only while a notebook with an active cell is visible beside the
+    chat.  In chromium: the notebook open with its cell active, the chat opened in the chat side
+    panel, the button clicked; the notebook, saved, holds the card's code exactly as generated."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    url, root = lab
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell("# the user's first cell")]
+    nbformat.write(notebook, str(root / "inserted.ipynb"))
+    client = ChatClient(url, "inserted.chat", root)
+    try:
+        llm_server.queue(intent("generate_component", "a component that uppercases text"), Reply(fenced(GOOD)))
+        client.send("a component that uppercases text")
+        assert "```python\n" + GOOD.strip() in client.reply(lambda body: "✓ validated" in body)["body"]
+    finally:
+        client.close()
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+            page.goto(f"{url}/lab/tree/inserted.ipynb?token={TOKEN}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
+            with contextlib.suppress(Exception):  # a kernel-selection dialog, if JupyterLab asks anyway
+                page.wait_for_selector(".jp-Dialog", timeout=3_000)
+                page.click(".jp-Dialog .jp-mod-accept")
+            page.click(".jp-Notebook .jp-Cell .cm-content")  # its cell is the active cell
+            side = ".jp-SideBar .lm-TabBar-tab[data-id='JupyterlabChat:sidepanel']"
+            if "lm-mod-current" not in (page.get_attribute(side, "class") or ""):  # the layout JupyterLab restored
+                page.click(side)
+            panel = page.locator("[id='JupyterlabChat:sidepanel']")
+            panel.get_by_text("inserted", exact=True).click()  # "Open an existing chat"
+            # The control: before the click, the notebook has only the user's cell.
+            page.wait_for_selector(INSERT, timeout=60_000)
+            assert page.eval_on_selector_all(".jp-Notebook .jp-Cell", "els => els.length") == 1
+            page.click(INSERT)
+            page.wait_for_function("document.querySelectorAll('.jp-Notebook .jp-Cell').length === 2", timeout=30_000)
+            page.click(".jp-Notebook .jp-Cell .cm-content")
+            page.keyboard.press("Control+s")
+            page.wait_for_function(  # saved: the tab's dirty mark is gone
+                "!document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')", timeout=30_000
+            )
+        finally:
+            browser.close()
+    cells = nbformat.read(str(root / "inserted.ipynb"), as_version=4).cells
+    assert [c.source for c in cells] == ["# the user's first cell", GOOD.strip()]
+    assert [c.cell_type for c in cells] == ["code", "code"]
 
 
 class _Images(http.server.BaseHTTPRequestHandler):
