@@ -6,8 +6,9 @@ the class body (lfx's ``process_flow`` copies it onto the node's ``code``; the n
 lfx's), and a Python Function whose ``function_code`` runs it (a built-in node: its class code is
 lfx's); a third is Langflow 1.13's Schedule trigger with the payload in its class body (a trigger
 only declares a schedule, but lfx builds it like any node).  The control: lfx itself, in one plain
-process (never this one, never a kernel), builds each as Langflow does -- ``Graph.from_payload``, ``instantiate_class`` for every node, the Python
-Function's function called -- and each payload leaves its marker file.  Then each door refuses
+process (never this one, never a kernel), builds each as Langflow does -- ``Graph.from_payload``,
+``instantiate_class`` for every node, the Python Function's function called -- and each payload
+leaves its marker file.  Then each door refuses
 each flow, naming the node and the field: ``validate_flow``, ``Workspace.save_flow``, the
 ``%%assist_flow --save``/``--register`` magic, the panel's Save and Register (the flow from a
 stored session), ``Workspace.register_flow`` against a fake Langflow that records what it stores,
