@@ -38,7 +38,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import Any
 
 from lfassist_jupyter.artifacts import flow as facts
 
@@ -55,7 +54,7 @@ _PROVIDER_MAX, _NAME_MAX = 120, 64
 _ENV_PREFIX, _ENV_SEPARATOR = "LF_CONNECTION__", "__"
 
 
-def parse(value: Any) -> tuple[str, str] | None:
+def parse(value: object) -> tuple[str, str] | None:
     """``(provider, name)`` of a handle ``<provider>/<name>``, or None where lfx's
     ``ConnectionRef.parse`` refuses it (not a string, not exactly one ``/``, a part outside its
     pattern or longer than lfx allows)."""
@@ -89,7 +88,7 @@ def _example(provider: str) -> str:
 
 
 def check(
-    nodes: dict[str, dict[str, Any]],
+    nodes: dict[str, dict[str, object]],
     connected: set[tuple[str, str]],
     add: Callable[[FlowProblem], None],
     needs: list[Need],

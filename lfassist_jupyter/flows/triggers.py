@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from lfassist_jupyter.artifacts import flow as facts
 
@@ -34,7 +33,7 @@ KINDS = {"ScheduleTrigger": "schedule", "InboundWebhookTrigger": "inbound_webhoo
 _CRON_FIELDS = 5
 
 
-def trigger_kind(node: dict[str, Any]) -> str | None:
+def trigger_kind(node: dict[str, object]) -> str | None:
     """The node's trigger kind: lfx's stamp on its template, else its component's."""
     stamped = facts.obj(facts.frontend_node(node).get("metadata")).get("trigger_kind")
     if isinstance(stamped, str) and stamped:
@@ -86,7 +85,7 @@ _CHECKS: dict[str, list[tuple[str, Callable[[str], str | None], str]]] = {
 }
 
 
-def check(nodes: dict[str, dict[str, Any]], add: Callable[[FlowProblem], None]) -> None:
+def check(nodes: dict[str, dict[str, object]], add: Callable[[FlowProblem], None]) -> None:
     """Each trigger's configuration, as the trigger itself checks it before it is armed."""
     for nid, node in nodes.items():
         kind = trigger_kind(node)
