@@ -61,7 +61,7 @@ test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow and not browser" tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not slow and not browser" tests
 	$(BIN)/python -m pytest -q -m "not slow" tests/e2e/test_browser.py notebooks
 
 test-all: $(STAMP) $(CHROMIUM)
@@ -69,7 +69,7 @@ test-all: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff format --check lfassist_jupyter tests benchmarks notebooks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not browser" tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not browser" tests
 	$(BIN)/python -m pytest -q tests/e2e/test_browser.py tests/e2e/test_jupyter_ai.py notebooks
 
 # The markers are declared in pyproject.toml; `tests` alone leaves out the nbval notebooks (kernels).

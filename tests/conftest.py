@@ -200,17 +200,62 @@ def flow_ip(sandbox, tmp_path, monkeypatch):
     _close_shell(shell)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`make test` spreads the suite over two pytest-xdist workers (``--dist loadgroup``): a
     file's tests stay in one worker (its module fixtures are made once), and every test of the
     real Langflow server, or of the JupyterLab the browser drives, runs in one worker, so each
-    server starts once.  Without xdist the marks do nothing."""
+    server starts once.  Without xdist the marks do nothing.
+
+    ``tryfirst``: xdist's own hook turns the marks into the ``@group`` suffix of the test ids its
+    scheduler reads, so the marks must be there before it runs (a conftest's hook otherwise runs
+    after it, and the groups were silently ignored).  Tests marked ``langflow`` that only read
+    Langflow's files (its starter projects) stay with their file: only the server is shared."""
+    grouped = bool(config.getvalue("loadgroup")) if hasattr(config, "workerinput") else False
+    groups: dict[pytest.Item, str] = {}
     for item in items:
         names = getattr(item, "fixturenames", ())
-        if item.get_closest_marker("langflow") or "langflow_server" in names:
+        if "langflow_server" in names:
             group = "langflow"
         elif item.get_closest_marker("browser") or "lab" in names:  # tests/e2e's one JupyterLab
             group = "browser"
         else:
             group = item.nodeid.split("::")[0]
+        groups[item] = group
         item.add_marker(pytest.mark.xdist_group(group))
+        if grouped:
+            _suffix_with_group(item, group)
+    if grouped:
+        # The scheduler deals the groups out in this order (with --no-loadscope-reorder): the
+        # longest first, so the last one to finish is a short one and neither worker idles long.
+        first = {group: rank for rank, group in enumerate(_LONGEST_GROUPS)}
+        items.sort(key=lambda item: first.get(groups[item], len(first)))
+
+
+_LONGEST_GROUPS = (
+    "langflow",
+    "tests/sandbox/test_interpreter_reads.py",
+    "tests/test_mcp.py",
+    "tests/core/test_flow_pipeline.py",
+    "tests/flows/test_real_flows.py",
+    "tests/sandbox/test_reach.py",
+    "tests/sandbox/test_one_door.py",
+)
+"""The groups that take longest in `make test` (summed durations, measured with --durations=0),
+longest first.  Only the order in which the workers get them: a stale list costs balance, never
+a test."""
+
+
+def _suffix_with_group(item: pytest.Item, group: str) -> None:
+    """Give ``item`` the id xdist's loadgroup scheduler reads its group from (``<id>@<group>``).
+
+    xdist (3.8) does it by assigning ``item._nodeid``, which pytest 9.2 no longer reads (its ids
+    are structured ``NodeId``s: pytest-xdist issue 1386), so every group was ignored and the tests
+    were dealt out one by one -- two Langflow servers, module fixtures made again and again.  On
+    a pytest that still reads ``_nodeid`` xdist's own hook does it; this does it on the newer."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest < 9.2: xdist's hook suffixes the id
+        return
+    if hasattr(item, "_id"):
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
