@@ -479,11 +479,13 @@ def ours(report) -> str:
     return report.verdict
 
 
-def measure(half: str, out: Path | None = None, provision: bool = False) -> dict:
+def measure(half: str, out: Path | None = None, provision: bool = False, probe: bool = False) -> dict:
     """Agreement of ``validate_flow`` with lfx, full round trips (load -> spec -> rebuild with no
     change) and ``validate_flow``'s time per flow, on one half of the corpus.  ``provision``: flows
     the sandbox cannot judge are judged in their provisioned environment (built before, by
-    ``verdicts --env provisioned``), against lfx's verdict there; off, they are not judged."""
+    ``verdicts --env provisioned``), against lfx's verdict there; off, they are not judged.  ``probe``:
+    a sound flow is probe-run too and a node failing there for the flow's own fault makes it broken
+    (``validate_flow(probe=True)``)."""
     from lfassist_jupyter import Assistant, ScriptedProvider, default_catalog, validate_flow
     from lfassist_jupyter.flows import build as spec_module
     from lfassist_jupyter.flows import flow_to_spec
@@ -511,7 +513,7 @@ def measure(half: str, out: Path | None = None, provision: bool = False) -> dict
             original = json.loads(path.read_text())
             ops.clear()
             t0 = time.perf_counter()
-            report = validate_flow(path, provision=provision)
+            report = validate_flow(path, provision=provision, probe=probe)
             ms = (time.perf_counter() - t0) * 1000
             row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {}), provision), "ours": ours(report),
                    "ms": ms, "sandbox_ops": len(ops), "judged_in": report.judged_in}  # fmt: skip
@@ -529,6 +531,7 @@ def measure(half: str, out: Path | None = None, provision: bool = False) -> dict
     summary_ = {
         "half": half,
         "provision": provision,
+        "probe": probe,
         "flows": len(rows),
         "judged": len(judged),
         "agree": agree,
@@ -628,6 +631,7 @@ def main() -> None:
     m.add_argument("--half", choices=["dev", "held_back", "all"], default="dev")
     m.add_argument("--out", type=Path)
     m.add_argument("--provision", action="store_true", help="judge what the sandbox cannot in provisioned envs")
+    m.add_argument("--probe", action="store_true", help="fold the probe run into the verdict")
     s = sub.add_parser("show", help="print the stored verdicts")
     s.add_argument("ids", nargs="*")
     args = parser.parse_args()
@@ -637,7 +641,7 @@ def main() -> None:
     elif args.cmd == "verdicts":
         compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs, args.half)
     elif args.cmd == "measure":
-        found = measure(args.half, args.out, args.provision)
+        found = measure(args.half, args.out, args.provision, args.probe)
         print(json.dumps({k: v for k, v in found.items() if k != "rows"}, indent=1))
     else:
         stored = json.loads(VERDICTS.read_text())

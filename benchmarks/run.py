@@ -860,9 +860,9 @@ def real_flows(which: str = "corpus") -> dict | None:
     halves = [f["id"] for f in flow_corpus.load_manifest() if f["half"] == "held_back"]
     if not all(fid in stored for fid in halves):
         return None
-    off = flow_corpus.measure("held_back")
+    off = flow_corpus.measure("held_back", probe=True)  # the verdict with the probe run folded in
     provisioned = all("provisioned" in stored[fid] for fid in halves)
-    on = flow_corpus.measure("held_back", provision=True) if provisioned else None
+    on = flow_corpus.measure("held_back", provision=True, probe=True) if provisioned else None
     flow_corpus.select("corpus")
 
     def disagreements(found: dict) -> list[dict]:
@@ -945,7 +945,7 @@ def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
             f"edges kept {corpus['edges_kept']}/{corpus['edges']}",
         ),
         (
-            "real flows (held back): validate_flow per flow p50, first validation",
+            "real flows (held back): validate_flow per flow p50, first validation (probe run included)",
             f"{corpus['validate_ms_p50']:.0f} ms",
             f"p95 {corpus['validate_ms_p95']:.0f} ms",
             f"each node's code loaded in a sandbox child of its own ({corpus.get('sandbox_ops_per_flow_max')} "
