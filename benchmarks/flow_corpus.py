@@ -307,8 +307,12 @@ def use_bench_envs() -> None:
 
 def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
     """Each flow's provisioned interpreter (``validate_flow(provision=True)`` builds it, or finds it
-    built), ``"sandbox"`` for a flow that needs nothing, or ``{"error": ...}`` when none could be made."""
+    built), ``"sandbox"`` for a flow that needs nothing, or ``{"error": ...}`` when none could be made.
+    A flow ``validate_flow`` finds broken before it would provision (so it builds nothing) still gets
+    the environment of the packages it lacks: lfx's word on it is asked where they are, whatever ours."""
     from lfassist_jupyter import validate_flow
+    from lfassist_jupyter.sandbox import provision as envs
+    from lfassist_jupyter.sandbox import shared
 
     use_bench_envs()
     found: dict[str, str | dict] = {}
@@ -318,7 +322,13 @@ def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
             path.write_text(flow_text(fid), encoding="utf-8")
             report = validate_flow(path, provision=True)
             plan = report.provision
-            if plan is None:
+            if plan is None and report.missing_packages:
+                planned = envs.plan(sorted({p.distribution for p in report.missing_packages}), shared().python)
+                try:
+                    found[fid] = {"error": planned["error"]} if planned.get("error") else envs.build(planned).python
+                except Exception as exc:  # uv could not make it: as validate_flow says it
+                    found[fid] = {"error": str(exc)[:600]}
+            elif plan is None:
                 found[fid] = "sandbox"
             elif plan.ready and not plan.error:
                 found[fid] = str(Path(plan.path) / "bin" / "python")

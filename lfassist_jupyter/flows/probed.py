@@ -12,8 +12,8 @@ Only the flow's own faults count (``probe_problem``), decided from where the err
 from its words: the child that ran the flow reads lfx's exception (``RunFailure``: the vertex whose
 build raised, the innermost error) and says ``code`` only for Python's code errors with nothing of
 the environment in the chain; here, the node must be one that really ran (not a stub), the zygote
-must have refused nothing while it ran (``FlowRun.refused``: the sandbox's confinement is never
-the flow's fault), and the error must not be a file, key or service the user must provide
+must have refused nothing while it ran (``FlowRun.sandbox_refusals``: the sandbox's confinement is
+never the flow's fault), and the error must not be a file, key or service the user must provide
 (``flows.needs``).  Everything else keeps the verdict it had: a run stopped by no network, no key
 or no model server says nothing about the flow.
 """
@@ -39,7 +39,7 @@ def probe_problem(flow: dict[str, Any], run: FlowRun | None) -> FlowProblem | No
     failure = getattr(run, "failure", None)
     if run is None or run.ok or failure is None or failure.kind != "code" or not failure.node_id:
         return None
-    if run.refused or run.needs or failure.node_id in {s.node for s in run.stubbed}:
+    if run.sandbox_refusals or run.needs or failure.node_id in {s.node for s in run.stubbed}:
         return None
     from .needs import run_needs
 

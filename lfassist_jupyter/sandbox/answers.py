@@ -64,7 +64,7 @@ class RunFailure(BaseModel):
     of Python's code errors with nothing of the environment in its chain (no OSError, ImportError,
     timeout; no network tried, nothing refused in the child), else ``environment``.  The child's
     word on its own run: the kernel judges with it only together with the zygote's refusals
-    (``FlowRun.refused``), and it can only make that flow look worse."""
+    (``FlowRun.sandbox_refusals``), and it can only make that flow look worse."""
 
     kind: Literal["code", "environment"] = "environment"
     node_id: str | None = Field(default=None, max_length=300)
@@ -94,7 +94,7 @@ class FlowRun(BaseModel):
     failure: RunFailure | None = None
     """Where a failed probe run stopped and whether it was the flow's code (the child's reading of
     lfx's exception); None for a run that went through or a sandbox that could not run it."""
-    refused: int = Field(default=0, ge=0)
+    sandbox_refusals: int = Field(default=0, ge=0)
     """How many calls the sandbox refused while this run ran, as the zygote recorded them (set by
     the kernel, never the child): a run that met one is never held against the flow."""
 

@@ -199,7 +199,7 @@ class SandboxValidator(ZygoteProcess):
                         **redact_tree(answer),
                         "stubbed": stubbed,
                         "reduced_isolation": self.reduced_isolation,
-                        "refused": len(refused) if isinstance(refused, list) else 0,
+                        "sandbox_refusals": len(refused) if isinstance(refused, list) else 0,
                     }
                 )
             except ValidationError:

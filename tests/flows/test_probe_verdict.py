@@ -104,7 +104,7 @@ def test_a_run_the_sandbox_or_the_input_stopped_is_never_broken(sandbox, code):
     run = sandbox.probe_run(flow, "hello")
     assert not run.ok and run.failure is not None and run.failure.node_id == "Probed-U"  # it did run, and fail
     if code is AFTER_REFUSED_WRITE:
-        assert run.refused >= 1  # the zygote recorded the refusal, whatever the child says
+        assert run.sandbox_refusals >= 1  # the zygote recorded the refusal, whatever the child says
     report = validate_flow(flow, catalog=catalog, probe=True)
     assert report.verdict == "sound", report.errors
 
