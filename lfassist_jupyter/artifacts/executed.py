@@ -78,7 +78,7 @@ CODE_EXECUTION_FIELDS: dict[str, str] = {
 """lfx's ``CODE_EXECUTION_FIELD_NAMES``, each with how it is judged: ``python`` is code (scanned
 as generated code is), ``imports`` a comma-separated module list (each module judged as an
 ``import`` of it), ``runtime`` text that only makes a model write code while the flow runs --
-nothing in the flow to judge, so it is left to Langflow's own settings (see docs/notes/gate.md)."""
+nothing in the flow to judge, so it is left to Langflow's own settings (see docs/security.md, "Known limits")."""
 
 MAX_GROUP_DEPTH = 8
 """Groups nested deeper are refused: Langflow's canvas nests two or three, and lfx re-opens every

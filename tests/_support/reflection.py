@@ -12,7 +12,7 @@ leaves its marker file: ``os.system("touch MARKER")`` for the ones that reach ``
 
 The cases were split once, before the scan's reflection rule was written, by the parity of a hash
 of their id (``held_back``): the rule was developed on the other half, and the held-back half was
-run once at the end (the figure is in docs/notes/gate.md).
+run once at the end (the figure is in docs/security.md, "What leaves for Langflow").
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ package of its own (``_lfassist_worker``) and calls, before anything else:
 - ``bind_module``: a stdlib-only module of ``artifacts/`` the kernel shares (``policy``, ``flow``),
   loaded from the read-only path the config names as a module of the package;
 - ``descendants``: every process below a zygote, and whether each has entered its exit, from a
-  /proc scan (the zygote is their subreaper: a detached daemon is found too).
+  /proc scan (the zygote is their subreaper: a detached daemon is found too); ``reap_exited``
+  collects the ones that have ended.
 
 Stdlib only; importing it does nothing (the scripts call these functions from ``main``).
 """
@@ -70,6 +71,18 @@ def bind_module(name: str, path: str) -> types.ModuleType:
 # A task flag of the kernel (include/linux/sched.h), field 9 of /proc/<pid>/task/<tid>/stat: set
 # when the thread enters do_exit, which a killed thread does once its last system call is done.
 PF_EXITING = 0x4
+
+
+def reap_exited() -> None:
+    """Reap every child that has exited, without waiting: a zygote is the subreaper of whatever a
+    request or a run left behind, so their zombies are its to collect."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def exiting(pid: int) -> bool:

@@ -432,17 +432,6 @@ class Spare:
                 os.close(fd)
 
 
-def _reap(keep: int) -> None:
-    """Reap whatever has exited below the zygote (the server too, which ends the loop anyway)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
 def _end(spare: Spare, server: int) -> None:
     """Kill every process of the run and remove its files.
 
@@ -469,7 +458,7 @@ def _end(spare: Spare, server: int) -> None:
         seen = None if running else pids
         if running:
             time.sleep(0.0002)
-    _reap(server)
+    channel.reap_exited()  # the server too, if it ended: that ends the loop anyway
     reaper.clear(spare.scratch)
     with contextlib.suppress(OSError):
         os.rmdir(spare.scratch)

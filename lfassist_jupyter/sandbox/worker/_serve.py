@@ -41,7 +41,7 @@ import time
 import traceback
 
 from . import _shared
-from ._channel import descendants
+from ._channel import descendants, reap_exited
 from ._confine import (
     CONFINE,
     PR_SET_PDEATHSIG,
@@ -206,16 +206,6 @@ def _child(req_r: int, channel: int, out_w: int, scratch: str, parent: int) -> N
     exit_(code)
 
 
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
 def kill_subtree(child: int, *, wait: bool = True) -> None:
     """SIGKILL everything the request started, until none of it can run another instruction.
 
@@ -230,11 +220,11 @@ def kill_subtree(child: int, *, wait: bool = True) -> None:
     copy of the zygote's memory takes milliseconds of the kernel's time; it is not waited for:
     the dead are reaped by the next call.
     """
-    _reap()  # what earlier requests left dying has become zombies by now
+    reap_exited()  # what earlier requests left dying has become zombies by now
     with contextlib.suppress(OSError):
         os.killpg(child, signal.SIGKILL)
     if not os.path.isdir("/proc/self/task"):  # no /proc (macOS): the process group is all we have
-        _reap()
+        reap_exited()
         return
     seen: set[int] | None = None
     end = time.monotonic() + 5
