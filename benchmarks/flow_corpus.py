@@ -322,8 +322,10 @@ def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
             path.write_text(flow_text(fid), encoding="utf-8")
             report = validate_flow(path, provision=True)
             plan = report.provision
-            if plan is None and report.missing_packages:
-                planned = envs.plan(sorted({p.distribution for p in report.missing_packages}), shared().python)
+            # Ours, or lfx's own requirement logic where a check stopped ours first (its preflight's list).
+            lacking = sorted({p.distribution for p in report.missing_packages}) or preflight_list(fid)
+            if plan is None and lacking:
+                planned = envs.plan(lacking, shared().python)
                 try:
                     found[fid] = {"error": planned["error"]} if planned.get("error") else envs.build(planned).python
                 except Exception as exc:  # uv could not make it: as validate_flow says it
@@ -336,6 +338,16 @@ def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
                 found[fid] = {"error": str(plan.error)[:600]}
             print(f"[{i}/{len(fids)}] provisioned {fid}: {found[fid]}", flush=True)
     return found
+
+
+def preflight_list(fid: str) -> list[str]:
+    """The distributions lfx's dependency preflight named for ``fid`` in the sandbox's environment
+    (its stored ``sandbox`` verdict: "This flow needs Python packages ...:" then ``  - name`` lines)."""
+    stored = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
+    message = str(stored.get(fid, {}).get("sandbox", {}).get("run_message", ""))
+    if "needs Python packages that are not installed" not in message:
+        return []
+    return sorted(set(re.findall(r"^\s+- ([A-Za-z0-9][A-Za-z0-9._-]*)\s*$", message, flags=re.M)))
 
 
 def compute_provisioned(flows: list[dict], jobs: int) -> None:
