@@ -11,7 +11,8 @@ meets the same error, and the verdict says so.
 Only the flow's own faults count (``probe_problem``), decided from where the error came from, not
 from its words: the child that ran the flow reads lfx's exception (``RunFailure``: the vertex whose
 build raised, the innermost error) and says ``code`` only for Python's code errors with nothing of
-the environment in the chain; here, the node must be one that really ran (not a stub), the zygote
+the environment in the chain; here, the node must be one that really ran (not a stub, nor fed by a
+stub an object it stands in for with text: a language model, a tool), the zygote
 must have refused nothing while it ran (``FlowRun.sandbox_refusals``: the sandbox's confinement is
 never the flow's fault), and the error must not be a file, key or service the user must provide
 (``flows.needs``).  Everything else keeps the verdict it had: a run stopped by no network, no key
@@ -43,8 +44,11 @@ def probe_problem(flow: dict[str, Any], run: FlowRun | None) -> FlowProblem | No
         return None
     from .needs import run_needs
 
-    node = facts.by_id(facts.components(flow)).get(failure.node_id)
+    nodes = facts.by_id(facts.components(flow))
+    node = nodes.get(failure.node_id)
     if node is None or run_needs(flow, f"{run.error or ''} {failure.error}"):
+        return None
+    if _fed_a_stand_in(flow, nodes, failure.node_id, {s.node for s in run.stubbed}):
         return None
     name = facts.node_name(node)
     where = {"node code": "in its code", "lfx": "in lfx, with what the node gave it"}.get(failure.origin, "")
@@ -57,6 +61,24 @@ def probe_problem(flow: dict[str, Any], run: FlowRun | None) -> FlowProblem | No
         fix=f"Replace {name} with a fresh copy of its component (its saved code was written for another "
         "Langflow), or fix its code.",
     )
+
+
+# What a stub's output really is (``sandbox/probe.py``: a Message, Data or DataFrame echoing its input).
+_ECHOED = frozenset({"Message", "Text", "str", "Data", "JSON", "DataFrame", "Table"})
+
+
+def _fed_a_stand_in(flow: dict[str, Any], nodes: dict[str, Any], node_id: str, stubbed: set[str]) -> bool:
+    """Whether the node gets, from a stubbed node, an output that is an object in a real run (a
+    language model, embeddings, a tool...): the stub hands it text instead, and what the node then
+    does wrong is the stub's doing, not the flow's."""
+    for edge in facts.edges(flow):
+        source, output, target, _ = facts.ports(edge)
+        if target != node_id or source not in stubbed or source not in nodes:
+            continue
+        types = next((o.get("types") or [] for o in facts.outputs(nodes[source]) if o.get("name") == output), [])
+        if not types or not set(types) <= _ECHOED:
+            return True
+    return False
 
 
 def with_probe(report: FlowReport, flow: dict[str, Any], run: FlowRun | None) -> FlowReport:

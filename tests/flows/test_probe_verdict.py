@@ -139,3 +139,26 @@ def test_lfx_own_run_stops_at_the_same_error(old_send, tmp_path):
     said = validate_flow(flow, catalog=catalog, probe=True).errors[0].message
     wrong = "'coroutine' object has no attribute 'text'"
     assert wrong in lfx_verdict(flow, tmp_path)["error"] and wrong in said
+
+
+def test_a_node_fed_a_stubbed_model_is_not_held_to_its_failure():
+    """A stub stands in for a language model with text: a node that then fails on the "model" it got
+    (``TypeError: Language model does not support structured output``, met on the corpus) failed on
+    the stub, not on the flow.  The same failure in a node fed only text is the flow's."""
+    from lfassist_jupyter.flows import FlowReport
+    from lfassist_jupyter.flows.probed import with_probe
+    from lfassist_jupyter.sandbox.answers import FlowRun, RunFailure, Stubbed
+
+    spec = "nodes:\n  A: ChatInput\n  M: LanguageModelComponent\n  S: StructuredOutput\n  C: ChatOutput\nedges:\n"
+    spec += "  M.model_output -> S.model\n  A.message -> S.input_value\n  S.structured_output -> C.input_value\n"
+    flow = build_flow(spec).flow
+    ids = {n["data"]["type"]: n["id"] for n in flow["data"]["nodes"]}
+
+    def failed(node_type: str) -> FlowRun:
+        failure = RunFailure(kind="code", node_id=ids[node_type], node=node_type, error="TypeError: no", origin="lfx")
+        stub = Stubbed(node=ids["LanguageModelComponent"], name="M", reason="a model")
+        return FlowRun.failed("The flow failed.", failure=failure, stubbed=[stub])
+
+    sound = FlowReport(is_valid=True)
+    assert with_probe(sound, flow, failed("StructuredOutput")).verdict == "sound"
+    assert with_probe(sound, flow, failed("ChatOutput")).verdict == "broken"  # the control
