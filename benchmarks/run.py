@@ -875,7 +875,7 @@ def real_flows(which: str = "corpus") -> dict | None:
 
 
 def time_to_provisioned_verdict() -> dict | None:
-    """Time to a verdict for a flow that needs a new environment: ``validate_flow(provision=True)`` in
+    """Time to a verdict for a flow that needs a new environment: ``validate_flow(provision=True, probe=True)`` in
     a fresh process with an empty environment folder (first time: resolved and built, packages from
     uv's cache), then again in another fresh process (cached: the environment found ready, its
     sandbox started).  The flow is a held-back corpus flow needing a package the sandbox lacks."""
@@ -887,7 +887,7 @@ def time_to_provisioned_verdict() -> dict | None:
         "from lfassist_jupyter import default_catalog, validate_flow\n"
         "flow = json.loads(gzip.open(sys.argv[1]).read())\n"
         "default_catalog()\n"  # the sandbox's own start is not part of it
-        "t = time.perf_counter(); r = validate_flow(flow, provision=True)\n"
+        "t = time.perf_counter(); r = validate_flow(flow, provision=True, probe=True)\n"
         "print(json.dumps({'s': time.perf_counter() - t, 'verdict': r.verdict, 'in': r.judged_in}))\n"
     )
     with tempfile.TemporaryDirectory(prefix="lfassist-bench-envs-") as tmp:
