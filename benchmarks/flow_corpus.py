@@ -307,8 +307,12 @@ def use_bench_envs() -> None:
 
 def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
     """Each flow's provisioned interpreter (``validate_flow(provision=True)`` builds it, or finds it
-    built), ``"sandbox"`` for a flow that needs nothing, or ``{"error": ...}`` when none could be made."""
+    built), ``"sandbox"`` for a flow that needs nothing, or ``{"error": ...}`` when none could be made.
+    A flow ``validate_flow`` finds broken before it would provision (so it builds nothing) still gets
+    the environment of the packages it lacks: lfx's word on it is asked where they are, whatever ours."""
     from lfassist_jupyter import validate_flow
+    from lfassist_jupyter.sandbox import provision as envs
+    from lfassist_jupyter.sandbox import shared
 
     use_bench_envs()
     found: dict[str, str | dict] = {}
@@ -318,7 +322,15 @@ def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
             path.write_text(flow_text(fid), encoding="utf-8")
             report = validate_flow(path, provision=True)
             plan = report.provision
-            if plan is None:
+            # Ours, or lfx's own requirement logic where a check stopped ours first (its preflight's list).
+            lacking = sorted({p.distribution for p in report.missing_packages}) or preflight_list(fid)
+            if plan is None and lacking:
+                planned = envs.plan(lacking, shared().python)
+                try:
+                    found[fid] = {"error": planned["error"]} if planned.get("error") else envs.build(planned).python
+                except Exception as exc:  # uv could not make it: as validate_flow says it
+                    found[fid] = {"error": str(exc)[:600]}
+            elif plan is None:
                 found[fid] = "sandbox"
             elif plan.ready and not plan.error:
                 found[fid] = str(Path(plan.path) / "bin" / "python")
@@ -326,6 +338,16 @@ def provisioned_envs(fids: list[str]) -> dict[str, str | dict]:
                 found[fid] = {"error": str(plan.error)[:600]}
             print(f"[{i}/{len(fids)}] provisioned {fid}: {found[fid]}", flush=True)
     return found
+
+
+def preflight_list(fid: str) -> list[str]:
+    """The distributions lfx's dependency preflight named for ``fid`` in the sandbox's environment
+    (its stored ``sandbox`` verdict: "This flow needs Python packages ...:" then ``  - name`` lines)."""
+    stored = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
+    message = str(stored.get(fid, {}).get("sandbox", {}).get("run_message", ""))
+    if "needs Python packages that are not installed" not in message:
+        return []
+    return sorted(set(re.findall(r"^\s+- ([A-Za-z0-9][A-Za-z0-9._-]*)\s*$", message, flags=re.M)))
 
 
 def compute_provisioned(flows: list[dict], jobs: int) -> None:
@@ -479,11 +501,13 @@ def ours(report) -> str:
     return report.verdict
 
 
-def measure(half: str, out: Path | None = None, provision: bool = False) -> dict:
+def measure(half: str, out: Path | None = None, provision: bool = False, probe: bool = False) -> dict:
     """Agreement of ``validate_flow`` with lfx, full round trips (load -> spec -> rebuild with no
     change) and ``validate_flow``'s time per flow, on one half of the corpus.  ``provision``: flows
     the sandbox cannot judge are judged in their provisioned environment (built before, by
-    ``verdicts --env provisioned``), against lfx's verdict there; off, they are not judged."""
+    ``verdicts --env provisioned``), against lfx's verdict there; off, they are not judged.  ``probe``:
+    a sound flow is probe-run too and a node failing there for the flow's own fault makes it broken
+    (``validate_flow(probe=True)``)."""
     from lfassist_jupyter import Assistant, ScriptedProvider, default_catalog, validate_flow
     from lfassist_jupyter.flows import build as spec_module
     from lfassist_jupyter.flows import flow_to_spec
@@ -511,7 +535,7 @@ def measure(half: str, out: Path | None = None, provision: bool = False) -> dict
             original = json.loads(path.read_text())
             ops.clear()
             t0 = time.perf_counter()
-            report = validate_flow(path, provision=provision)
+            report = validate_flow(path, provision=provision, probe=probe)
             ms = (time.perf_counter() - t0) * 1000
             row = {"id": flow["id"], "lfx": expected(stored.get(flow["id"], {}), provision), "ours": ours(report),
                    "ms": ms, "sandbox_ops": len(ops), "judged_in": report.judged_in}  # fmt: skip
@@ -529,6 +553,7 @@ def measure(half: str, out: Path | None = None, provision: bool = False) -> dict
     summary_ = {
         "half": half,
         "provision": provision,
+        "probe": probe,
         "flows": len(rows),
         "judged": len(judged),
         "agree": agree,
@@ -628,6 +653,7 @@ def main() -> None:
     m.add_argument("--half", choices=["dev", "held_back", "all"], default="dev")
     m.add_argument("--out", type=Path)
     m.add_argument("--provision", action="store_true", help="judge what the sandbox cannot in provisioned envs")
+    m.add_argument("--probe", action="store_true", help="fold the probe run into the verdict")
     s = sub.add_parser("show", help="print the stored verdicts")
     s.add_argument("ids", nargs="*")
     args = parser.parse_args()
@@ -637,7 +663,7 @@ def main() -> None:
     elif args.cmd == "verdicts":
         compute(["full", "sandbox"] if args.env == "both" else [args.env], args.only, args.jobs, args.half)
     elif args.cmd == "measure":
-        found = measure(args.half, args.out, args.provision)
+        found = measure(args.half, args.out, args.provision, args.probe)
         print(json.dumps({k: v for k, v in found.items() if k != "rows"}, indent=1))
     else:
         stored = json.loads(VERDICTS.read_text())

@@ -860,9 +860,9 @@ def real_flows(which: str = "corpus") -> dict | None:
     halves = [f["id"] for f in flow_corpus.load_manifest() if f["half"] == "held_back"]
     if not all(fid in stored for fid in halves):
         return None
-    off = flow_corpus.measure("held_back")
+    off = flow_corpus.measure("held_back", probe=True)  # the verdict with the probe run folded in
     provisioned = all("provisioned" in stored[fid] for fid in halves)
-    on = flow_corpus.measure("held_back", provision=True) if provisioned else None
+    on = flow_corpus.measure("held_back", provision=True, probe=True) if provisioned else None
     flow_corpus.select("corpus")
 
     def disagreements(found: dict) -> list[dict]:
@@ -889,7 +889,7 @@ def trigger_case_agreement() -> dict | None:
 
 
 def time_to_provisioned_verdict() -> dict | None:
-    """Time to a verdict for a flow that needs a new environment: ``validate_flow(provision=True)`` in
+    """Time to a verdict for a flow that needs a new environment: ``validate_flow(provision=True, probe=True)`` in
     a fresh process with an empty environment folder (first time: resolved and built, packages from
     uv's cache), then again in another fresh process (cached: the environment found ready, its
     sandbox started).  The flow is a held-back corpus flow needing a package the sandbox lacks."""
@@ -901,7 +901,7 @@ def time_to_provisioned_verdict() -> dict | None:
         "from lfassist_jupyter import default_catalog, validate_flow\n"
         "flow = json.loads(gzip.open(sys.argv[1]).read())\n"
         "default_catalog()\n"  # the sandbox's own start is not part of it
-        "t = time.perf_counter(); r = validate_flow(flow, provision=True)\n"
+        "t = time.perf_counter(); r = validate_flow(flow, provision=True, probe=True)\n"
         "print(json.dumps({'s': time.perf_counter() - t, 'verdict': r.verdict, 'in': r.judged_in}))\n"
     )
     with tempfile.TemporaryDirectory(prefix="lfassist-bench-envs-") as tmp:
@@ -959,7 +959,7 @@ def corpus_rows(corpus: dict | None) -> list[tuple[str, str, str, str]]:
             f"edges kept {corpus['edges_kept']}/{corpus['edges']}",
         ),
         (
-            "real flows (held back): validate_flow per flow p50, first validation",
+            "real flows (held back): validate_flow per flow p50, first validation (probe run included)",
             f"{corpus['validate_ms_p50']:.0f} ms",
             f"p95 {corpus['validate_ms_p95']:.0f} ms",
             f"each node's code loaded in a sandbox child of its own ({corpus.get('sandbox_ops_per_flow_max')} "

@@ -112,14 +112,21 @@ def build_flow(text: str, *, catalog: Catalog | None = None, repair: bool = True
 
 
 def validate_flow(
-    flow: dict[str, Any] | str | Path, *, catalog: Catalog | None = None, provision: bool | None = None
+    flow: dict[str, Any] | str | Path,
+    *,
+    catalog: Catalog | None = None,
+    provision: bool | None = None,
+    probe: bool = False,
 ) -> FlowReport:
     """Validate flow JSON, a flow file or spec text (default catalogue: the shared sandbox's); never
     raises on bad input.  Three answers: sound, broken, not judged here; ``provision`` judges a flow
-    the sandbox cannot in an environment built for it.  See ``flows.validate_flow``."""
+    the sandbox cannot in an environment built for it; ``probe`` also probe-runs a sound flow (models
+    stubbed) and calls it broken where a node fails for the flow's own fault.  See
+    ``flows.validate_flow``."""
     from lfassist_jupyter.flows.validate import validate_flow as validate
 
-    return validate(flow, catalog=catalog if catalog is not None else default_catalog(), provision=provision)
+    catalog = catalog if catalog is not None else default_catalog()
+    return validate(flow, catalog=catalog, provision=provision, probe=probe)
 
 
 def run_flow_for_real(

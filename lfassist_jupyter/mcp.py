@@ -519,7 +519,7 @@ def _flow_tools(tool: Register) -> None:
         return {**built.model_dump(mode="json"), "report": report.model_dump(mode="json") if report else None}
 
     @tool
-    async def validate_flow(flow: dict[str, Any] | str, provision: bool = False) -> dict[str, Any]:
+    async def validate_flow(flow: dict[str, Any] | str, provision: bool = False, probe: bool = False) -> dict[str, Any]:
         """Validate Langflow flow JSON (an object, or its text) as Langflow would run it: nodes,
         handles and types, required inputs, loops and branches, node code that lfx loads. Returns the
         FlowReport: verdict (sound | broken | not_judged: the sandbox lacks a package or a model
@@ -527,12 +527,14 @@ def _flow_tools(tool: Register) -> None:
         errors (each naming the node and the fix), warnings, needs (a model, a key, a connection: what to provide
         before a real run), provision (what judging it elsewhere would install, and its size),
         judged_in. provision=true judges a not-judged flow in a separate environment with lfx and
-        those packages (built with uv and cached; the server's own environment is not touched)."""
+        those packages (built with uv and cached; the server's own environment is not touched).
+        probe=true also probe-runs a sound flow (models stubbed, no network): a node that fails there
+        for the flow's own fault makes it broken, naming the node and lfx's error."""
         from lfassist_jupyter.flows import validate_flow as check
 
         the_flow = _flow(flow)
         return await asyncio.to_thread(
-            lambda: check(the_flow, catalog=_catalog(), provision=True if provision else None)
+            lambda: check(the_flow, catalog=_catalog(), provision=True if provision else None, probe=probe)
         )
 
     @tool

@@ -110,6 +110,9 @@ class ExecutedField:
     """What lfx executes: the value after lfx's own preparation and parameter handling."""
     via: str = ""
     """Where the text came from when a group's proxy put it there (``Group.code_ChatOutput-x``)."""
+    node_type: str = ""
+    """The node's type as the flow says it (the sender's to write: identity is never taken from it
+    alone)."""
 
     @property
     def where(self) -> str:
@@ -339,5 +342,7 @@ def executed_fields(flow: Any) -> list[ExecutedField]:
                 key = (facts.node_id(node), name, text)
                 if key not in found:
                     origin = via.get(id(field), "") if proxied else ""
-                    found[key] = ExecutedField(facts.node_name(node), facts.node_id(node), name, kind, text, origin)
+                    found[key] = ExecutedField(
+                        facts.node_name(node), facts.node_id(node), name, kind, text, origin, facts.node_type(node)
+                    )
     return list(found.values())

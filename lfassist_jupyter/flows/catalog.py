@@ -8,8 +8,11 @@ Discovery in two phases keeps a prompt far under the size of a full component du
 from __future__ import annotations
 
 import copy
+import functools
+import hashlib
 import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfassist_jupyter.artifacts.flow import loop_port
@@ -27,6 +30,30 @@ def _one_line(text: str) -> str:
     text = " ".join((text or "").split())
     first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
     return first if len(first) <= _DESC_MAX else first[: _DESC_MAX - 1].rstrip() + "…"
+
+
+_RELEASED = Path(__file__).with_name("builtin_codes.json")
+
+
+@functools.cache
+def _released() -> dict[str, list[str]]:
+    """SHA-256 of each component module's text as Langflow's released wheels shipped it -> the
+    component types it defines (``builtin_codes.json``, made by ``benchmarks/builtin_codes.py``;
+    modules that run other text are not in it).  Empty when the file is missing or unreadable:
+    then nothing older than this lfx is taken for Langflow's own."""
+    try:
+        codes = json.loads(_RELEASED.read_text(encoding="utf-8")).get("codes")
+    except (OSError, ValueError):
+        return {}
+    return codes if isinstance(codes, dict) else {}
+
+
+def released_code_types(code: str) -> frozenset[str]:
+    """The component types a Langflow release shipped exactly ``code`` for (empty: none did)."""
+    if not isinstance(code, str) or not code:
+        return frozenset()
+    types = _released().get(hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest())
+    return frozenset(t for t in types if isinstance(t, str)) if isinstance(types, list) else frozenset()
 
 
 class Catalog:
@@ -70,6 +97,16 @@ class Catalog:
                     codes.add(field["value"])
             self._builtin_codes = frozenset(codes)
         return self._builtin_codes
+
+    def is_builtin_code(self, code: str, kind: str | None = None) -> bool:
+        """Whether ``code`` is Langflow's own: what one of this catalogue's built-ins carries (this
+        lfx's release), or, for a node of type ``kind``, exactly what an older Langflow release
+        shipped for a component of that type (``released_code_types``: the SHA-256 of the text,
+        recorded from the released wheels).  Identity only, never a likeness: one byte changed and
+        it is custom code, scanned and loaded as such."""
+        if code in self.builtin_codes:
+            return True
+        return bool(kind) and kind in released_code_types(code)
 
     # -- contents -------------------------------------------------------------------------
     @property

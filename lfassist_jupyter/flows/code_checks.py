@@ -394,7 +394,9 @@ def outgoing_code_problems(flow: object, catalog: Catalog) -> list[FlowProblem]:
     finds it (``artifacts/executed.py``: groups opened with their proxies applied, fields of type
     ``code``, lfx's code-execution fields such as Python Function's ``function_code``), must pass
     the scan generated code is held to.  A text one of the catalogue's built-ins carries as its
-    class code (the zygote's facts) is lfx's own and not scanned; what cannot be judged is refused."""
+    class code (the zygote's facts) is lfx's own and not scanned, and so is a node's class code that
+    is exactly what a Langflow release shipped for a component of the node's type
+    (``Catalog.is_builtin_code``: by SHA-256); what cannot be judged is refused."""
     from lfassist_jupyter.artifacts.executed import Unjudged, executed_fields
 
     try:
@@ -409,11 +411,10 @@ def outgoing_code_problems(flow: object, catalog: Catalog) -> list[FlowProblem]:
         ]
     import time
 
-    builtin = catalog.builtin_codes
     problems = []
     deadline = time.monotonic() + GATE_SECONDS
     for executed in fields:
-        if executed.text in builtin:
+        if catalog.is_builtin_code(executed.text, executed.node_type if executed.kind == "class" else None):
             continue
         if time.monotonic() > deadline:
             problems.append(

@@ -23,6 +23,7 @@ ErrorCode = Literal[
     "structure",
     "unsafe_code",
     "retired",
+    "run_failure",
 ]
 
 

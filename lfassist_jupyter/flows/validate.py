@@ -68,7 +68,9 @@ def _load(
     )
 
 
-def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog, provision: bool | None = None) -> FlowReport:
+def validate_flow(
+    flow: dict[str, Any] | str | Path, *, catalog: Catalog, provision: bool | None = None, probe: bool = False
+) -> FlowReport:
     """Validate Langflow flow JSON (a dict), a flow file, or spec text over ``catalog``, whose
     sandbox judges the nodes' code and finds the packages they need. Never raises on bad input.
     (``lfassist_jupyter.validate_flow`` is this over the shared sandbox's catalogue.)
@@ -80,14 +82,34 @@ def validate_flow(flow: dict[str, Any] | str | Path, *, catalog: Catalog, provis
     never the kernel's): ``provision=True`` builds it (or reuses it) and judges the flow there,
     ``False`` never does, and None follows ``LFASSIST_PROVISION`` (``ask``, the default, shows what
     would be installed and its size in ``report.provision``; ``yes`` builds; ``no`` neither).
-    ``report.judged_in`` says which environment gave the verdict."""
+    ``report.judged_in`` says which environment gave the verdict.
+
+    ``probe=True`` also probe-runs a flow found sound (in the environment that judged it; models
+    stubbed, no network: ``flows.probed``), and a node that fails there for the flow's own fault
+    (code that no longer fits this lfx or its packages) makes it broken, naming the node and lfx's
+    error; a run stopped by the sandbox, a key, a file or a service changes nothing."""
     report, loaded = _judge(flow, catalog)
     report.judged_in = _where(catalog)
-    if report.verdict != "not_judged" or loaded is None:
-        return report
-    from .provisioned import judge_elsewhere
+    if report.verdict == "not_judged" and loaded is not None:
+        from .provisioned import judge_elsewhere
 
-    return judge_elsewhere(loaded, report, catalog, provision, _judge)
+        report = judge_elsewhere(loaded, report, catalog, provision, _judge)
+    if probe and report.verdict == "sound" and loaded is not None:
+        report = _probed(report, loaded, catalog)
+    return report
+
+
+def _probed(report: FlowReport, flow: dict[str, Any], catalog: Catalog) -> FlowReport:
+    """``report`` with the probe run's finding (``flows.probed``), run where the flow was judged."""
+    from .needs import explain_run
+    from .probed import PROBE_INPUT, with_probe
+    from .provisioned import sandbox_that_judged
+
+    sandbox = sandbox_that_judged(report) or catalog.sandbox
+    if sandbox is None:
+        return report
+    run = explain_run(flow, sandbox.probe_run(flow, PROBE_INPUT))
+    return with_probe(report, flow, run)
 
 
 def _where(catalog: Catalog) -> str | None:

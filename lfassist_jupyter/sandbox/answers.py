@@ -57,6 +57,22 @@ class RunNeed(BaseModel):
     message: str = Field(max_length=2000)
 
 
+class RunFailure(BaseModel):
+    """Where a failed probe run stopped, read from lfx's exception in the child that ran it
+    (``_probe_run._run_failure``): the node whose build raised, the innermost error, where it was
+    raised (``node code``, ``lfx``, ``a library``), and ``kind``: ``code`` when that error is one
+    of Python's code errors with nothing of the environment in its chain (no OSError, ImportError,
+    timeout; no network tried, nothing refused in the child), else ``environment``.  The child's
+    word on its own run: the kernel judges with it only together with the zygote's refusals
+    (``FlowRun.sandbox_refusals``), and it can only make that flow look worse."""
+
+    kind: Literal["code", "environment"] = "environment"
+    node_id: str | None = Field(default=None, max_length=300)
+    node: str | None = Field(default=None, max_length=300)
+    error: str = Field(default="", max_length=2000)
+    origin: str = Field(default="", max_length=100)
+
+
 class FlowRun(BaseModel):
     """A probe run's answer: the flow's chat output for one input text, and what was stubbed.
 
@@ -75,6 +91,12 @@ class FlowRun(BaseModel):
     reduced_isolation: str | None = Field(default=None, max_length=500)
     """Why the sandbox that ran this probe run had reduced isolation (no OS-level layer), set by
     the kernel (whatever the child said); None under full isolation."""
+    failure: RunFailure | None = None
+    """Where a failed probe run stopped and whether it was the flow's code (the child's reading of
+    lfx's exception); None for a run that went through or a sandbox that could not run it."""
+    sandbox_refusals: int = Field(default=0, ge=0)
+    """How many calls the sandbox refused while this run ran, as the zygote recorded them (set by
+    the kernel, never the child): a run that met one is never held against the flow."""
 
     @classmethod
     def failed(cls: type[_Run], error: str, *, stubbed: Iterable[Stubbed] = (), **fields: Any) -> _Run:

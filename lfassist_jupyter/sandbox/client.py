@@ -192,9 +192,15 @@ class SandboxValidator(ZygoteProcess):
             return FlowRun.failed(str(self._unavailable_report().error), stubbed=stubbed)
         if answer is not None:
             answer.pop("id", None)
+            refused = answer.pop("sandbox_refused", None)  # the zygote's record (``_call``), not the child's
             try:
                 return FlowRun.model_validate(
-                    {**redact_tree(answer), "stubbed": stubbed, "reduced_isolation": self.reduced_isolation}
+                    {
+                        **redact_tree(answer),
+                        "stubbed": stubbed,
+                        "reduced_isolation": self.reduced_isolation,
+                        "sandbox_refusals": len(refused) if isinstance(refused, list) else 0,
+                    }
                 )
             except ValidationError:
                 failure = "The sandbox's answer was not a flow run; it was discarded."

@@ -121,12 +121,17 @@ def build_view(workspace: Workspace, body: str, edit: str | None = None, *, prov
 
 
 def probe_run(workspace: Workspace, view: FlowView, text: str) -> None:
-    """Run the flow in the sandbox on ``text`` (models stubbed); the result goes on the view."""
+    """Run the flow in the sandbox on ``text`` (models stubbed); the result goes on the view, and a
+    node that failed for the flow's own fault makes its verdict broken (``flows.probed``)."""
+    from lfassist_jupyter.flows.probed import with_probe
+
     view.run_input = text
     if view.flow is None:
         view.run = FlowRun.failed("there is no flow to run.")
         return
     view.run = workspace.probe_run(view.flow, text)
+    if view.report is not None:
+        view.report = with_probe(view.report, view.flow, view.run)
 
 
 def local_run(

@@ -527,8 +527,12 @@ class FlowPipeline:
                 known = {(n.kind, n.node_id) for n in report.needs}
                 report.needs += [Need(**n.model_dump()) for n in run.needs if (n.kind, n.node_id) not in known]
             provide = [n for n in report.needs if n.kind != "package"]
+            from lfassist_jupyter.flows.probed import with_probe
+
+            # A node that fails for the flow's own fault makes the verdict broken, naming it.
+            report = last.report = with_probe(report, flow, run)
             if not run.ok and not provide:  # a run that failed at no need is a failed flow
-                problems = [f"flow: the probe run failed: {run.error}"]
+                problems = [str(e) for e in report.errors] or [f"flow: the probe run failed: {run.error}"]
         return problems
 
     # -- steps -------------------------------------------------------------------------------

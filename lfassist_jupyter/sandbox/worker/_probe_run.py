@@ -180,6 +180,78 @@ def _lacks(module: str, name: str) -> bool:
     return not _found(f"{module}.{name}")  # a submodule that was not imported yet
 
 
+# Python's own signals that code does not fit what it runs against (an attribute or a name that
+# is not there, a call with the wrong types, an iterator run dry, a method left to write): the
+# flow's code is wrong for this lfx and these packages, whatever the input.  A ValueError, a
+# KeyError or an IndexError may be the probe's input text or a stub's echo (a value, not code);
+# an OSError, an ImportError, a MemoryError or a timeout is this environment (no network, no
+# file, no package, the sandbox's confinement): none of those is the flow's fault here.
+_CODE_ERRORS = (AttributeError, NameError, TypeError, StopIteration, StopAsyncIteration, NotImplementedError)
+_ENVIRONMENT = (OSError, ImportError, MemoryError, RecursionError, Timeout, KeyboardInterrupt, SystemExit)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it wraps (lfx's ``RunError.original_exception``, then causes and contexts:
+    a context a ``raise ... from None`` hid counts too), outermost first."""
+    seen: list[BaseException] = []
+    while exc is not None and len(seen) < 12 and all(exc is not s for s in seen):
+        seen.append(exc)
+        exc = getattr(exc, "original_exception", None) or exc.__cause__ or exc.__context__
+    return seen
+
+
+def _run_failure(exc: BaseException) -> dict:
+    """Where and why a probe run failed, from lfx's own exception: the vertex whose build raised
+    (the innermost frame of lfx's graph that runs a ``Vertex``: lfx wraps a node's error in
+    ``ComponentBuildError`` from that frame), the innermost error, where it was raised (``node
+    code``: the code lfx compiled from the node, ``"<string>"``; ``lfx``; or a library), and
+    ``kind``: ``code`` when the innermost error is one of Python's code errors and nothing in the
+    chain is the environment's, nor did the child try the network or meet a refusal; else
+    ``environment``.  The kernel decides the verdict (``flows.probe_verdict``); this is the
+    child's word on its own run, and the zygote's list of refusals is checked there too."""
+    try:
+        return _failure_of(exc)
+    except Exception as err:  # never in the way of the run's answer: no node named, nothing judged
+        return {"kind": "environment", "error": f"the failure could not be read ({type(err).__name__})"}
+
+
+def _failure_of(exc: BaseException) -> dict:
+    import os
+    import traceback
+
+    import lfx
+
+    from ._shared import OBSERVED
+
+    try:
+        from lfx.graph.vertex.base import Vertex
+    except ImportError:  # an lfx without it: no node to name
+        Vertex = None
+    chain = _chain(exc)
+    root = chain[-1]
+    vertex = None
+    for err in chain:
+        for frame, _ in traceback.walk_tb(err.__traceback__):
+            this = frame.f_locals.get("self")
+            if Vertex is not None and isinstance(this, Vertex):
+                vertex = this
+    frames = list(traceback.walk_tb(root.__traceback__))
+    filename = frames[-1][0].f_code.co_filename if frames else ""
+    lfx_dir = os.path.dirname(str(lfx.__file__)) + os.sep
+    origin = "node code" if filename == "<string>" else "lfx" if filename.startswith(lfx_dir) else "a library"
+    refused = bool(OBSERVED.get("network") or OBSERVED.get("refused") or OBSERVED.get("violations"))
+    environment = refused or any(isinstance(e, _ENVIRONMENT) for e in chain)
+    code = isinstance(root, _CODE_ERRORS) and not environment
+    found = {
+        "kind": "code" if code and vertex is not None else "environment",
+        "error": error_text(root)[:1000],
+        "origin": origin,
+    }
+    if vertex is not None:
+        found.update(node_id=str(getattr(vertex, "id", ""))[:300], node=str(getattr(vertex, "display_name", ""))[:300])
+    return found
+
+
 def register(ops: dict, facts: dict) -> None:
     """Add ``probe_run`` and ``component_template`` to the worker's op registry."""
 
@@ -213,9 +285,9 @@ def register(ops: dict, facts: dict) -> None:
         except Timeout:
             return {"ok": False, "error": "The flow did not finish in time; its run was stopped."}
         except RunError as exc:
-            return {"ok": False, "error": f"The flow failed: {exc}"}
+            return {"ok": False, "error": f"The flow failed: {exc}", "failure": _run_failure(exc)}
         except BaseException as exc:
-            return {"ok": False, "error": f"The flow failed: {error_text(exc)}"}
+            return {"ok": False, "error": f"The flow failed: {error_text(exc)}", "failure": _run_failure(exc)}
         seconds = round(time.perf_counter() - started, 3)
         if not isinstance(out, dict):
             return {"ok": False, "error": "lfx's runner returned no result.", "seconds": seconds}
