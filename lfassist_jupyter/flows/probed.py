@@ -21,7 +21,7 @@ or no model server says nothing about the flow.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lfassist_jupyter.artifacts import flow as facts
 
@@ -34,7 +34,7 @@ PROBE_INPUT = "Hello! This is a probe run."
 """What ``validate_flow(probe=True)`` types into the flow's Chat Input (the pipeline's own text)."""
 
 
-def probe_problem(flow: dict[str, Any], run: FlowRun | None) -> FlowProblem | None:
+def probe_problem(flow: dict[str, object], run: FlowRun | None) -> FlowProblem | None:
     """The error a failed probe run found in the flow itself, naming the node, or None when the
     run went through or stopped for a reason that is not the flow's (see the module docstring)."""
     failure = getattr(run, "failure", None)
@@ -67,7 +67,9 @@ def probe_problem(flow: dict[str, Any], run: FlowRun | None) -> FlowProblem | No
 _ECHOED = frozenset({"Message", "Text", "str", "Data", "JSON", "DataFrame", "Table"})
 
 
-def _fed_a_stand_in(flow: dict[str, Any], nodes: dict[str, Any], node_id: str, stubbed: set[str]) -> bool:
+def _fed_a_stand_in(
+    flow: dict[str, object], nodes: dict[str, dict[str, object]], node_id: str, stubbed: set[str]
+) -> bool:
     """Whether the node gets, from a stubbed node, an output that is an object in a real run (a
     language model, embeddings, a tool...): the stub hands it text instead, and what the node then
     does wrong is the stub's doing, not the flow's."""
@@ -81,7 +83,7 @@ def _fed_a_stand_in(flow: dict[str, Any], nodes: dict[str, Any], node_id: str, s
     return False
 
 
-def with_probe(report: FlowReport, flow: dict[str, Any], run: FlowRun | None) -> FlowReport:
+def with_probe(report: FlowReport, flow: dict[str, object], run: FlowRun | None) -> FlowReport:
     """``report`` with the probe run's finding: broken, naming the node, when the run failed there
     for the flow's own fault; otherwise ``report`` unchanged (a not-judged or broken report keeps
     its verdict: the probe adds a reason, never removes one)."""

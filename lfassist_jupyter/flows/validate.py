@@ -99,7 +99,7 @@ def validate_flow(
     return report
 
 
-def _probed(report: FlowReport, flow: dict[str, Any], catalog: Catalog) -> FlowReport:
+def _probed(report: FlowReport, flow: dict[str, object], catalog: Catalog) -> FlowReport:
     """``report`` with the probe run's finding (``flows.probed``), run where the flow was judged."""
     from .needs import explain_run
     from .probed import PROBE_INPUT, with_probe
